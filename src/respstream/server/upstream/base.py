@@ -1,0 +1,112 @@
+"""What a model backend gives the pipeline: a stream of small, typed generation chunks.
+
+How this works: every backend (an OpenAI-compatible Chat Completions server, the embedded llama.cpp model, the
+in-process scripted backend) is an :class:`Upstream`. ``generate()`` yields :data:`Chunk` values in order; the
+pipeline turns them into Responses events through the writer. Backends never see sequence numbers, items or SSE.
+
+Failures are raised as :class:`UpstreamError` with a stable ``code`` (``upstream_timeout``, ``upstream_error``,
+``rate_limited``, ``upstream_unavailable``); ``before_first_token`` tells the router whether failing over to another
+upstream is still safe (nothing was shown to the client yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "Chunk",
+    "Finish",
+    "GenerationRequest",
+    "ReasoningDelta",
+    "RefusalDelta",
+    "TextDelta",
+    "ToolCallDelta",
+    "Upstream",
+    "UpstreamError",
+    "Usage",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """Reasoning text: ``reasoning_content`` from the upstream, or ``<think>`` content split out of the text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefusalDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of one tool call. ``index`` identifies the call; ``call_id``/``name`` come with the first one."""
+
+    index: int
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The last chunk. ``reason``: ``stop`` | ``length`` | ``tool_calls`` | ``content_filter``."""
+
+    reason: str = "stop"
+    usage: Usage | None = None
+
+
+Chunk = TextDelta | ReasoningDelta | RefusalDelta | ToolCallDelta | Finish
+
+
+@dataclass(slots=True)
+class GenerationRequest:
+    """Chat Completions style input, already built by the pipeline from the Responses request."""
+
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)  # Chat Completions `tools` shape
+    tool_choice: Any = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+
+
+class UpstreamError(Exception):
+    def __init__(self, code: str, message: str, *, status: int | None = None, before_first_token: bool = True) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+        self.before_first_token = before_first_token
+
+
+class Upstream(Protocol):
+    """A model backend. ``name`` is how config and the router refer to it; ``models`` what it serves."""
+
+    name: str
+    models: list[str]
+
+    def generate(self, request: GenerationRequest) -> AsyncIterator[Chunk]:
+        """Stream chunks, ending with exactly one :class:`Finish`. Raises :class:`UpstreamError`.
+
+        Closing the iterator early (client went away) must release the upstream connection.
+        """
+        ...
+
+    async def aclose(self) -> None: ...
