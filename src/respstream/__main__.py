@@ -1,0 +1,5 @@
+import sys
+
+from respstream.cli import main
+
+sys.exit(main())
