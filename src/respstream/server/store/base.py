@@ -8,15 +8,24 @@ when sending.
 
 Implementations: ``memory`` (one process), ``sqlite`` (one machine, survives restarts), ``redis`` (many instances).
 All pass the same test suite (tests/store/).
+
+Leases (a crashed generator never leaves a reader hanging): the runner wraps generation in
+``async with store.hold_lease(response_id):``. While the block runs the store renews a lease every
+``lease_seconds / 3``; on exit the lease is released. A log that was leased, whose lease is gone (expired or released)
+and that has no terminal entry is *lost*: the first tail reader (or ``expire()``) that notices appends the terminal
+``error`` ``worker_lost`` (see ``lease.worker_lost_entries``), atomically, so there is exactly one terminal and its
+sequence number is last + 1. A log never leased is only ended by ``recover(instance_id)``, which a gateway calls once
+at startup for its own instance id. So: the runner must append its terminal *inside* the ``hold_lease`` block.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["LogEntry", "ResponseRecord", "Store", "StoreUnavailable"]
+__all__ = ["LogEntry", "ResponseRecord", "SequenceConflict", "Store", "StoreUnavailable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +54,14 @@ class StoreUnavailable(Exception):
     """The backing service (Redis, the SQLite file) cannot be reached. Before streaming: 503; during: ``error``."""
 
 
+class SequenceConflict(Exception):
+    """An append was refused: a sequence number at or below one already in the log, or the log already ended.
+
+    Also raised to a writer whose log was ended as ``worker_lost`` behind its back (its lease had expired).
+    Nothing of the refused batch is written.
+    """
+
+
 class Store(Protocol):
     async def create(self, record: ResponseRecord) -> None: ...
 
@@ -55,7 +72,11 @@ class Store(Protocol):
     async def delete(self, response_id: str) -> bool: ...
 
     async def append(self, response_id: str, entries: list[LogEntry]) -> None:
-        """Append entries in order (one batch, one round trip). Sequence numbers are the writer's business."""
+        """Append entries in order (one batch, one round trip). Sequence numbers are the writer's business.
+
+        Raises ``SequenceConflict`` (duplicate / already ended; the whole batch is refused), ``KeyError`` when the
+        response does not exist (never created, deleted or expired), ``StoreUnavailable``.
+        """
         ...
 
     async def read(self, response_id: str, after: int = -1, limit: int | None = None) -> list[LogEntry]:
@@ -71,5 +92,23 @@ class Store(Protocol):
         ...
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None: ...
+
+    def hold_lease(self, response_id: str) -> AbstractAsyncContextManager[None]:
+        """Hold the generation lease for ``response_id`` while the block runs (renewed in the background).
+
+        Stores without other processes (``memory``) make this a no-op. Raises ``StoreUnavailable``.
+        """
+        ...
+
+    async def recover(self, instance_id: str) -> int:
+        """At startup: end every unfinished log of responses created with ``record.instance_id == instance_id``
+        with the terminal ``worker_lost`` (and mark their records failed). Returns how many were ended."""
+        ...
+
+    async def expire(self, now: float | None = None) -> int:
+        """Delete responses created more than ``retention_seconds`` before ``now`` (default: the clock) and
+        conversations untouched for as long; also end lost logs (see leases above). Call it periodically (e.g.
+        every minute). Returns how many responses were deleted."""
+        ...
 
     async def aclose(self) -> None: ...

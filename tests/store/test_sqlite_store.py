@@ -1,0 +1,82 @@
+"""SQLite only: the log survives a restart; several stores (processes) share one file."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pytest
+from helpers import collect, entries, new_record, write_log
+
+from respstream.server.store.base import StoreUnavailable
+from respstream.server.store.sqlite import SQLiteStore
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def test_finished_and_unfinished_logs_survive_a_restart(tmp_path: Path) -> None:
+    path = str(tmp_path / "restart.db")
+    first = SQLiteStore(path, instance_id="gw-1")
+    done, running = new_record(instance_id="gw-1"), new_record(instance_id="gw-1")
+    for record in (done, running):
+        await first.create(record)
+    await write_log(first, done.id, 50, 8)
+    await first.append(running.id, entries(0, 7))
+    await first.extend_conversation("c1", [{"role": "user", "content": "hi"}])
+    await first.aclose()
+
+    second = SQLiteStore(path, instance_id="gw-1")
+    try:
+        replay = await collect(second.tail(done.id))
+        assert [e.sequence_number for e in replay] == list(range(50)) and replay[-1].terminal
+        assert replay == await second.read(done.id)
+        assert await second.get(done.id) == done
+        assert await second.conversation("c1") == [{"role": "user", "content": "hi"}]
+        assert await second.recover("gw-1") == 1  # startup: the interrupted one ends, the finished one stays
+        tail = await collect(second.tail(running.id, after=6))
+        assert [(e.sequence_number, orjson.loads(e.data)["code"]) for e in tail] == [(7, "worker_lost")]
+    finally:
+        await second.aclose()
+
+
+async def test_uses_wal_and_the_documented_tables(tmp_path: Path) -> None:
+    path = tmp_path / "layout.db"
+    store = SQLiteStore(str(path))
+    await store.create(new_record())
+    await store.aclose()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    conn.close()
+    assert {"responses", "events", "conversations"} <= tables
+
+
+async def test_reader_in_another_store_on_the_same_file_follows_by_polling(tmp_path: Path) -> None:
+    path = str(tmp_path / "shared.db")
+    writer, reader = SQLiteStore(path), SQLiteStore(path, poll_interval=0.02)
+    try:
+        record = new_record()
+        await writer.create(record)
+        task = asyncio.create_task(collect(reader.tail(record.id)))
+        await write_log(writer, record.id, 40, 4, pause=0.005)
+        got = await asyncio.wait_for(task, 5)
+        assert [e.sequence_number for e in got] == list(range(40))
+    finally:
+        await writer.aclose()
+        await reader.aclose()
+
+
+async def test_closed_store_raises_store_unavailable(tmp_path: Path) -> None:
+    store = SQLiteStore(str(tmp_path / "closed.db"))
+    await store.aclose()
+    with pytest.raises(StoreUnavailable):
+        await store.get("x")
+    with pytest.raises(StoreUnavailable):
+        await store.append("x", entries(0, 1))
+
+
+def test_unopenable_path_raises_store_unavailable(tmp_path: Path) -> None:
+    with pytest.raises(StoreUnavailable, match="cannot open"):
+        SQLiteStore(str(tmp_path / "no-such-dir" / "x.db"))
