@@ -88,12 +88,26 @@ class GenerationRequest:
 
 
 class UpstreamError(Exception):
-    def __init__(self, code: str, message: str, *, status: int | None = None, before_first_token: bool = True) -> None:
+    """A backend failed. ``code`` is stable (see the module docstring); ``retry_after`` (seconds) is kept from a 429."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        status: int | None = None,
+        before_first_token: bool = True,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = status
         self.before_first_token = before_first_token
+        self.retry_after = retry_after
+
+    def __repr__(self) -> str:
+        return f"UpstreamError({self.code!r}, {self.message!r}, before_first_token={self.before_first_token})"
 
 
 class Upstream(Protocol):

@@ -1,0 +1,215 @@
+"""Chat Completions stream chunks (JSON payloads of ``data:`` lines) -> upstream :data:`Chunk` values. No IO.
+
+How this works: one :class:`ChunkTranslator` per generation. ``feed(payload)`` returns the chunks one payload gives:
+``reasoning_content``/``reasoning`` -> :class:`ReasoningDelta`; ``content`` through a :class:`ThinkSplitter` ->
+:class:`TextDelta`/:class:`ReasoningDelta`; ``refusal`` -> :class:`RefusalDelta`; ``tool_calls[i]`` ->
+:class:`ToolCallDelta`. ``finish()`` (after ``[DONE]`` or EOF) flushes and returns the :class:`Finish`.
+
+Tool-call fragments are keyed by their ``index``. The first :class:`ToolCallDelta` of a call always carries
+``call_id`` and ``name``: fragments that arrive before the name are held back, and a call without an id gets a
+generated ``call_…`` id. An index reused with a *different* id (some servers send every call as index 0) starts a
+new call instead of corrupting the previous one. Only ``choices[0]`` is used.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from respstream.server.upstream.base import (
+    Chunk,
+    Finish,
+    ReasoningDelta,
+    RefusalDelta,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
+from respstream.server.upstream.think import ThinkSplitter
+
+__all__ = ["ChunkTranslator", "map_finish_reason", "map_usage"]
+
+_FINISH = {
+    "stop": "stop",
+    "eos": "stop",
+    "end_turn": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+_decode = msgspec.json.Decoder()
+
+
+def map_finish_reason(reason: str | None) -> str:
+    """Upstream ``finish_reason`` -> ``stop|length|tool_calls|content_filter``. Raises ValueError on ``error``."""
+    if reason == "error":
+        raise ValueError("upstream reported finish_reason 'error'")
+    return _FINISH.get(reason or "stop", "stop")
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def map_usage(usage: Any) -> Usage | None:
+    """Chat Completions ``usage`` -> :class:`Usage` (prompt -> input, completion -> output, details kept)."""
+    if not isinstance(usage, dict):
+        return None
+    completion_details = usage.get("completion_tokens_details")
+    prompt_details = usage.get("prompt_tokens_details")
+    return Usage(
+        input_tokens=_int(usage.get("prompt_tokens")),
+        output_tokens=_int(usage.get("completion_tokens")),
+        reasoning_tokens=(
+            _int(completion_details.get("reasoning_tokens")) if isinstance(completion_details, dict) else 0
+        ),
+        cached_tokens=_int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0,
+    )
+
+
+@dataclass(slots=True)
+class _Call:
+    index: int  # our index, contiguous from 0
+    call_id: str | None = None
+    name: str | None = None
+    pending: list[str] = field(default_factory=list)
+    started: bool = False
+    generated_id: bool = False
+
+
+class ChunkTranslator:
+    """Stateful translation of one streamed completion. ``feed``/``finish`` raise ValueError on malformed input."""
+
+    def __init__(self) -> None:
+        self._think = ThinkSplitter()
+        self._calls: dict[int, _Call] = {}  # upstream index -> call
+        self._count = 0  # tool calls seen, gives our indices
+        self._finish_reason: str | None = None
+        self._usage: Usage | None = None
+        self._payloads = 0
+        self.done = False  # ``[DONE]`` seen
+
+    def feed(self, payload: bytes) -> list[Chunk]:
+        self._payloads += 1
+        if payload.strip() == b"[DONE]":
+            self.done = True
+            return []
+        try:
+            data = _decode.decode(payload)
+        except msgspec.DecodeError:
+            raise ValueError(
+                f"malformed chunk #{self._payloads}: not JSON: {payload[:80].decode('utf-8', 'replace')!r}"
+            ) from None
+        if not isinstance(data, dict):
+            raise ValueError(f"malformed chunk #{self._payloads}: not a JSON object")
+        if data.get("error"):
+            err = data["error"]
+            message = err.get("message") if isinstance(err, dict) else err
+            raise ValueError(f"upstream sent an error chunk: {message}")
+        usage = map_usage(data.get("usage"))
+        if usage is not None:
+            self._usage = usage
+        choices = data.get("choices")
+        if not choices:
+            return []
+        if not isinstance(choices, list) or not isinstance(choices[0], dict):
+            raise ValueError(f"malformed chunk #{self._payloads}: 'choices' is not a list of objects")
+        choice = choices[0]
+        out: list[Chunk] = []
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            self._delta(delta, out)
+        reason = choice.get("finish_reason")
+        if isinstance(reason, str) and reason:
+            self._finish_reason = reason
+        return out
+
+    def _delta(self, delta: dict[str, Any], out: list[Chunk]) -> None:
+        for key in ("reasoning_content", "reasoning"):
+            value = delta.get(key)
+            if isinstance(value, str) and value:
+                out.append(ReasoningDelta(value))
+                break
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            for kind, text in self._think.feed(content):
+                out.append(TextDelta(text) if kind == "text" else ReasoningDelta(text))
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            out.append(RefusalDelta(refusal))
+        tool_calls = delta.get("tool_calls")
+        if isinstance(tool_calls, list):
+            for position, fragment in enumerate(tool_calls):
+                if isinstance(fragment, dict):
+                    self._tool_fragment(fragment, position, out)
+
+    def _tool_fragment(self, fragment: dict[str, Any], position: int, out: list[Chunk]) -> None:
+        upstream_index = fragment.get("index")
+        call_id = fragment.get("id") if isinstance(fragment.get("id"), str) and fragment.get("id") else None
+        if not isinstance(upstream_index, int):
+            # No index: a known id continues its call, a new id starts one, no id continues the latest call.
+            known = [i for i, c in self._calls.items() if call_id and c.call_id == call_id]
+            if known:
+                upstream_index = known[0]
+            elif call_id or not self._calls:
+                upstream_index = max(self._calls) + 1 if self._calls else position
+            else:
+                upstream_index = max(self._calls)
+        function = fragment.get("function")
+        function = function if isinstance(function, dict) else {}
+        name = function.get("name") if isinstance(function.get("name"), str) else None
+        arguments = function.get("arguments")
+        arguments = arguments if isinstance(arguments, str) else ""
+        call = self._calls.get(upstream_index)
+        if call is not None and call_id and call.call_id and call_id != call.call_id and not call.generated_id:
+            call = None  # same index, different id: a separate call (see module docstring)
+        if call is None:
+            call = _Call(index=self._count)
+            self._count += 1
+            self._calls[upstream_index] = call
+        if not call.started:
+            if call_id and call.call_id is None:
+                call.call_id = call_id
+            if name:
+                call.name = (call.name or "") + name
+            if arguments:
+                call.pending.append(arguments)
+            if call.name:
+                out.append(self._start(call))
+            return
+        if arguments:
+            out.append(ToolCallDelta(call.index, arguments=arguments))
+
+    @staticmethod
+    def _start(call: _Call) -> ToolCallDelta:
+        if call.call_id is None:
+            call.call_id = f"call_{uuid.uuid4().hex[:24]}"
+            call.generated_id = True
+        call.started = True
+        arguments = "".join(call.pending)
+        call.pending.clear()
+        return ToolCallDelta(call.index, call_id=call.call_id, name=call.name, arguments=arguments)
+
+    def finish(self) -> list[Chunk]:
+        """End of stream: flush held-back text and return the final chunks ending with :class:`Finish`."""
+        out: list[Chunk] = [
+            TextDelta(text) if kind == "text" else ReasoningDelta(text) for kind, text in self._think.flush()
+        ]
+        if self._finish_reason is None and not self.done:
+            raise ValueError("stream ended before a finish_reason or [DONE] (connection dropped?)")
+        for call in self._calls.values():
+            if not call.started:
+                raise ValueError(f"tool call #{call.index} never received a function name")
+        reason = map_finish_reason(self._finish_reason)
+        if self._calls and reason == "stop":
+            reason = "tool_calls"  # some servers say "stop" after a tool call; the call is what matters
+        elif not self._calls and reason == "tool_calls":
+            reason = "stop"
+        out.append(Finish(reason=reason, usage=self._usage))
+        return out
