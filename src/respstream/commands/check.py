@@ -1,0 +1,89 @@
+"""``respstream check FILE|-|--url URL``: report protocol violations (DESIGN §3, a stable contract).
+
+On a file: exit 0 no violation, 1 some, 2 bad input. ``--url`` runs the live conformance suite, which lives in
+``respstream.conformance.live`` (``run(args) -> int``) and is imported only when asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any
+
+from respstream.commands.replay import make_core, read_into
+from respstream.errors import BadInputError
+from respstream.protocol.sequencer import DEFAULT_WINDOW
+from respstream.protocol.stream import DIALECTS
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "check",
+        help="report protocol violations in a transcript or a live endpoint",
+        description="Check a captured /v1/responses SSE transcript (or, with --url, a live endpoint) against "
+        "the protocol rules. Exit 0 no violation, 1 some, 2 bad input or unreachable endpoint.",
+    )
+    parser.add_argument("file", metavar="FILE", nargs="?", help="the transcript, or - for stdin")
+    parser.add_argument("--url", metavar="URL", help="run the live conformance suite against this base URL")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (schema_version 1)")
+    parser.add_argument("--dialect", choices=DIALECTS, default=None,
+                        help="also check the SSE event names and envelope of this dialect")
+    parser.add_argument("--starting-after", type=int, default=None, metavar="N",
+                        help="the transcript is a resumed stream: numbering starts at N+1")
+    parser.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="W",
+                        help=f"reorder window in events (default {DEFAULT_WINDOW})")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.url is not None:
+        if args.file is not None:
+            print("respstream check: give either FILE or --url, not both", file=sys.stderr)
+            return 2
+        return _live(args)
+    if args.file is None:
+        print("respstream check: give a FILE (or - for stdin) or --url URL", file=sys.stderr)
+        return 2
+    core = make_core(args, dialect=args.dialect)
+    if core is None:
+        return 2
+    try:
+        read_into(core, args.file)
+    except BadInputError as exc:
+        print(f"respstream check: bad input: {exc}", file=sys.stderr)
+        return 2
+    violations = core.violations
+    if args.json:
+        payload: dict[str, Any] = {
+            "schema_version": 1,
+            "ok": not violations,
+            "status": core.status,
+            "events": core.assembler.events,
+            "violations": [v.to_json() for v in violations],
+        }
+        if core.violations_dropped:
+            payload["violations_dropped"] = core.violations_dropped
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+    else:
+        total = len(violations) + core.violations_dropped
+        for v in violations:
+            print(f"[{v.sequence_number}] {v.code}: {v.message}")
+        verdict = "ok: no violations" if not violations else f"{total} violation(s)"
+        print(f"{verdict} ({core.assembler.events} events, status {core.status})")
+    return 1 if violations else 0
+
+
+def _live(args: argparse.Namespace) -> int:
+    try:
+        live = importlib.import_module("respstream.conformance.live")
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not "respstream.conformance.live".startswith(exc.name):
+            raise
+        print("respstream check --url: the live conformance suite (respstream.conformance.live) is not "
+              "available in this build", file=sys.stderr)
+        return 2
+    return int(live.run(args))

@@ -1,0 +1,432 @@
+"""Conformance rules: events in sequence order -> :class:`Violation` (DESIGN §3 codes; spec §4 grammar).
+
+API (incremental; the server's writer checks each event *before* it encodes it)::
+
+    checker = RuleChecker()                  # owns an Assembler for the text/output comparisons
+    for event in events:                     # in sequence order (after the Sequencer)
+        problems = checker.check(event)      # tuple of Violations found at this event (usually empty)
+    problems = checker.finish()              # EOF: lifecycle.no_terminal
+    checker.violations                       # everything found so far
+
+``RuleChecker(assembler=shared)`` reuses an :class:`Assembler` the caller feeds itself (``StreamCore`` does: call
+``check(event)`` first, then ``assembler.feed(event)``); without one, ``check`` feeds its own. ``expect_created=False``
+for resumed streams (no ``response.created`` is replayed). ``dialect="platform"`` accepts the seed's deltas without
+``item_id`` when the indices are there. ``check`` never raises on stream content. ``keep=False`` stops
+``violations`` from growing (the caller keeps what ``check`` returns).
+
+The tables below are the rules: which fields each event must carry, and what each event does to the life of an
+item or a part (``None`` -> open -> done). Reports are bounded: ``delta_before_added`` and ``index_mismatch`` once per
+item/part, ``envelope.missing_field`` once per field name, ``sequence.*`` come from the Sequencer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from respstream.protocol import events as ev
+from respstream.protocol.assembler import Assembler, _texts
+from respstream.protocol.sequencer import Violation
+
+__all__ = ["ITEM_ROLES", "REQUIRED_FIELDS", "TERMINAL_TYPES", "RuleChecker", "Violation", "event_name_violation"]
+
+TERMINAL_TYPES: Final = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+
+_ID, _OI, _CI, _DELTA = "item_id", "output_index", "content_index", "delta"
+_ITEM = (_ID, _OI)
+_PART = (_ID, _OI, _CI)
+
+# Event-level fields that locate or carry content (DESIGN §3 envelope.missing_field; spec §2 tables).
+REQUIRED_FIELDS: Final[dict[type[ev.Event], tuple[str, ...]]] = {
+    ev.ResponseCreated: ("response",),
+    ev.ResponseQueued: ("response",),
+    ev.ResponseInProgress: ("response",),
+    ev.ResponseCompleted: ("response",),
+    ev.ResponseIncomplete: ("response",),
+    ev.ResponseFailed: ("response",),
+    ev.OutputItemAdded: (_OI, "item"),  # spec §2.3
+    ev.OutputItemDone: (_OI, "item"),
+    ev.ContentPartAdded: (*_PART, "part"),
+    ev.ContentPartDone: (*_PART, "part"),
+    ev.OutputTextDelta: (*_PART, _DELTA),  # spec §2.4
+    ev.OutputTextDone: _PART,
+    ev.OutputTextAnnotationAdded: _PART,
+    ev.RefusalDelta: (*_PART, _DELTA),
+    ev.RefusalDone: _PART,
+    ev.FunctionCallArgumentsDelta: (*_ITEM, _DELTA),  # spec §2.5
+    ev.FunctionCallArgumentsDone: _ITEM,
+    ev.CustomToolCallInputDelta: (*_ITEM, _DELTA),
+    ev.CustomToolCallInputDone: _ITEM,
+    ev.ReasoningSummaryPartAdded: (*_ITEM, "part"),  # spec §2.6
+    ev.ReasoningSummaryPartDone: (*_ITEM, "part"),
+    ev.ReasoningSummaryTextDelta: (*_ITEM, _DELTA),
+    ev.ReasoningSummaryTextDone: _ITEM,
+    ev.ReasoningTextDelta: (*_PART, _DELTA),
+    ev.ReasoningTextDone: _PART,
+    ev.CodeInterpreterCallCodeDelta: (*_ITEM, _DELTA),  # spec §2.7
+    ev.McpCallArgumentsDelta: (*_ITEM, _DELTA),
+    ev.ShellCallCommandAdded: (_OI,),  # shell command events carry no item_id
+    ev.ShellCallCommandDelta: (_OI, _DELTA),
+    ev.ShellCallCommandDone: (_OI,),
+    ev.ShellCallOutputContentDelta: (*_ITEM, _DELTA),
+    ev.AudioDelta: (_DELTA,),  # spec §2.8
+    ev.AudioTranscriptDelta: (_DELTA,),
+}
+_cls: type[ev.Event]
+for _cls in (
+    ev.WebSearchCallInProgress, ev.WebSearchCallSearching, ev.WebSearchCallCompleted, ev.FileSearchCallInProgress,
+    ev.FileSearchCallSearching, ev.FileSearchCallCompleted, ev.CodeInterpreterCallInProgress,
+    ev.CodeInterpreterCallCodeDone, ev.CodeInterpreterCallInterpreting, ev.CodeInterpreterCallCompleted,
+    ev.ImageGenerationCallInProgress, ev.ImageGenerationCallGenerating, ev.ImageGenerationCallPartialImage,
+    ev.ImageGenerationCallCompleted, ev.McpListToolsInProgress, ev.McpListToolsCompleted, ev.McpListToolsFailed,
+    ev.McpCallInProgress, ev.McpCallArgumentsDone, ev.McpCallCompleted, ev.McpCallFailed,
+    ev.ShellCallOutputContentDone,
+):  # fmt: skip
+    REQUIRED_FIELDS.setdefault(_cls, _ITEM)
+
+# What an event does to the life of its item or part (spec §4: item := added body done; DESIGN §3 item.*):
+#   "item.added"  opens an item          "item.done"  closes it
+#   "item"        an event inside an open item (args, hosted-tool status, code...)
+#   "part.added"  opens a content part (and, the seed's way, a message that was never added)
+#   "part"        a delta inside an open part       "part.done"  closes the part's text (a later delta is late)
+#   "part.close"  content_part.done: closes the part for good
+#   "summary.added" / "summary" / "summary.done"   the same for reasoning summary parts
+ITEM_ROLES: Final[dict[type[ev.Event], str]] = {
+    ev.OutputItemAdded: "item.added",
+    ev.OutputItemDone: "item.done",
+    ev.ContentPartAdded: "part.added",
+    ev.ContentPartDone: "part.close",
+    ev.OutputTextDelta: "part",
+    ev.OutputTextAnnotationAdded: "part",
+    ev.OutputTextDone: "part.done",
+    ev.RefusalDelta: "part",
+    ev.RefusalDone: "part.done",
+    ev.ReasoningTextDelta: "part",
+    ev.ReasoningTextDone: "part.done",
+    ev.ReasoningSummaryPartAdded: "summary.added",
+    ev.ReasoningSummaryTextDelta: "summary",
+    ev.ReasoningSummaryTextDone: "summary.done",
+    ev.ReasoningSummaryPartDone: "summary.close",
+}
+for _cls in REQUIRED_FIELDS:
+    if _cls not in ITEM_ROLES and (_ID in REQUIRED_FIELDS[_cls] or REQUIRED_FIELDS[_cls][0] == _OI):
+        ITEM_ROLES[_cls] = "item"
+
+# *.done events whose value must equal their deltas joined (DESIGN §3 text.done_mismatch): event -> value field.
+DONE_VALUES: Final[dict[type[ev.Event], str]] = {
+    ev.OutputTextDone: "text",
+    ev.RefusalDone: "refusal",
+    ev.FunctionCallArgumentsDone: "arguments",
+}
+
+# Item / part states.
+# _IMPLICIT: a message opened by content_part.added alone (the seed's flow); _RESUMED: first seen in a resumed
+# stream, so it was opened before the point we resumed from (its deltas before that point are not ours to check).
+_OPEN, _IMPLICIT, _DONE, _RESUMED = 1, 2, 3, 4
+_PART_OPEN, _TEXT_DONE, _PART_DONE = 1, 2, 3
+
+
+def event_name_violation(name: str, event: ev.Event, dialect: str | None) -> Violation | None:
+    """The SSE ``event:`` name against the dialect: ``platform`` sends ``message``, ``openai`` the JSON ``type``.
+    Only checked when a dialect is chosen."""
+    if dialect == "openai" and event.type and name != event.type:
+        expected = event.type
+    elif dialect == "platform" and name != "message":
+        expected = "message"
+    else:
+        return None
+    return Violation(
+        "envelope.event_name_mismatch",
+        event.sequence_number,
+        f"SSE event name {name!r} where the {dialect} dialect sends {expected!r}",
+    )
+
+
+class RuleChecker:
+    """Checks events one at a time against the rules; see the module docstring for the API."""
+
+    def __init__(
+        self,
+        assembler: Assembler | None = None,
+        *,
+        expect_created: bool = True,
+        dialect: str | None = None,
+        keep: bool = True,
+    ) -> None:
+        self._keep = keep  # False: do not accumulate `violations` (the caller keeps what check() returns)
+        self._own = assembler is None
+        self.assembler = Assembler() if assembler is None else assembler
+        self.expect_created = expect_created
+        self.dialect = dialect
+        self.violations: list[Violation] = []
+        self.terminal: str | None = None
+        self._seen_any = False
+        self._rewrite = False
+        self._last_error = False  # the previous event was a terminal `error` (a response.failed may follow)
+        self._reported_fields: set[str] = set()
+        self._items: dict[int, int] = {}
+        self._ids: dict[int, str] = {}
+        self._parts: dict[tuple[int, Any], int] = {}
+        self._once: set[tuple[Any, ...]] = set()
+        # Fast path: the last text delta that was clean; an identical target needs no checks.
+        self._ok: tuple[str | None, int | None, int | None] | None = None
+
+    # --- public -------------------------------------------------------------------------------------------------
+
+    def check(self, event: ev.Event) -> tuple[Violation, ...]:
+        """Violations found at this event (in sequence order). Feeds the own assembler, if any, afterwards."""
+        if (
+            event.__class__ is ev.OutputTextDelta
+            and self._ok is not None
+            and event.delta is not None  # type: ignore[attr-defined]
+            and self._ok == (event.item_id, event.output_index, event.content_index)  # type: ignore[attr-defined]
+        ):
+            if self._own:
+                self.assembler.feed(event)
+            return ()
+        self._ok = None
+        found: list[Violation] = []
+        self._check(event, found)
+        if self._own:
+            self.assembler.feed(event)
+        if found:
+            if self._keep:
+                self.violations.extend(found)
+            return tuple(found)
+        if event.__class__ is ev.OutputTextDelta:
+            self._ok = (event.item_id, event.output_index, event.content_index)  # type: ignore[attr-defined]
+        return ()
+
+    def finish(self) -> tuple[Violation, ...]:
+        """EOF: the stream must have had a terminal event."""
+        if self.terminal is not None:
+            return ()
+        v = Violation(
+            "lifecycle.no_terminal",
+            self.assembler.last_sequence_number,
+            "the stream ended without response.completed, response.incomplete, response.failed or error",
+        )
+        if self._keep:
+            self.violations.append(v)
+        return (v,)
+
+    # --- the checks ---------------------------------------------------------------------------------------------
+
+    def _check(self, event: ev.Event, out: list[Violation]) -> None:
+        cls = event.__class__
+        seq = event.sequence_number
+        etype = event.type
+        if cls is ev.UnknownEvent:
+            if not etype:
+                out.append(Violation("envelope.missing_type", seq, "an event has no string `type`"))
+            self._lifecycle(event, etype, seq, out)
+            return
+        required = REQUIRED_FIELDS.get(cls)
+        if required is not None:
+            self._fields(event, required, seq, out)
+        self._lifecycle(event, etype, seq, out)
+        role = ITEM_ROLES.get(cls)
+        if role is not None:
+            self._item_rule(event, role, seq, out)
+        value_field = DONE_VALUES.get(cls)
+        if value_field is not None and not self._rewrite:
+            self._done_value(event, value_field, seq, out)
+
+    def _fields(self, event: ev.Event, required: tuple[str, ...], seq: int | None, out: list[Violation]) -> None:
+        for name in required:
+            if getattr(event, name) is not None or name in self._reported_fields:
+                continue
+            if (
+                name == _ID
+                and self.dialect == "platform"
+                and getattr(event, _OI, None) is not None
+                and getattr(event, _CI, 0) is not None
+            ):
+                continue  # the seed platform documents deltas located by indices alone
+            self._reported_fields.add(name)
+            how = "has the wrong JSON type" if name in event.invalid_fields else "is missing"
+            out.append(Violation("envelope.missing_field", seq, f"`{name}` {how} on {event.type}"))
+
+    def _lifecycle(self, event: ev.Event, etype: str, seq: int | None, out: list[Violation]) -> None:
+        first = not self._seen_any
+        self._seen_any = True
+        if etype == "response.created":
+            if not first:
+                out.append(Violation("lifecycle.created_not_first", seq, "response.created is not the first event"))
+        elif first and self.expect_created:
+            out.append(
+                Violation("lifecycle.created_not_first", seq, f"the first event is {etype or 'typeless'}, not "
+                          "response.created")
+            )
+        if etype == "response.rewrite.in_progress":
+            self._rewrite = True
+        is_terminal = etype in TERMINAL_TYPES
+        if self.terminal is not None:
+            if self._last_error and etype == "response.failed":
+                self._last_error = False  # `error` + `response.failed`: one terminal
+                return
+            self._last_error = False
+            out.append(Violation("lifecycle.terminal_not_last", seq, f"{etype or 'an event'} after the terminal "
+                                 f"{self.terminal}"))
+            if is_terminal:
+                out.append(Violation("lifecycle.multiple_terminal", seq, f"a second terminal event ({etype}) after "
+                                     f"{self.terminal}"))
+            return
+        if not is_terminal:
+            return
+        self.terminal = etype
+        self._last_error = etype == "error"
+        if etype == "response.completed":
+            self._not_done(seq, out)
+        if etype != "error":
+            self._output_matches(event, seq, out)
+
+    def _not_done(self, seq: int | None, out: list[Violation]) -> None:
+        # DESIGN §3: only a completed response must have closed every item; the seed's implicitly opened
+        # messages have no output_item.done, so their parts must be done instead.
+        for oi, state in sorted(self._items.items()):
+            if state in (_OPEN, _RESUMED) or (
+                state == _IMPLICIT
+                and any(s == _PART_OPEN for (o, _), s in self._parts.items() if o == oi)
+            ):
+                out.append(Violation("item.not_done", seq, f"output item {oi} is still open at response.completed"))
+
+    def _output_matches(self, event: ev.Event, seq: int | None, out: list[Violation]) -> None:
+        response = getattr(event, "response", None)
+        if not isinstance(response, dict):
+            return
+        final = response.get("output")
+        text = response.get("output_text")
+        if not (isinstance(final, list) and final) and not (isinstance(text, str) and text):
+            return  # absent or empty output is fine (DESIGN §3)
+        assembled = self.assembler.materialize()
+        problems: list[str] = []
+        if isinstance(final, list) and final:
+            if len(final) != len(assembled):
+                problems.append(f"{len(final)} output items, {len(assembled)} assembled")
+            for index, (got, mine) in enumerate(zip(final, assembled, strict=False)):
+                if not isinstance(got, dict):
+                    problems.append(f"output[{index}] is not an object")
+                    continue
+                for key in ("type", "id", "call_id", "name", "arguments"):
+                    a, b = got.get(key), mine.get(key)
+                    if a is not None and b is not None and a != b:
+                        problems.append(f"output[{index}].{key} differs")
+                if (
+                    got.get("type") == "message"
+                    and isinstance(got.get("content"), list)
+                    and _texts([got], "output_text", "text") != _texts([mine], "output_text", "text")
+                ):
+                    problems.append(f"output[{index}] text differs")
+        if isinstance(text, str) and text and text != "".join(_texts(assembled, "output_text", "text")):
+            problems.append("output_text differs")
+        if problems:
+            out.append(Violation("completed.output_mismatch", seq, f"{event.type}: " + "; ".join(problems[:5])))
+
+    def _locate(self, event: Any, role: str = "") -> int | None:
+        if role in ("item.added", "item.done"):
+            item = event.item if isinstance(event.item, dict) else {}
+            iid = item.get("id")
+            oi: int | None = self.assembler.resolve_index(event.output_index, iid if isinstance(iid, str) else "")
+            if oi is None and role == "item.added":
+                oi = self.assembler.next_index()
+            return oi
+        return self.assembler.resolve_index(event.output_index, getattr(event, "item_id", None))
+
+    def _item_rule(self, event: Any, role: str, seq: int | None, out: list[Violation]) -> None:
+        oi = self._locate(event, role)
+        if role == "item.added":
+            item = event.item if isinstance(event.item, dict) else {}
+            iid = item.get("id")
+            assert oi is not None
+            if oi in self._items or (isinstance(iid, str) and iid in self._ids.values()):
+                out.append(Violation("item.duplicate_added", seq, f"output item {oi} was already added"))
+            self._items[oi] = _OPEN
+            if isinstance(iid, str):
+                self._ids[oi] = iid
+            return
+        if oi is None:
+            return  # nothing to locate it by; envelope.missing_field said so
+        item_id = getattr(event, "item_id", None)
+        if role == "item.done":
+            item = event.item if isinstance(event.item, dict) else {}
+            item_id = item.get("id") if isinstance(item.get("id"), str) else None
+        self._index_rule(oi, item_id, seq, out)
+        state = self._items.get(oi)
+        if role == "item.done":
+            if state is None:
+                out.append(Violation("item.done_without_added", seq, f"output item {oi} is done but was never added"))
+            elif state == _DONE:
+                out.append(Violation("item.delta_after_done", seq, f"output item {oi} is done a second time"))
+            self._items[oi] = _DONE
+            if item_id is not None:
+                self._ids.setdefault(oi, item_id)
+            return
+        if state == _DONE:
+            out.append(Violation("item.delta_after_done", seq, f"{event.type} for output item {oi} after its "
+                                 "output_item.done"))
+            return
+        if role == "item":
+            if state is None:
+                self._before_added(oi, event, seq, out)
+            return
+        if role.startswith("summary"):
+            key: tuple[int, Any] = (oi, ("summary", event.summary_index or 0))
+            opening = role == "summary.added"
+        else:
+            key = (oi, event.content_index if event.content_index is not None else 0)
+            opening = role == "part.added"
+        part = self._parts.get(key)
+        if opening:
+            if state is None:
+                if role == "part.added":
+                    self._items[oi] = _IMPLICIT  # the seed's flow: a message opened by its first part
+                else:
+                    self._before_added(oi, event, seq, out)
+            self._parts[key] = _PART_OPEN
+            return
+        if state is None and part is None:
+            self._before_added(oi, event, seq, out)
+            part = self._parts[key] = _PART_OPEN
+        elif part is None:
+            part = self._parts[key] = _PART_OPEN  # inside an added item: the part's own added is optional
+        if part == _PART_DONE or (part == _TEXT_DONE and role in ("part", "part.done", "summary", "summary.done")):
+            out.append(Violation("item.delta_after_done", seq, f"{event.type} for output item {oi} after that "
+                                 "part's done"))
+            return
+        if role in ("part.done", "summary.done"):
+            self._parts[key] = _TEXT_DONE
+        elif role in ("part.close", "summary.close"):
+            self._parts[key] = _PART_DONE
+
+    def _before_added(self, oi: int, event: ev.Event, seq: int | None, out: list[Violation]) -> None:
+        if not self.expect_created:
+            self._items[oi] = _RESUMED
+            return
+        self._items[oi] = _OPEN  # report once per item, then treat it as open
+        out.append(Violation("item.delta_before_added", seq, f"{event.type} for output item {oi} before its "
+                             "output_item.added"))
+
+    def _index_rule(self, oi: int, item_id: str | None, seq: int | None, out: list[Violation]) -> None:
+        if item_id is None:
+            return
+        known = self._ids.get(oi)
+        if known is not None and known != item_id and ("index", oi, item_id) not in self._once:
+            self._once.add(("index", oi, item_id))
+            out.append(Violation("item.index_mismatch", seq, f"item_id {item_id!r} but output item {oi} is "
+                                 f"{known!r}"))
+
+    def _done_value(self, event: Any, value_field: str, seq: int | None, out: list[Violation]) -> None:
+        value = getattr(event, value_field)
+        if value is None:
+            return
+        oi = self._locate(event)
+        if oi is None or self._items.get(oi) == _RESUMED:
+            return
+        if value_field == "arguments":
+            key: tuple[int, Any] = (oi, "arguments")
+        else:
+            key = (oi, event.content_index if event.content_index is not None else 0)
+        streamed = self.assembler.streamed_value(key)
+        if streamed is not None and streamed != value:
+            out.append(Violation("text.done_mismatch", seq, f"{event.type} {value_field} differs from its deltas "
+                                 f"joined ({len(value)} vs {len(streamed)} characters)"))

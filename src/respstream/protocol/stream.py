@@ -1,0 +1,245 @@
+"""``StreamCore``: bytes of a Responses SSE stream in, typed events out, in order, assembled and checked.
+
+How this works: one object wires the pipeline the client, the CLI and the tests share::
+
+    SSEDecoder -> decode_event -> Sequencer -> RuleChecker.check -> Assembler.feed -> events()
+
+``feed(chunk)`` runs everything the chunk completes; ``events()`` hands out the events released so far (in sequence
+order, duplicates dropped); ``close()`` is EOF (releases what the reorder window still holds, declares gaps, checks
+for a terminal event); ``result`` is the :class:`AssembledResponse` and ``violations`` every :class:`Violation`.
+
+Bad input raises :class:`respstream.errors.BadInputError` (``event_number`` is 1-based, ``byte_offset`` where the
+event starts): a body that starts with ``<`` (an HTML error page), an event whose ``data`` is not a JSON object, an
+event larger than ``max_event_size`` (:class:`EventTooLarge`), or no JSON event at all by EOF. ``data: [DONE]``
+(sent by some bridges) is skipped. Everything else, however broken, is a violation, never an exception.
+
+Speed (DESIGN §6): the common event (next sequence number, nothing waiting, a text delta to the same part as the
+previous one) takes an inlined path: one decode, two compares, two list appends.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from respstream.errors import BadInputError, EventTooLarge
+from respstream.protocol.assembler import AssembledResponse, Assembler
+from respstream.protocol.events import Event, EventDecodeError, decode_event
+from respstream.protocol.rules import RuleChecker, event_name_violation
+from respstream.protocol.sequencer import DEFAULT_WINDOW, Sequencer, Violation
+from respstream.protocol.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder, SSEMessage
+
+__all__ = ["DIALECTS", "MAX_VIOLATIONS", "StreamCore"]
+
+DIALECTS: Final = ("platform", "openai")
+MAX_VIOLATIONS: Final = 10_000  # beyond this we count them (``violations_dropped``) instead of keeping them
+_COMPACT_EVERY: Final = 8192
+_WHITESPACE: Final = b" \t\r\n\x0b\x0c"
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+class StreamCore:
+    """The sans-IO protocol core for one response stream. See the module docstring.
+
+    Options: ``starting_after`` (a resumed stream: numbering starts at N+1 and no ``response.created`` is
+    expected), ``window`` (reorder window, default 64), ``max_event_size`` (default 16 MiB), ``dialect``
+    (``"platform"`` / ``"openai"``: also check the SSE ``event:`` names and the dialect's envelope; ``None``: neither).
+    """
+
+    def __init__(
+        self,
+        *,
+        starting_after: int | None = None,
+        window: int = DEFAULT_WINDOW,
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        dialect: str | None = None,
+    ) -> None:
+        if dialect is not None and dialect not in DIALECTS:
+            raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+        self.dialect = dialect
+        self.decoder = SSEDecoder(max_event_size=max_event_size)
+        self.sequencer = Sequencer(starting_after=starting_after, window=window)
+        self.assembler = Assembler()
+        self.rules = RuleChecker(
+            self.assembler, expect_created=starting_after is None, dialect=dialect, keep=False
+        )
+        self.violations: list[Violation] = []
+        self.violations_dropped = 0
+        self.messages = 0  # SSE messages seen (the 1-based number of the last one)
+        self.json_events = 0  # of which decoded into an event
+        self._out: list[Event] = []
+        self._bytes = 0
+        self._sniffed = False
+        self._closed = False
+        self._name_reported = False
+        self._seq_seen = 0
+        self._compacted_at = 0
+        self._result: AssembledResponse | None = None
+        self._result_at = -1
+
+    # --- the API ------------------------------------------------------------------------------------------------
+
+    def feed(self, chunk: bytes) -> None:
+        """Parse ``chunk`` (any size, any split). Raises :class:`BadInputError` as described in the module doc."""
+        if self._closed:
+            raise ValueError("StreamCore.feed() called after close()")
+        if not self._sniffed:
+            self._sniff(chunk)
+        self._bytes += len(chunk)
+        try:
+            self.decoder.feed(chunk)
+        except EventTooLarge as exc:
+            # Events completed before the oversized one are still delivered before we give up.
+            self._process(self.decoder.events())
+            raise EventTooLarge(
+                f"event {self.messages + 1} at byte {exc.byte_offset}: {exc}",
+                event_number=self.messages + 1,
+                byte_offset=exc.byte_offset,
+            ) from None
+        self._process(self.decoder.events())
+
+    def events(self) -> list[Event]:
+        """The events released since the last call, in sequence order."""
+        out = self._out
+        self._out = []
+        return out
+
+    def close(self) -> None:
+        """EOF: release what the reorder window holds, report gaps and a missing terminal. Idempotent.
+
+        Raises :class:`BadInputError` when the whole input held no JSON event at all (an empty body, a JSON error
+        document instead of a stream, a page of text)."""
+        if self._closed:
+            return
+        self.decoder.close()
+        self._process(self.decoder.events())
+        self._closed = True
+        if self.json_events == 0:
+            raise BadInputError(
+                f"event 1 at byte {self._bytes}: no Server-Sent Event with JSON data in the input "
+                f"({self._bytes} bytes read); this is not a Responses event stream",
+                event_number=1,
+                byte_offset=self._bytes,
+            )
+        released = self.sequencer.close()
+        self._take_sequencer_violations()
+        for event in released:
+            self._apply(event)
+        self._report(self.rules.finish())
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def result(self) -> AssembledResponse:
+        """The assembled response so far (final after ``close()``); cached until the next event."""
+        stamp = self.assembler.events * 2 + self._closed
+        if self._result is None or self._result_at != stamp:
+            self._result = self.assembler.result(self.violations)
+            self._result_at = stamp
+        return self._result
+
+    @property
+    def status(self) -> str:
+        """``completed | incomplete | failed | error | cancelled | truncated`` (truncated until a terminal)."""
+        return self.assembler.status()
+
+    @property
+    def terminal(self) -> bool:
+        """Whether a terminal event has been released."""
+        return self.assembler.terminal is not None
+
+    @property
+    def last_sequence_number(self) -> int | None:
+        return self.assembler.last_sequence_number
+
+    # --- internals ----------------------------------------------------------------------------------------------
+
+    def _sniff(self, chunk: bytes) -> None:
+        head = chunk.lstrip(_WHITESPACE)
+        if self._bytes == 0 and head.startswith(_BOM):
+            head = head[3:].lstrip(_WHITESPACE)
+        if not head:
+            return  # only whitespace so far: decide on the next chunk
+        self._sniffed = True
+        if head[:1] == b"<":
+            offset = self._bytes + len(chunk) - len(head)
+            raise BadInputError(
+                f"event 1 at byte {offset}: the input is a markup (HTML/XML) document, not a Server-Sent Event "
+                "stream",
+                event_number=1,
+                byte_offset=offset,
+            )
+
+    def _process(self, messages: list[SSEMessage]) -> None:
+        if not messages:
+            return
+        sequencer = self.sequencer
+        check = self.rules.check
+        feed = self.assembler.feed
+        out = self._out
+        released: list[Event] = []
+        dialect = self.dialect
+        for msg in messages:
+            self.messages += 1
+            try:
+                event = decode_event(msg.data)
+            except (EventDecodeError, msgspec.MsgspecError) as exc:
+                # (decode_event may let a raw msgspec error through for some non-object payloads.)
+                if msg.data.strip() == b"[DONE]":
+                    continue  # a bridge's end sentinel, not an event (DESIGN §2)
+                detail = str(exc) if isinstance(exc, EventDecodeError) else f"event data is not valid JSON: {exc}"
+                raise BadInputError(
+                    f"event {self.messages} at byte {msg.offset}: {detail}",
+                    event_number=self.messages,
+                    byte_offset=msg.offset,
+                ) from None
+            self.json_events += 1
+            if dialect is not None and not self._name_reported:
+                name_violation = event_name_violation(msg.event, event, dialect)
+                if name_violation is not None:
+                    self._name_reported = True
+                    self._report((name_violation,))
+            seq = event.sequence_number
+            if seq == sequencer.expected and not sequencer._pending:
+                sequencer.expected = seq + 1
+                found = check(event)
+                if found:
+                    self._report(found)
+                feed(event)
+                out.append(event)
+                continue
+            sequencer.push_into(event, released)
+            self._take_sequencer_violations()
+            if released:
+                for event in released:
+                    self._apply(event)
+                released.clear()
+        if self.assembler.events - self._compacted_at > _COMPACT_EVERY:
+            self._compacted_at = self.assembler.events
+            self.assembler.compact()
+
+    def _apply(self, event: Event) -> None:
+        found = self.rules.check(event)
+        if found:
+            self._report(found)
+        self.assembler.feed(event)
+        self._out.append(event)
+
+    def _take_sequencer_violations(self) -> None:
+        found = self.sequencer.violations
+        if len(found) != self._seq_seen:
+            self._report(found[self._seq_seen :])
+            # Memory stays O(window): the sequencer's copies are no longer needed once reported here.
+            found.clear()
+            self._seq_seen = 0
+
+    def _report(self, found: tuple[Violation, ...] | list[Violation]) -> None:
+        room = MAX_VIOLATIONS - len(self.violations)
+        if room >= len(found):
+            self.violations.extend(found)
+        else:
+            self.violations.extend(found[: max(room, 0)])
+            self.violations_dropped += len(found) - max(room, 0)
