@@ -1,0 +1,102 @@
+"""Fixtures for the playground browser tests: Debian's chromium via Playwright, servers on loopback threads."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if os.path.exists(CHROMIUM):
+        return
+    skip = pytest.mark.skip(reason=f"{CHROMIUM} is not installed (Debian package 'chromium'; `make system-deps`)")
+    for item in items:
+        if "browser" in item.keywords:
+            item.add_marker(skip)
+
+
+class ServerThread:
+    """Runs an ASGI app with uvicorn on a random loopback port in a daemon thread."""
+
+    def __init__(self, app: Any) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", lifespan="auto", ws="none", access_log=False,
+                                timeout_graceful_shutdown=1)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("test server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def fake() -> Iterator[Any]:
+    from .fake_gateway import FakeGateway
+
+    gw = FakeGateway()
+    with ServerThread(gw.app) as srv:
+        gw.url = srv.url  # type: ignore[attr-defined]
+        yield gw
+
+
+@pytest.fixture()
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1440, "height": 960})
+    context.set_default_timeout(10_000)
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.add_init_script("window.__xss = false;")
+    yield pg
+    context.close()
+    assert not errors, f"uncaught page errors: {errors}"
+
+
+def screenshot(pg: Any, name: str) -> None:
+    DOCS_IMG.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(DOCS_IMG / f"{name}.png"), full_page=False)
