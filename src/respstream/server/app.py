@@ -1,0 +1,370 @@
+"""The Starlette app: ``create_app(config) -> Starlette``. HTTP only; the work lives in the service and pipeline.
+
+Endpoints (DESIGN §4): ``POST /v1/responses``; ``GET /v1/responses/{id}`` (JSON, or the stream resumed after
+``starting_after`` / ``Last-Event-ID``; ``204`` when that is at or past the terminal); ``POST .../cancel``;
+``DELETE``; ``GET /v1/models``; ``/healthz``; ``/metrics``; ``/openapi.json``; ``/`` (the playground) and
+``/static``. Every answer carries ``x-request-id``; every error before streaming is the envelope of http_errors.
+
+Components (router, tools, rewriter, store) are passed in by tests, or built from the config at startup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from respstream.server.auth import KeyStore
+from respstream.server.config import Config
+from respstream.server.http_errors import HTTPError, error_response
+from respstream.server.limits import RateLimiter, StreamGate
+from respstream.server.metrics import Metrics
+from respstream.server.openapi import openapi_document
+from respstream.server.pipeline import RewriterLike, RouterLike, ToolsLike
+from respstream.server.requests import parse_request
+from respstream.server.responses_service import TERMINAL_STATUSES, ResponseService
+from respstream.server.sse_response import EventStreamResponse
+from respstream.server.store.base import Store
+from respstream.server.store.factory import open_store
+
+__all__ = ["Components", "create_app"]
+
+log = logging.getLogger("respstream.server")
+STATIC_DIR = Path(__file__).parent / "static"
+
+
+@dataclass(slots=True)
+class Components:
+    """What the app runs on. Missing pieces are built from the config at startup (see :func:`build_components`)."""
+
+    store: Store | None = None
+    router: RouterLike | None = None
+    tools: ToolsLike | None = None
+    rewriter: RewriterLike | None = None
+    upstreams: list[Any] = field(default_factory=list)
+
+
+async def build_components(config: Config, given: Components) -> Components:
+    """Fill in what ``given`` lacks: upstreams from ``config.upstreams``, the router, tools, rewriter, store."""
+    store = given.store or open_store(config.store, instance_id=config.instance_id,
+                                      retention_seconds=config.retention_seconds)
+    upstreams = list(given.upstreams)
+    router = given.router
+    if router is None:
+        # Imported here: a memory-only test app never loads the upstream machinery.
+        router_mod: Any = importlib.import_module("respstream.server.router")
+        factory: Any = importlib.import_module("respstream.server.upstream.factory")
+        if not upstreams:
+            upstreams = [factory.build_upstream(spec) for spec in config.upstreams]
+        for upstream in upstreams:
+            start = getattr(upstream, "start", None)
+            if start is not None:
+                await start()
+        router = router_mod.Router(upstreams, config.router)
+    tools = given.tools
+    if tools is None:
+        tools = importlib.import_module("respstream.server.tools").ToolRegistry(config.tools)
+    rewriter = given.rewriter
+    if rewriter is None:
+        rewriter = importlib.import_module("respstream.server.rewrite").Rewriter(config.rewrite)
+    return Components(store=store, router=router, tools=tools, rewriter=rewriter, upstreams=upstreams)
+
+
+class _RequestId:
+    """Pure ASGI middleware: an ``x-request-id`` on every response (the caller's, if it sent a sane one)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"x-request-id", b"")
+        rid = given if 0 < len(given) <= 128 and given.isascii() and b"\n" not in given else uuid.uuid4().hex.encode()
+        scope.setdefault("state", {})["request_id"] = rid.decode()
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", rid)]
+                route = scope.get("route")
+                path = getattr(route, "path", "unmatched")
+                self.metrics.requests[(scope["method"], path, message["status"])] += 1
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+class _Gateway:
+    """The handlers, sharing config, limits and the service."""
+
+    def __init__(self, config: Config, given: Components) -> None:
+        self.config = config
+        self.given = given
+        self.metrics = Metrics()
+        self.keys = KeyStore(config.resolved_keys_file())
+        self.rate = RateLimiter(config.rate_limit_per_minute, config.rate_limit_burst)
+        self.gate = StreamGate(config.max_concurrent_streams)
+        self.service: ResponseService | None = None
+        self.components: Components | None = None
+        self._expire_task: asyncio.Task[None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        comps = await build_components(self.config, self.given)
+        assert comps.store is not None and comps.router is not None
+        assert comps.tools is not None and comps.rewriter is not None
+        self.components = comps
+        with contextlib.suppress(Exception):
+            await comps.store.recover(self.config.instance_id)
+        self.service = ResponseService(config=self.config, store=comps.store, router=comps.router,
+                                       tools=comps.tools, rewriter=comps.rewriter, metrics=self.metrics)
+        self._expire_task = asyncio.create_task(self._expire_loop(comps.store))
+        try:
+            yield
+        finally:
+            self._expire_task.cancel()
+            await self.service.shutdown()
+            for upstream in comps.upstreams:
+                with contextlib.suppress(Exception):
+                    await upstream.aclose()
+            if self.given.store is None:
+                await comps.store.aclose()
+
+    async def _expire_loop(self, store: Store) -> None:
+        while True:
+            await asyncio.sleep(60)
+            with contextlib.suppress(Exception):
+                await store.expire()
+
+    @property
+    def svc(self) -> ResponseService:
+        if self.service is None:
+            raise HTTPError(503, "starting", "The server is starting.", headers={"Retry-After": "1"})
+        return self.service
+
+    # -- guards ----------------------------------------------------------------------------------------------------
+    def authenticate(self, request: Request) -> str | None:
+        """The caller's owner id (hash of its key), or None on an open server. Raises 401."""
+        if not self.keys.enabled:
+            return None
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise HTTPError(401, "missing_api_key", "Missing API key: send 'Authorization: Bearer <key>'.",
+                            headers={"WWW-Authenticate": "Bearer"})
+        owner = self.keys.verify(token.strip())
+        if owner is None:
+            raise HTTPError(401, "invalid_api_key", "Invalid or revoked API key.",
+                            headers={"WWW-Authenticate": "Bearer"})
+        return owner
+
+    def limit_rate(self, request: Request, owner: str | None) -> None:
+        key = owner or (request.client.host if request.client else "anonymous")
+        wait = self.rate.check(key)
+        if wait is not None:
+            seconds = max(1, int(wait + 0.999))
+            raise HTTPError(429, "rate_limited", f"Rate limit exceeded; retry in {seconds} s.",
+                            headers={"Retry-After": str(seconds)})
+
+    async def read_json(self, request: Request) -> Any:
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype and ctype != "application/json" and not ctype.endswith("+json"):
+            raise HTTPError(415, "unsupported_media_type",
+                            f"Content-Type must be application/json, not {ctype!r}.")
+        limit = self.config.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise HTTPError(413, "request_too_large", f"The request body is larger than {limit} bytes.")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise HTTPError(413, "request_too_large", f"The request body is larger than {limit} bytes.")
+            chunks.append(chunk)
+        body = b"".join(chunks)
+        if not body.strip():
+            raise HTTPError(400, "invalid_json", "The request body is empty; send a JSON object.")
+        try:
+            return msgspec.json.decode(body)
+        except msgspec.DecodeError as exc:
+            raise HTTPError(400, "invalid_json", f"The request body is not valid JSON: {exc}") from None
+
+    def _stream_response(self, rid: str, after: int, *, foreground: bool) -> EventStreamResponse:
+        svc = self.svc
+        if not self.gate.try_enter():
+            raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
+                            headers={"Retry-After": "1"})
+        self.metrics.active_streams = self.gate.open
+
+        def closed() -> None:
+            self.gate.leave()
+            self.metrics.active_streams = self.gate.open
+
+        return EventStreamResponse(
+            store=svc.store, response_id=rid, after=after, dialect=svc.dialect,
+            keepalive_seconds=self.config.keepalive_seconds, headers=[],
+            on_disconnect=(lambda: svc.on_client_gone(rid)) if foreground else None, on_close=closed,
+        )
+
+    # -- /v1/responses ---------------------------------------------------------------------------------------------
+    async def create(self, request: Request) -> Response | EventStreamResponse:
+        owner = self.authenticate(request)
+        self.limit_rate(request, owner)
+        body = await self.read_json(request)
+        svc = self.svc
+        req = parse_request(body, server_tool_names=svc.tools.names())
+        stream = req.stream
+        if stream is None:
+            stream = not req.background and not _wants_json_only(request.headers.get("accept", ""))
+        if stream and self.gate.open >= self.gate.limit:
+            raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
+                            headers={"Retry-After": "1"})
+        record, _ = await svc.start(req, owner=owner)
+        if stream:
+            return self._stream_response(record.id, -1, foreground=not req.background)
+        if req.background:
+            return JSONResponse(record.response)
+        await svc.wait(record.id)
+        final = await svc.store.get(record.id)
+        return JSONResponse(final.response if final is not None else record.response)
+
+    async def _record(self, request: Request) -> Any:
+        owner = self.authenticate(request)
+        self.limit_rate(request, owner)
+        rid = request.path_params["response_id"]
+        record = await self.svc.store.get(rid)
+        if record is None or record.owner != owner or record.request.get("store") is False:
+            raise HTTPError(404, "not_found", f"Response with id '{rid}' not found.", param="response_id")
+        return record
+
+    async def retrieve(self, request: Request) -> Response | EventStreamResponse:
+        record = await self._record(request)
+        if request.query_params.get("stream", "").lower() not in ("true", "1"):
+            return JSONResponse(record.response)
+        raw = request.query_params.get("starting_after", request.headers.get("last-event-id", "-1"))
+        try:
+            after = int(raw.strip() or "-1")
+        except ValueError:
+            raise HTTPError(400, "invalid_value", "starting_after must be an integer",
+                            param="starting_after") from None
+        if after < -1:
+            raise HTTPError(400, "invalid_value", "starting_after must be >= -1", param="starting_after")
+        store = self.svc.store
+        if not await store.read(record.id, after, limit=1):
+            fresh = await store.get(record.id)
+            if fresh is None or fresh.status in TERMINAL_STATUSES:
+                return Response(status_code=204)
+        return self._stream_response(record.id, after, foreground=False)
+
+    async def cancel(self, request: Request) -> Response:
+        record = await self._record(request)
+        await self.svc.cancel(record.id)
+        final = await self.svc.store.get(record.id)
+        return JSONResponse((final or record).response)
+
+    async def delete(self, request: Request) -> Response:
+        record = await self._record(request)
+        await self.svc.cancel(record.id)
+        await self.svc.store.delete(record.id)
+        return JSONResponse({"id": record.id, "object": "response.deleted", "deleted": True})
+
+    # -- the rest --------------------------------------------------------------------------------------------------
+    async def models(self, request: Request) -> Response:
+        self.authenticate(request)
+        names = ["auto", *self.svc.router.models()]
+        return JSONResponse({"object": "list", "data": [
+            {"id": n, "object": "model", "created": 0, "owned_by": "respstream"} for n in dict.fromkeys(names)]})
+
+    async def healthz(self, request: Request) -> Response:
+        ready = self.service is not None
+        return JSONResponse({"status": "ok" if ready else "starting", "dialect": self.config.dialect,
+                             "instance_id": self.config.instance_id, "running": len(self.svc.running) if ready else 0},
+                            status_code=200 if ready else 503)
+
+    async def metrics_text(self, request: Request) -> Response:
+        return PlainTextResponse(self.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(openapi_document(self.config.dialect))
+
+    async def index(self, request: Request) -> Response:
+        page = self.static_dir() / "index.html"
+        if page.is_file():
+            return FileResponse(page, headers={"Cache-Control": "no-store"})
+        return PlainTextResponse("The playground is not installed (server/static/index.html is missing).\n",
+                                 status_code=404)
+
+    def static_dir(self) -> Path:
+        return Path(self.config.static_dir) if self.config.static_dir else STATIC_DIR
+
+
+def _wants_json_only(accept: str) -> bool:
+    """True when ``Accept`` lists only application/json (what the SDKs send on non-streaming calls)."""
+    types = {part.split(";")[0].strip().lower() for part in accept.split(",") if part.strip()}
+    return bool(types) and types <= {"application/json"}
+
+
+async def _on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPError)
+    return error_response(exc)
+
+
+async def _on_starlette_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    return error_response(HTTPError(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail),
+                                    headers=dict(exc.headers or {})))
+
+
+async def _on_crash(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s", request.url.path, exc_info=exc)
+    return error_response(HTTPError(500, "internal_error", "Internal server error."))
+
+
+def create_app(config: Config | None = None, components: Components | None = None) -> Starlette:
+    """The gateway ASGI app. ``components`` injects a store/router/tools/rewriter (tests); the rest is built."""
+    config = config or Config()
+    gw = _Gateway(config, components or Components())
+    routes: list[Any] = [
+        Route("/v1/responses", gw.create, methods=["POST"]),
+        Route("/v1/responses/{response_id}", gw.retrieve, methods=["GET"]),
+        Route("/v1/responses/{response_id}", gw.delete, methods=["DELETE"]),
+        Route("/v1/responses/{response_id}/cancel", gw.cancel, methods=["POST"]),
+        Route("/v1/models", gw.models, methods=["GET"]),
+        Route("/healthz", gw.healthz, methods=["GET"]),
+        Route("/metrics", gw.metrics_text, methods=["GET"]),
+        Route("/openapi.json", gw.openapi, methods=["GET"]),
+        Route("/", gw.index, methods=["GET"]),
+    ]
+    static = gw.static_dir()
+    if static.is_dir():
+        routes.append(Mount("/static", app=StaticFiles(directory=static), name="static"))
+    app = Starlette(
+        routes=routes,
+        lifespan=gw.lifespan,
+        exception_handlers={HTTPError: _on_http_error, StarletteHTTPException: _on_starlette_error,
+                            Exception: _on_crash},
+    )
+    app.state.gateway = gw
+    app.add_middleware(_RequestId, metrics=gw.metrics)
+    return app

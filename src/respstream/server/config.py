@@ -1,0 +1,124 @@
+"""Gateway configuration: one dataclass, loaded from a TOML or JSON file, overridden by CLI flags.
+
+Every key is documented in docs/configuration.md. Unknown keys are an error naming the key (a typo must not silently
+fall back to a default). Sub-tables ``router``, ``tools`` and ``rewrite`` are handed as-is to the components that
+own them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+import uuid
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Config", "ConfigError", "load_config"]
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be read, or a key/value that is wrong. The message names the file and key."""
+
+
+@dataclass(slots=True)
+class Config:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    dialect: str = "platform"  # platform | openai
+    upstreams: list[str] = field(default_factory=lambda: ["embedded"])
+    store: str = "memory"
+    keys_file: str = ""  # JSON file of hashed API keys (respstream keys ...); empty: RESPSTREAM_KEYS_FILE or none
+    instance_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    max_body_bytes: int = 1 << 20
+    max_concurrent_streams: int = 2000
+    rate_limit_per_minute: float = 0.0  # per API key (or client address when open); 0 = off
+    rate_limit_burst: int = 0  # bucket size; 0 = same as rate_limit_per_minute
+    keepalive_seconds: float = 15.0
+    max_tool_rounds: int = 4
+    retention_seconds: float = 24 * 3600.0
+    conversation_window: int = 40  # items of conversation history the model sees
+    max_event_bytes: int = 16 << 20
+    shutdown_grace_seconds: float = 5.0
+    check_events: bool = True  # run the protocol rule checker on every emitted event
+    static_dir: str = ""  # empty: the packaged playground (server/static)
+    router: dict[str, Any] = field(default_factory=dict)
+    tools: dict[str, Any] = field(default_factory=dict)
+    rewrite: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Raises :class:`ConfigError` for a value out of range."""
+        if self.dialect not in ("platform", "openai"):
+            raise ConfigError(f"dialect must be platform or openai, not {self.dialect!r}")
+        if not self.upstreams:
+            raise ConfigError("at least one upstream is needed (upstreams = [\"embedded\"])")
+        for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1")
+        if self.keepalive_seconds <= 0:
+            raise ConfigError("keepalive_seconds must be positive")
+        if self.max_tool_rounds < 0 or self.rate_limit_per_minute < 0:
+            raise ConfigError("max_tool_rounds and rate_limit_per_minute must not be negative")
+
+    def resolved_keys_file(self) -> str:
+        return self.keys_file or os.environ.get("RESPSTREAM_KEYS_FILE", "")
+
+
+_FIELDS = {f.name: f for f in fields(Config)}
+
+
+def _coerce(key: str, value: Any, default: Any) -> Any:
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key} must be true or false")
+        return value
+    if isinstance(default, int | float) and not isinstance(default, bool):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{key} must be a number")
+        return type(default)(value)
+    if isinstance(default, list):
+        if isinstance(value, str):
+            return [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{key} must be a list of strings")
+        return list(value)
+    if isinstance(default, dict):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key} must be a table")
+        return dict(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{key} must be a string")
+    return value
+
+
+def load_config(path: str | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """Defaults <- the file at ``path`` (TOML, or JSON by ``.json``) <- ``overrides`` (None values skipped).
+
+    Raises :class:`ConfigError` naming the file and key.
+    """
+    config = Config()
+    data: dict[str, Any] = {}
+    if path:
+        p = Path(path)
+        try:
+            raw = p.read_bytes()
+            data = json.loads(raw) if p.suffix == ".json" else tomllib.loads(raw.decode("utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+        except (ValueError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid {'JSON' if p.suffix == '.json' else 'TOML'}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: the top level must be a table/object")
+        if isinstance(data.get("server"), dict):  # allow a [server] table as well as top-level keys
+            data = {**{k: v for k, v in data.items() if k != "server"}, **data["server"]}
+    for key, value in {**data, **{k: v for k, v in (overrides or {}).items() if v is not None}}.items():
+        if key not in _FIELDS:
+            where = f"{path}: " if path and key in data else ""
+            raise ConfigError(f"{where}unknown config key {key!r} (see docs/configuration.md)")
+        try:
+            setattr(config, key, _coerce(key, value, getattr(config, key)))
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}" if path and key in data else str(exc)) from None
+    config.validate()
+    return config

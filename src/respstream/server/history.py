@@ -1,0 +1,80 @@
+"""Context for a generation: Responses input items <-> Chat Completions messages, and the response chain.
+
+The model sees: instructions (system), then the conversation's stored items (a sliding window), then the
+``previous_response_id`` chain (that response's context and output), then this request's input. Items are kept in
+the normalised JSON of :class:`~respstream.server.requests.InputItem` so every store holds the same shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from respstream.server.requests import InputItem
+
+__all__ = ["items_from_json", "items_to_messages", "output_to_items"]
+
+
+def output_to_items(output: list[dict[str, Any]]) -> list[InputItem]:
+    """A finished response's ``output`` as input items for the next turn (server tool calls keep their result)."""
+    items: list[InputItem] = []
+    for raw in output:
+        kind = raw.get("type")
+        if kind == "message":
+            text = "".join(p.get("text", "") for p in raw.get("content", []) if p.get("type") == "output_text")
+            if text:
+                items.append(InputItem("message", role="assistant", text=text))
+        elif kind in ("function_call", "mcp_call"):
+            call_id = raw.get("call_id") or raw.get("id") or ""
+            items.append(InputItem("function_call", role="assistant", call_id=call_id, name=raw.get("name", ""),
+                                   arguments=raw.get("arguments", "")))
+            output = raw.get("output") if raw.get("output") is not None else raw.get("error")
+            if output is not None:
+                items.append(InputItem("function_call_output", role="tool", call_id=call_id, output=str(output)))
+        elif kind == "web_search_call" and raw.get("output"):
+            items.append(InputItem("message", role="system", text=f"Web search results: {raw['output']}"))
+    return items
+
+
+def items_from_json(raw: list[dict[str, Any]]) -> list[InputItem]:
+    """Stored normalised items back into :class:`InputItem` (unknown shapes are skipped)."""
+    items: list[InputItem] = []
+    for r in raw:
+        kind = r.get("type")
+        if kind == "message":
+            text = "".join(str(p.get("text", "")) for p in r.get("content", []))
+            items.append(InputItem("message", role=r.get("role", "user"), text=text))
+        elif kind == "function_call":
+            items.append(InputItem("function_call", role="assistant", call_id=r.get("call_id"), name=r.get("name"),
+                                   arguments=r.get("arguments", "")))
+        elif kind == "function_call_output":
+            items.append(InputItem("function_call_output", role="tool", call_id=r.get("call_id"),
+                                   output=str(r.get("output", ""))))
+    return items
+
+
+def items_to_messages(instructions: str | None, items: list[InputItem]) -> list[dict[str, Any]]:
+    """Chat Completions messages; consecutive function calls become one assistant message with ``tool_calls``."""
+    messages: list[dict[str, Any]] = []
+    if instructions:
+        messages.append({"role": "system", "content": instructions})
+    answered = {i.call_id for i in items if i.type == "function_call_output"}
+    called = {i.call_id for i in items if i.type == "function_call"}
+    for item in items:
+        if item.type == "message":
+            role = "system" if item.role == "developer" else item.role
+            messages.append({"role": role, "content": item.text})
+        elif item.type == "function_call":
+            if item.call_id not in answered:
+                continue  # a call without its output confuses most chat templates
+            call = {"id": item.call_id, "type": "function",
+                    "function": {"name": item.name, "arguments": item.arguments or "{}"}}
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant" and last.get("tool_calls") and not last["content"]:
+                last["tool_calls"].append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif item.type == "function_call_output" and item.call_id not in called:
+            messages.append({"role": "user", "content": f"Tool result ({item.call_id}): {item.output}"})
+        elif item.type == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.output})
+    return messages

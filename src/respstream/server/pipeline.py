@@ -1,0 +1,353 @@
+"""One response's work: route -> generate -> tools -> rewrite -> terminal, driving the writer.
+
+How this works: the routing decision is made before streaming (an unknown pinned model must be a 400), so
+:meth:`Pipeline.run` starts by announcing it (``response.routing.completed``, skipped for a pinned model). Each
+*round* streams one upstream generation into the writer, flushing once per upstream chunk (one store append, one
+reader wakeup). A round that ends in tool calls runs the server tools (announced, run, finished with output and
+status) and loops back into the model, up to ``max_tool_rounds``; a client function tool ends the response with the
+call in ``output``. The ``retrieval`` route searches first and puts the results in front of the model. The last
+message goes through the rewriter before its ``output_text.done``.
+
+Every way out ends the stream with exactly one terminal: ``UpstreamError`` -> its code (after failing over to
+another upstream when nothing was shown yet), cancellation -> ``cancelled`` (or ``server_shutdown``), anything else
+-> ``internal_error``. Closing the upstream generator (``aclosing``) frees its connection on every path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from respstream.server.requests import ResponseRequest
+from respstream.server.upstream.base import (
+    Finish,
+    GenerationRequest,
+    ReasoningDelta,
+    RefusalDelta,
+    TextDelta,
+    ToolCallDelta,
+    Upstream,
+    UpstreamError,
+    Usage,
+)
+from respstream.server.writer import ResponseWriter, WriterClosed
+
+__all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolsLike"]
+
+log = logging.getLogger("respstream.server")
+
+
+class RouteDecisionLike(Protocol):
+    model_id: str
+    category: str
+    source: str
+    reasoning: str
+    upstream: Upstream
+
+
+class RouterLike(Protocol):
+    async def route(self, input_text: str, pinned_model: str | None) -> Any: ...
+    def models(self) -> list[str]: ...
+    def record_success(self, upstream: Upstream) -> None: ...
+    def record_failure(self, upstream: Upstream, error: BaseException) -> None: ...
+
+
+class ToolResultLike(Protocol):
+    output: str
+    status: str
+
+
+class ToolsLike(Protocol):
+    def specs(self) -> list[dict[str, Any]]: ...
+    def names(self) -> set[str]: ...
+    async def run(self, name: str, arguments_json: str) -> Any: ...
+
+
+class RewriterLike(Protocol):
+    async def rewrite(self, text: str, *, language: str | None) -> str: ...
+
+
+@dataclass(slots=True)
+class _Call:
+    call_id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Round:
+    finish: Finish
+    text: str
+    calls: list[_Call]
+
+
+class Pipeline:
+    """Runs one response. ``cancel_code`` is what a cancellation of :meth:`run` reports."""
+
+    def __init__(
+        self,
+        *,
+        writer: ResponseWriter,
+        request: ResponseRequest,
+        decision: Any,
+        pinned: bool,
+        messages: list[dict[str, Any]],
+        router: RouterLike,
+        tools: ToolsLike,
+        rewriter: RewriterLike,
+        max_tool_rounds: int = 4,
+        on_tool: Any = None,
+    ) -> None:
+        self.writer = writer
+        self.request = request
+        self.decision = decision
+        self.pinned = pinned
+        self.messages = messages
+        self.router = router
+        self.tools = tools
+        self.rewriter = rewriter
+        self.max_tool_rounds = max_tool_rounds
+        self.cancel_code = "cancelled"
+        self.cancel_message = "The response was cancelled."
+        self._usage = Usage()
+        self._on_tool = on_tool
+        server_names = tools.names()
+        selected = request.server_tools
+        self.server_tools = server_names if selected is None else server_names & selected
+        self.client_tools = {t["name"]: t for t in request.client_tools}
+
+    # -- entry point -----------------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Produce the whole response; always ends with exactly one terminal event in the store."""
+        w = self.writer
+        try:
+            try:
+                if not self.pinned:
+                    d = self.decision
+                    w.routing(model_id=d.model_id, category=d.category, source=d.source, reasoning=d.reasoning)
+                await w.flush()
+                if self.decision.category == "retrieval" and "web_search" in self.server_tools:
+                    await self._search_first()
+                await self._generate_all()
+            except asyncio.CancelledError:
+                w.fail(self.cancel_code, self.cancel_message)
+            except UpstreamError as exc:
+                w.fail(exc.code, exc.message)
+            except WriterClosed:
+                pass  # the writer ended the stream itself (rule violation)
+            except Exception as exc:  # the stream must end with a terminal, whatever broke
+                log.exception("response %s failed", w.record.id)
+                w.fail("internal_error", f"internal error: {type(exc).__name__}")
+            if not w.closed:
+                w.fail("internal_error", "the pipeline ended without a terminal event")
+            await w.flush()
+        except asyncio.CancelledError:
+            # Cancelled while flushing the terminal: try once more so no reader hangs, then give up.
+            if not w.closed:
+                w.fail(self.cancel_code, self.cancel_message)
+            await asyncio.shield(w.flush())
+
+    # -- generation ------------------------------------------------------------------------------------------------
+    async def _generate_all(self) -> None:
+        w = self.writer
+        for round_no in range(self.max_tool_rounds + 1):
+            offer_tools = round_no < self.max_tool_rounds and self.request.tool_choice != "none"
+            result = await self._round_with_fallback(offer_tools)
+            if result.finish.usage is not None:
+                self._add_usage(result.finish.usage)
+            if result.calls:
+                if await self._handle_calls(result):
+                    w.complete(usage=self._usage)
+                    return
+                continue
+            text = w.open_message_text
+            incomplete = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(
+                result.finish.reason
+            )
+            if text is not None:
+                final = await self._rewrite(text)
+                w.close_message(final, status="incomplete" if incomplete else "completed")
+            w.complete(usage=self._usage, incomplete_reason=incomplete)
+            return
+        w.complete(usage=self._usage)  # rounds exhausted (unreachable: the last round offers no tools)
+
+    async def _round_with_fallback(self, offer_tools: bool) -> _Round:
+        tried: list[str] = []
+        while True:
+            upstream: Upstream = self.decision.upstream
+            start_seq = self.writer.next_sequence_number
+            try:
+                result = await self._round(upstream, offer_tools)
+            except UpstreamError as exc:
+                self.router.record_failure(upstream, exc)
+                nothing_shown = self.writer.next_sequence_number == start_seq
+                if not (exc.before_first_token and nothing_shown):
+                    raise
+                tried.append(upstream.name)
+                fallback = await self._fallback(tried)
+                if fallback is None:
+                    raise
+                self.decision = fallback
+                if not self.pinned:
+                    self.writer.routing(model_id=fallback.model_id, category=fallback.category, source="fallback",
+                                        reasoning=f"{', '.join(tried)} failed ({exc.code}); falling back")
+                    await self.writer.flush()
+                continue
+            self.router.record_success(upstream)
+            return result
+
+    async def _fallback(self, tried: list[str]) -> Any:
+        """Another upstream for the same request, or None. The router's breaker has seen the failure."""
+        if self.pinned:
+            return None
+        try:
+            decision = await self.router.route(self.request.input_text, None)
+        except Exception:
+            return None
+        return None if decision.upstream.name in tried else decision
+
+    async def _round(self, upstream: Upstream, offer_tools: bool) -> _Round:
+        w = self.writer
+        specs = self._tool_specs() if offer_tools else []
+        gen_request = GenerationRequest(
+            model=self.decision.model_id,
+            messages=self.messages,
+            tools=specs,
+            tool_choice=self._chat_tool_choice() if specs else None,
+            max_output_tokens=self.request.max_output_tokens,
+            temperature=self.request.temperature,
+        )
+        text: list[str] = []
+        calls: dict[int, _Call] = {}
+        finish = Finish("stop")
+        stream: AsyncIterator[Any] = upstream.generate(gen_request)
+        async with aclosing(stream):  # type: ignore[type-var]
+            async for chunk in stream:
+                kind = type(chunk)
+                if kind is TextDelta:
+                    if chunk.text:
+                        text.append(chunk.text)
+                        w.text_delta(chunk.text)
+                elif kind is ReasoningDelta:
+                    if chunk.text:
+                        w.reasoning_delta(chunk.text)
+                elif kind is RefusalDelta:
+                    if chunk.text:
+                        w.refusal_delta(chunk.text)
+                elif kind is ToolCallDelta:
+                    call = calls.get(chunk.index)
+                    if call is None:
+                        call = calls[chunk.index] = _Call(chunk.call_id or f"call_{w.record.id[-8:]}_{chunk.index}",
+                                                          chunk.name or "")
+                    call.arguments.append(chunk.arguments)
+                elif kind is Finish:
+                    finish = chunk
+                    break
+                await w.flush()
+        return _Round(finish, "".join(text), [calls[i] for i in sorted(calls)] if offer_tools else [])
+
+    # -- tools -----------------------------------------------------------------------------------------------------
+    def _tool_specs(self) -> list[dict[str, Any]]:
+        specs = [s for s in self.tools.specs() if s.get("function", {}).get("name") in self.server_tools]
+        for tool in self.client_tools.values():
+            specs.append({"type": "function", "function": {
+                "name": tool["name"], "description": tool.get("description") or "",
+                "parameters": tool.get("parameters") or {"type": "object", "properties": {}}}})
+        return specs
+
+    def _chat_tool_choice(self) -> Any:
+        choice = self.request.tool_choice
+        if isinstance(choice, dict):
+            return {"type": "function", "function": {"name": choice.get("name") or choice.get("type")}}
+        return choice
+
+    async def _handle_calls(self, result: _Round) -> bool:
+        """Run server calls, emit client calls. True when the response ends here (a client call is pending)."""
+        w = self.writer
+        if w.open_message_text is not None:
+            w.close_message(await self._rewrite(w.open_message_text))
+        else:
+            w.close_message()
+        chat_calls = [{"id": c.call_id, "type": "function",
+                       "function": {"name": c.name, "arguments": "".join(c.arguments) or "{}"}} for c in result.calls]
+        self.messages.append({"role": "assistant", "content": result.text or None, "tool_calls": chat_calls})
+        client_pending = False
+        for call in result.calls:
+            arguments = "".join(call.arguments)
+            if call.name in self.client_tools:
+                w.client_tool_call(call_id=call.call_id, name=call.name, arguments=arguments)
+                client_pending = True
+                continue
+            output = await self._run_server_tool(call.call_id, call.name, arguments)
+            self.messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
+        await w.flush()
+        return client_pending
+
+    async def _run_server_tool(self, call_id: str, name: str, arguments: str) -> str:
+        w = self.writer
+        index = w.server_tool_started(call_id=call_id, name=name, arguments=arguments, query=_query(arguments))
+        await w.flush()
+        if name not in self.server_tools:
+            output, status = f"unknown tool {name!r}", "failed"
+        else:
+            result = await self.tools.run(name, arguments)
+            output, status = result.output, result.status
+        if self._on_tool is not None:
+            self._on_tool(name, status)
+        w.server_tool_finished(index, output=output, status=status, sources=_sources(output) if name == "web_search"
+                               else None)
+        await w.flush()
+        return output
+
+    async def _search_first(self) -> None:
+        """The retrieval route: search before generating, and ground the answer in the results."""
+        query = self.request.input_text[:500]
+        arguments = json.dumps({"query": query})
+        output = await self._run_server_tool(f"call_{self.writer.record.id[-12:]}_search", "web_search", arguments)
+        self.messages.insert(
+            len(self.messages) - 1 if self.messages else 0,
+            {"role": "system", "content": f"Web search results for the user's question:\n{output}\n"
+                                          "Answer using these results and cite the URLs you use."},
+        )
+
+    async def _rewrite(self, text: str) -> str:
+        try:
+            return await self.rewriter.rewrite(text, language=None)
+        except Exception:  # a rewriter must never cost the answer
+            log.exception("rewrite failed; keeping the streamed text")
+            return text
+
+    def _add_usage(self, usage: Usage) -> None:
+        u = self._usage
+        self._usage = Usage(
+            input_tokens=u.input_tokens + usage.input_tokens,
+            output_tokens=u.output_tokens + usage.output_tokens,
+            reasoning_tokens=u.reasoning_tokens + usage.reasoning_tokens,
+            cached_tokens=u.cached_tokens + usage.cached_tokens,
+        )
+
+
+def _query(arguments: str) -> str | None:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return None
+    query = value.get("query") if isinstance(value, dict) else None
+    return query if isinstance(query, str) else None
+
+
+def _sources(output: str) -> list[str]:
+    try:
+        value = json.loads(output)
+    except ValueError:
+        return []
+    if isinstance(value, dict):
+        value = value.get("results", [])
+    if not isinstance(value, list):
+        return []
+    return [r["url"] for r in value if isinstance(r, dict) and isinstance(r.get("url"), str)]

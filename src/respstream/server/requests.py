@@ -1,0 +1,330 @@
+"""Validate a ``POST /v1/responses`` body into a typed :class:`ResponseRequest`.
+
+Every problem is an :class:`HTTPError` (400) naming the field (``param``, e.g. ``input[2].content[0].type``), raised
+before anything reaches a model. Fields we do not implement (``text.format`` other than text, image/file/audio
+inputs, ``prompt``, hosted tools we do not run) are ``unsupported_parameter``; fields we do not know are ignored, as
+the platform's changelog promises for additive fields.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from respstream.server.http_errors import HTTPError
+
+__all__ = ["SERVER_TOOL_TYPES", "InputItem", "ResponseRequest", "parse_request"]
+
+# Hosted tool `type`s a request may list to select server tools (value: the server tool it enables).
+SERVER_TOOL_TYPES: dict[str, str] = {
+    "web_search": "web_search",
+    "web_search_preview": "web_search",
+    "web_fetch": "web_fetch",
+    "calculator": "calculator",
+    "current_datetime": "current_datetime",
+}
+_UNSUPPORTED_TOOL_TYPES = {"file_search", "code_interpreter", "image_generation", "computer_use_preview", "computer",
+                           "local_shell", "shell", "apply_patch", "custom", "mcp"}
+_TEXT_PARTS = {"input_text", "output_text", "text"}
+_UNSUPPORTED_PARTS = {"input_image", "input_file", "input_audio", "image_url", "file"}
+_IGNORED_ITEMS = {"web_search_call", "mcp_call", "mcp_list_tools", "file_search_call", "item_reference"}
+_ROLES = {"user", "assistant", "system", "developer"}
+_UNSUPPORTED_FIELDS = ("prompt",)
+
+
+@dataclass(slots=True)
+class InputItem:
+    """One normalised input item: a text message, a function call, its output, or reasoning."""
+
+    type: str  # message | function_call | function_call_output | reasoning
+    role: str = "user"
+    text: str = ""
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+    output: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        if self.type == "message":
+            part = "output_text" if self.role == "assistant" else "input_text"
+            return {"type": "message", "role": self.role, "content": [{"type": part, "text": self.text}]}
+        if self.type == "function_call":
+            return {"type": "function_call", "call_id": self.call_id, "name": self.name, "arguments": self.arguments}
+        if self.type == "function_call_output":
+            return {"type": "function_call_output", "call_id": self.call_id, "output": self.output}
+        return {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": self.text}]}
+
+
+@dataclass(slots=True)
+class ResponseRequest:
+    input: list[InputItem]
+    model: str = "auto"
+    stream: bool | None = None
+    background: bool = False
+    store: bool = True
+    instructions: str | None = None
+    client_tools: list[dict[str, Any]] = field(default_factory=list)  # OpenAI Responses function tools, as sent
+    server_tools: set[str] | None = None  # None: every server tool; else the ones selected by hosted tool types
+    tool_choice: Any = "auto"
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    previous_response_id: str | None = None
+    conversation_id: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    parallel_tool_calls: bool = True
+
+    @property
+    def input_text(self) -> str:
+        """The text the router looks at: the last user message (or all text when there is none)."""
+        for item in reversed(self.input):
+            if item.type == "message" and item.role == "user":
+                return item.text
+        return "\n".join(i.text or i.output for i in self.input)
+
+
+def _bad(message: str, param: str, code: str = "invalid_value") -> HTTPError:
+    return HTTPError(400, code, message, param=param)
+
+
+def _type_error(param: str, expected: str) -> HTTPError:
+    return _bad(f"{param} must be {expected}", param, "invalid_type")
+
+
+def _opt_str(body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _type_error(key, "a string")
+    return value
+
+
+def _opt_bool(body: dict[str, Any], key: str) -> bool | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise _type_error(key, "a boolean")
+    return value
+
+
+def _opt_number(body: dict[str, Any], key: str, low: float, high: float) -> float | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _type_error(key, "a number")
+    if not low <= value <= high:
+        raise _bad(f"{key} must be between {low:g} and {high:g}", key)
+    return float(value)
+
+
+def _content_text(content: Any, param: str) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise _type_error(param, "a string or a list of content parts")
+    texts = []
+    for j, part in enumerate(content):
+        where = f"{param}[{j}]"
+        if not isinstance(part, dict):
+            raise _type_error(where, "an object")
+        kind = part.get("type")
+        if kind in _UNSUPPORTED_PARTS:
+            raise _bad(f"{where}.type {kind!r} is not supported (text inputs only)", f"{where}.type",
+                       "unsupported_parameter")
+        if kind == "refusal":
+            texts.append(str(part.get("refusal", "")))
+            continue
+        if kind not in _TEXT_PARTS:
+            raise _bad(f"{where}.type must be input_text or output_text", f"{where}.type")
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise _type_error(f"{where}.text", "a string")
+        texts.append(text)
+    return "".join(texts)
+
+
+def _input_items(raw: Any) -> list[InputItem]:
+    if isinstance(raw, str):
+        if not raw.strip():
+            raise _bad("input is required and must not be empty", "input", "missing_required_parameter")
+        return [InputItem("message", text=raw)]
+    if not isinstance(raw, list):
+        raise _type_error("input", "a string or a list of input items")
+    items: list[InputItem] = []
+    for i, item in enumerate(raw):
+        where = f"input[{i}]"
+        if not isinstance(item, dict):
+            raise _type_error(where, "an object")
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = item.get("role", "user")
+            if role not in _ROLES:
+                raise _bad(f"{where}.role must be one of {', '.join(sorted(_ROLES))}", f"{where}.role")
+            if "content" not in item:
+                raise _bad(f"{where}.content is required", f"{where}.content", "missing_required_parameter")
+            items.append(InputItem("message", role=role, text=_content_text(item["content"], f"{where}.content")))
+        elif kind == "function_call":
+            for key in ("call_id", "name", "arguments"):
+                if not isinstance(item.get(key), str):
+                    raise _type_error(f"{where}.{key}", "a string")
+            items.append(InputItem("function_call", role="assistant", call_id=item["call_id"], name=item["name"],
+                                   arguments=item["arguments"]))
+        elif kind == "function_call_output":
+            if not isinstance(item.get("call_id"), str):
+                raise _type_error(f"{where}.call_id", "a string")
+            output = item.get("output")
+            if isinstance(output, list):
+                output = _content_text(output, f"{where}.output")
+            if not isinstance(output, str):
+                raise _type_error(f"{where}.output", "a string")
+            items.append(InputItem("function_call_output", role="tool", call_id=item["call_id"], output=output))
+        elif kind == "reasoning":
+            continue  # what the Agents SDK sends back; the model does not need its own reasoning again
+        elif kind in _IGNORED_ITEMS:
+            continue  # hosted-tool items echoed back by SDKs: already reflected in the assistant text
+        else:
+            raise _bad(f"{where}.type {kind!r} is not supported", f"{where}.type", "unsupported_parameter")
+    if not items or not any(i.text.strip() or i.type != "message" for i in items):
+        raise _bad("input is required and must not be empty", "input", "missing_required_parameter")
+    return items
+
+
+def _tools(raw: Any, server_tool_names: set[str]) -> tuple[list[dict[str, Any]], set[str] | None]:
+    if raw is None:
+        return [], None
+    if not isinstance(raw, list):
+        raise _type_error("tools", "a list")
+    client: list[dict[str, Any]] = []
+    selected: set[str] | None = None
+    seen: set[str] = set()
+    for i, tool in enumerate(raw):
+        where = f"tools[{i}]"
+        if not isinstance(tool, dict):
+            raise _type_error(where, "an object")
+        kind = tool.get("type")
+        if kind == "function":
+            name = tool.get("name")
+            if not isinstance(name, str) or not name:
+                raise _bad(f"{where}.name is required", f"{where}.name", "missing_required_parameter")
+            if name in server_tool_names:
+                raise _bad(f"{where}.name {name!r} clashes with the server tool of the same name", f"{where}.name")
+            if name in seen:
+                raise _bad(f"{where}.name {name!r} is defined twice", f"{where}.name")
+            seen.add(name)
+            params = tool.get("parameters", {"type": "object", "properties": {}})
+            if params is not None and not isinstance(params, dict):
+                raise _type_error(f"{where}.parameters", "an object (JSON Schema)")
+            client.append(tool)
+        elif kind in SERVER_TOOL_TYPES:
+            selected = (selected or set()) | {SERVER_TOOL_TYPES[kind]}
+        elif kind in _UNSUPPORTED_TOOL_TYPES:
+            raise _bad(f"{where}.type {kind!r} is not supported", f"{where}.type", "unsupported_parameter")
+        else:
+            raise _bad(f"{where}.type must be 'function' or a server tool type", f"{where}.type")
+    return client, selected
+
+
+def _tool_choice(raw: Any, client_names: set[str]) -> Any:
+    if raw is None:
+        return "auto"
+    if raw in ("auto", "none", "required"):
+        return raw
+    if isinstance(raw, dict) and raw.get("type") == "function":
+        if raw.get("name") not in client_names:
+            raise _bad("tool_choice names a function that is not in tools", "tool_choice")
+        return raw
+    if isinstance(raw, dict) and raw.get("type") in SERVER_TOOL_TYPES:
+        return raw
+    raise _bad("tool_choice must be auto, none, required or {type: function, name}", "tool_choice")
+
+
+def _metadata(raw: Any) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise _type_error("metadata", "an object")
+    if len(raw) > 16:
+        raise _bad("metadata may have at most 16 keys", "metadata")
+    for key, value in raw.items():
+        if not isinstance(value, str) or len(key) > 64 or len(value) > 512:
+            raise _bad("metadata values must be strings (keys <= 64, values <= 512 characters)", f"metadata.{key}")
+    return dict(raw)
+
+
+def _check_unsupported(body: dict[str, Any]) -> None:
+    for key in _UNSUPPORTED_FIELDS:
+        if body.get(key) is not None:
+            raise _bad(f"{key} is not supported", key, "unsupported_parameter")
+    text = body.get("text")
+    if text is not None:
+        if not isinstance(text, dict):
+            raise _type_error("text", "an object")
+        fmt = text.get("format")
+        if fmt is not None and not (isinstance(fmt, dict) and fmt.get("type") == "text"):
+            raise _bad("text.format is not supported (plain text output only)", "text.format",
+                       "unsupported_parameter")
+    for key in ("response_format",):
+        if body.get(key) is not None:
+            raise _bad(f"{key} is not supported (plain text output only)", key, "unsupported_parameter")
+    project_id = body.get("project_id")
+    if project_id is not None:
+        try:
+            uuid.UUID(str(project_id))
+        except ValueError:
+            raise _bad("project_id must be a UUID", "project_id") from None
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise _type_error("stream_options", "an object")
+
+
+def parse_request(body: Any, *, server_tool_names: set[str]) -> ResponseRequest:
+    """Validate a decoded JSON body. Raises :class:`HTTPError` (400) naming the offending field."""
+    if not isinstance(body, dict):
+        raise HTTPError(400, "invalid_json", "the request body must be a JSON object")
+    _check_unsupported(body)
+    if "input" not in body or body["input"] is None:
+        raise _bad("input is required", "input", "missing_required_parameter")
+    model = _opt_str(body, "model") or "auto"
+    items = _input_items(body["input"])
+    client_tools, server_tools = _tools(body.get("tools"), server_tool_names)
+    max_tokens = body.get("max_output_tokens")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
+        raise _type_error("max_output_tokens", "an integer")
+    if max_tokens is not None and max_tokens < 1:
+        raise _bad("max_output_tokens must be at least 1", "max_output_tokens")
+    background = bool(_opt_bool(body, "background"))
+    store = _opt_bool(body, "store")
+    if background and store is False:
+        raise _bad("background responses must be stored (store: false is not allowed with background: true)",
+                   "store")
+    conversation = body.get("conversation_id", body.get("conversation"))
+    if isinstance(conversation, dict):
+        conversation = conversation.get("id")
+    if conversation is not None and not isinstance(conversation, str):
+        raise _type_error("conversation_id", "a string")
+    parallel = _opt_bool(body, "parallel_tool_calls")
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        if isinstance(instructions, list):
+            instructions = "\n".join(i.text for i in _input_items(instructions))
+        else:
+            raise _type_error("instructions", "a string")
+    return ResponseRequest(
+        input=items,
+        model=model,
+        stream=_opt_bool(body, "stream"),
+        background=background,
+        store=True if store is None else store,
+        instructions=instructions,
+        client_tools=client_tools,
+        server_tools=server_tools,
+        tool_choice=_tool_choice(body.get("tool_choice"), {t["name"] for t in client_tools}),
+        max_output_tokens=max_tokens,
+        temperature=_opt_number(body, "temperature", 0.0, 2.0),
+        top_p=_opt_number(body, "top_p", 0.0, 1.0),
+        previous_response_id=_opt_str(body, "previous_response_id"),
+        conversation_id=conversation,
+        metadata=_metadata(body.get("metadata")),
+        parallel_tool_calls=True if parallel is None else parallel,
+    )

@@ -1,0 +1,208 @@
+"""Responses as running work: create (route, record, start the pipeline), cancel, delete, shutdown.
+
+How this works: :meth:`ResponseService.start` validates what needs the store (``previous_response_id``,
+``conversation_id``) and the router (an unknown pinned model is a 400), creates the record, queues
+``response.created`` and starts the pipeline as a task. The HTTP layer then streams the log, returns the Response
+JSON when the task ends, or (background without stream) returns the queued Response at once. Running tasks are kept
+by id so cancel/delete/disconnect/shutdown can cancel them; the pipeline turns a cancellation into the terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from respstream.server.config import Config
+from respstream.server.dialects import Dialect, get_dialect
+from respstream.server.history import items_from_json, items_to_messages, output_to_items
+from respstream.server.http_errors import HTTPError
+from respstream.server.metrics import Metrics
+from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
+from respstream.server.requests import InputItem, ResponseRequest
+from respstream.server.store.base import ResponseRecord, Store, StoreUnavailable
+from respstream.server.writer import ResponseWriter
+
+__all__ = ["TERMINAL_STATUSES", "ResponseService", "Running"]
+
+TERMINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"})
+
+
+@dataclass(slots=True)
+class Running:
+    task: asyncio.Task[None]
+    pipeline: Pipeline
+    background: bool
+
+
+class ResponseService:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        store: Store,
+        router: RouterLike,
+        tools: ToolsLike,
+        rewriter: RewriterLike,
+        metrics: Metrics,
+    ) -> None:
+        self.config = config
+        self.dialect: Dialect = get_dialect(config.dialect)
+        self.store = store
+        self.router = router
+        self.tools = tools
+        self.rewriter = rewriter
+        self.metrics = metrics
+        self.running: dict[str, Running] = {}
+        self._closing = False
+
+    # -- create ----------------------------------------------------------------------------------------------------
+    async def _context(self, req: ResponseRequest, owner: str | None) -> list[InputItem]:
+        items: list[InputItem] = []
+        if req.conversation_id:
+            stored = await self.store.conversation(req.conversation_id)
+            items.extend(items_from_json(stored[-self.config.conversation_window :]))
+        if req.previous_response_id:
+            prev = await self.store.get(req.previous_response_id)
+            if prev is None or prev.owner != owner:
+                raise HTTPError(400, "previous_response_not_found",
+                                f"Previous response with id '{req.previous_response_id}' not found.",
+                                param="previous_response_id")
+            items.extend(items_from_json(prev.request.get("context", [])))
+            items.extend(output_to_items(prev.response.get("output", [])))
+        items.extend(req.input)
+        window = self.config.conversation_window + len(req.input)
+        return items[-window:]
+
+    def _response_object(self, rid: str, req: ResponseRequest, created: float, model: str) -> dict[str, Any]:
+        return {
+            "id": rid,
+            "object": "response",
+            "created_at": self.dialect.created_at(created),
+            "status": "queued" if req.background else "in_progress",
+            "background": req.background,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": req.instructions,
+            "max_output_tokens": req.max_output_tokens,
+            "model": model,
+            "output": [],
+            "parallel_tool_calls": req.parallel_tool_calls,
+            "previous_response_id": req.previous_response_id,
+            "store": req.store,
+            "temperature": req.temperature,
+            "text": {"format": {"type": "text"}},
+            "tool_choice": req.tool_choice,
+            "tools": req.client_tools,
+            "top_p": req.top_p,
+            "usage": None,
+            "metadata": req.metadata,
+            "conversation": {"id": req.conversation_id} if req.conversation_id else None,
+        }
+
+    async def start(self, req: ResponseRequest, *, owner: str | None) -> tuple[ResponseRecord, Running]:
+        """Create and start a response. Raises :class:`HTTPError` (400 model/previous id, 503 store/shutdown)."""
+        if self._closing:
+            raise HTTPError(503, "server_shutdown", "The server is shutting down.", headers={"Retry-After": "1"})
+        try:
+            items = await self._context(req, owner)
+        except StoreUnavailable as exc:
+            raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}") from exc
+        pinned = req.model != "auto"
+        try:
+            decision = await self.router.route(req.input_text, req.model if pinned else None)
+        except Exception as exc:
+            available = getattr(exc, "available", None)
+            if available is not None:
+                raise HTTPError(400, "model_not_found",
+                                f"The model '{req.model}' does not exist. Available: {', '.join(available)} (or auto).",
+                                param="model", extra={"available": list(available)}) from exc
+            raise
+        created = time.time()
+        rid = self.dialect.new_id("resp")
+        response = self._response_object(rid, req, created, decision.model_id)
+        record = ResponseRecord(
+            id=rid, status="queued" if req.background else "in_progress", created_at=created,
+            background=req.background, dialect=self.dialect.name, owner=owner, instance_id=self.config.instance_id,
+            response=response, request={"context": [i.to_json() for i in items], "store": req.store},
+            conversation_id=req.conversation_id,
+        )
+        writer = ResponseWriter(record, dialect=self.dialect, store=self.store, response=response,
+                                check=self.config.check_events, on_flush=self.metrics.count_events)
+        writer.start()
+        try:
+            await self.store.create(record)
+            await writer.flush()
+        except StoreUnavailable as exc:
+            raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}") from exc
+        pipeline = Pipeline(
+            writer=writer, request=req, decision=decision, pinned=pinned,
+            messages=items_to_messages(req.instructions, items), router=self.router, tools=self.tools,
+            rewriter=self.rewriter, max_tool_rounds=self.config.max_tool_rounds, on_tool=self.metrics.tool,
+        )
+        task = asyncio.create_task(self._run(pipeline, record, req, items), name=f"response {rid}")
+        running = Running(task, pipeline, req.background)
+        self.running[rid] = running
+        self.metrics.running_responses = len(self.running)
+        return record, running
+
+    async def _run(self, pipeline: Pipeline, record: ResponseRecord, req: ResponseRequest,
+                   items: list[InputItem]) -> None:
+        try:
+            if req.background:
+                pipeline.writer.mark_in_progress()
+                await self.store.update(record)
+            async with self.store.hold_lease(record.id):
+                await pipeline.run()
+            self.metrics.responses[record.status] += 1
+            if req.conversation_id and record.status in ("completed", "incomplete"):
+                new = [i.to_json() for i in req.input]
+                new += [i.to_json() for i in output_to_items(pipeline.writer.response.get("output", []))]
+                await self.store.extend_conversation(req.conversation_id, new)
+        except Exception:
+            pipeline.writer.fail("internal_error", "the response could not be stored")
+            with contextlib.suppress(Exception):
+                await pipeline.writer.flush()
+        finally:
+            self.running.pop(record.id, None)
+            self.metrics.running_responses = len(self.running)
+
+    # -- control ---------------------------------------------------------------------------------------------------
+    def cancel_running(self, response_id: str, code: str = "cancelled", message: str | None = None) -> bool:
+        running = self.running.get(response_id)
+        if running is None or running.task.done():
+            return False
+        running.pipeline.cancel_code = code
+        if message:
+            running.pipeline.cancel_message = message
+        running.task.cancel()
+        return True
+
+    def on_client_gone(self, response_id: str) -> None:
+        """A foreground stream's client disconnected: stop generating (frees the upstream connection)."""
+        running = self.running.get(response_id)
+        if running is not None and not running.background:
+            self.cancel_running(response_id, "cancelled", "The client disconnected.")
+
+    async def wait(self, response_id: str) -> None:
+        running = self.running.get(response_id)
+        if running is not None:
+            await asyncio.shield(running.task)
+
+    async def cancel(self, response_id: str) -> None:
+        """Cancel and wait until the terminal is written (idempotent)."""
+        if self.cancel_running(response_id):
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.wait(response_id)
+
+    async def shutdown(self) -> None:
+        """End every running response with ``server_shutdown`` and wait for the terminals."""
+        self._closing = True
+        ids = list(self.running)
+        for rid in ids:
+            self.cancel_running(rid, "server_shutdown", "The server is shutting down.")
+        tasks = [r.task for r in list(self.running.values())]
+        if tasks:
+            await asyncio.wait(tasks, timeout=self.config.shutdown_grace_seconds)

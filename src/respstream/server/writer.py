@@ -1,0 +1,440 @@
+"""The only way the gateway emits a stream event.
+
+How this works: one :class:`ResponseWriter` per response owns the sequence counter (0, then +1), the Response
+snapshot and the terminal. Its methods are item-level (``text_delta``, ``close_message``, ``client_tool_call``,
+``server_tool_started``...), so the order the protocol demands — ``response.created`` first, ``output_item.added``
+before any event of its item, ``*.done`` after the deltas, exactly one terminal, last — holds by construction: a
+text delta opens its message item and part if none is open; closing a response closes what is still open.
+
+Each event is turned into JSON exactly once (a byte template for the hot ``output_text.delta``), checked by the
+protocol's incremental rule checker when one is installed, and queued; ``flush()`` appends the queued batch to the
+store in one call, which wakes every reader once per batch. A checker violation puts the writer in an error state:
+it ends the stream with an ``internal_error`` terminal and refuses further events (:class:`WriterClosed`).
+
+Frames are built by :func:`frame` when sending: ``id: <seq>\\nevent: message|<type>\\ndata: <json>\\n\\n``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from respstream.protocol.events import decode_event
+from respstream.protocol.rules import RuleChecker
+from respstream.server.dialects import Dialect
+from respstream.server.store.base import LogEntry, ResponseRecord, Store
+from respstream.server.upstream.base import Usage
+
+__all__ = ["ERROR_CODES", "ResponseWriter", "WriterClosed", "frame"]
+
+# Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
+ERROR_CODES: dict[str, str] = {
+    "internal_error": "server_error",
+    "upstream_timeout": "server_error",
+    "upstream_error": "server_error",
+    "upstream_unavailable": "server_error",
+    "tool_error": "server_error",
+    "rate_limited": "rate_limit_error",
+    "cancelled": "cancelled",
+    "server_shutdown": "server_error",
+    "worker_lost": "server_error",
+    "store_unavailable": "server_error",
+}
+
+_encode = msgspec.json.Encoder().encode
+
+class WriterClosed(RuntimeError):
+    """An event was offered after the terminal, or after a rule violation ended the stream."""
+
+
+def frame(dialect: Dialect, entry: LogEntry) -> bytes:
+    """The SSE frame for one log entry in ``dialect``."""
+    name = entry.type.encode() if dialect.event_line_is_type else b"message"
+    return b"id: %d\nevent: %b\ndata: %b\n\n" % (entry.sequence_number, name, entry.data)
+
+
+def usage_object(usage: Usage | None) -> dict[str, Any] | None:
+    if usage is None:
+        return None
+    return {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    }
+
+
+class _OpenPart:
+    __slots__ = ("content_index", "kind", "parts", "text")
+
+    def __init__(self, kind: str, content_index: int) -> None:
+        self.kind = kind  # output_text | refusal | reasoning_text
+        self.content_index = content_index
+        self.parts: list[str] = []
+
+    def joined(self) -> str:
+        return "".join(self.parts)
+
+
+class _OpenItem:
+    __slots__ = ("content", "delta_prefix", "id", "kind", "output_index", "part")
+
+    def __init__(self, kind: str, item_id: str, output_index: int) -> None:
+        self.kind = kind  # message | reasoning
+        self.id = item_id
+        self.output_index = output_index
+        self.content: list[dict[str, Any]] = []
+        self.part: _OpenPart | None = None
+        self.delta_prefix = b""
+
+
+class ResponseWriter:
+    """Emits one response's events. Not thread-safe; one task drives it (the pipeline)."""
+
+    def __init__(
+        self,
+        record: ResponseRecord,
+        *,
+        dialect: Dialect,
+        store: Store,
+        response: dict[str, Any],
+        check: bool = True,
+        on_flush: Callable[[int], None] | None = None,
+    ) -> None:
+        self.record = record
+        self.dialect = dialect
+        self.response = response  # the Response snapshot (output filled as items finish)
+        self._store = store
+        self._checker = RuleChecker(dialect=dialect.name, keep=False) if check else None
+        self._on_flush = on_flush
+        self._seq = 0
+        self._pending: list[LogEntry] = []
+        self._closed = False
+        self._item: _OpenItem | None = None
+        self._output: list[dict[str, Any]] = response.setdefault("output", [])
+        self._tool_summary: list[dict[str, Any]] = []
+
+    # -- low level -------------------------------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def next_sequence_number(self) -> int:
+        return self._seq
+
+    def _emit(self, event_type: str, fields: dict[str, Any], *, terminal: bool = False) -> None:
+        if self._closed:
+            raise WriterClosed(f"{event_type} after the terminal event")
+        data = _encode({"type": event_type, "sequence_number": self._seq, **fields})
+        self._queue(event_type, data, terminal)
+
+    def _queue(self, event_type: str, data: bytes, terminal: bool) -> None:
+        if self._checker is not None:
+            problems = self._checker.check(decode_event(data))
+            if problems:
+                first = f"{problems[0].code}: {problems[0].message}"
+                self._break(f"writer rule violation at {event_type} #{self._seq}: {first}")
+                raise WriterClosed(first)
+        self._pending.append(LogEntry(self._seq, event_type, data, terminal))
+        self._seq += 1
+        if terminal:
+            self._closed = True
+
+    def _break(self, message: str) -> None:
+        """Error state: end the stream with ``internal_error`` without consulting the checker again."""
+        self._checker = None
+        self.fail("internal_error", message)
+
+    async def flush(self) -> None:
+        """Append the queued events to the store in one batch (wakes every reader once)."""
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        if batch[-1].terminal:
+            self.record.response = self.response
+            await self._store.update(self.record)
+        await self._store.append(self.record.id, batch)
+        if self._on_flush is not None:
+            self._on_flush(len(batch))
+
+    # -- lifecycle -------------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """``response.created`` (and ``response.queued`` / ``response.in_progress`` in the openai dialect)."""
+        self._emit("response.created", {"response": self._snapshot()})
+        if self.dialect.lifecycle_preamble:
+            if self.response.get("status") == "queued":
+                self._emit("response.queued", {"response": self._snapshot()})
+            self.response["status"] = "in_progress"
+            self._emit("response.in_progress", {"response": self._snapshot()})
+
+    def mark_in_progress(self) -> None:
+        """A queued (background) response starts running; the record follows, no event in the platform dialect."""
+        self.response["status"] = "in_progress"
+        self.record.status = "in_progress"
+
+    def routing(self, *, model_id: str, category: str, source: str, reasoning: str) -> None:
+        self.response["model"] = model_id
+        self._emit(
+            "response.routing.completed",
+            {"model_id": model_id, "category": category, "source": source, "reasoning": reasoning},
+        )
+
+    def _snapshot(self) -> dict[str, Any]:
+        # Lifecycle events before the terminal carry the response without output (as OpenAI does).
+        return {**self.response, "output": []}
+
+    # -- message items ---------------------------------------------------------------------------------------------
+    def _open_item(self, kind: str) -> _OpenItem:
+        if self._item is not None and self._item.kind != kind:
+            self._close_current_item()
+        if self._item is None:
+            prefix = "msg" if kind == "message" else "rs"
+            item = _OpenItem(kind, self.dialect.new_id(prefix), len(self._output))
+            shell: dict[str, Any]
+            if kind == "message":
+                shell = {"id": item.id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+            else:
+                shell = {"id": item.id, "type": "reasoning", "summary": [], "content": []}
+            self._output.append(shell)
+            self._emit("response.output_item.added", {"output_index": item.output_index, "item": shell})
+            self._item = item
+        return self._item
+
+    def _open_part(self, item: _OpenItem, kind: str) -> _OpenPart:
+        part = item.part
+        if part is not None and part.kind != kind:
+            self._close_part(item)
+            part = None
+        if part is None:
+            part = _OpenPart(kind, len(item.content))
+            self._emit("response.content_part.added", {**self._where(item, part), "part": _part(kind, "")})
+            item.part = part
+            delta_type = {"output_text": "output_text", "refusal": "refusal", "reasoning_text": "reasoning_text"}[kind]
+            item.delta_prefix = b'{"type":"response.%b.delta","sequence_number":' % delta_type.encode()
+        return part
+
+    @staticmethod
+    def _where(item: _OpenItem, part: _OpenPart) -> dict[str, Any]:
+        return {"item_id": item.id, "output_index": item.output_index, "content_index": part.content_index}
+
+    def _delta(self, item_kind: str, part_kind: str, delta: str) -> None:
+        if self._closed:
+            raise WriterClosed(f"{part_kind} delta after the terminal event")
+        item = self._item if self._item is not None and self._item.kind == item_kind else self._open_item(item_kind)
+        part = item.part if item.part is not None and item.part.kind == part_kind else self._open_part(item, part_kind)
+        part.parts.append(delta)
+        # Hot path: one template, one encode of the delta string; identical bytes to the generic encoder's.
+        data = b'%b%d,"item_id":"%b","output_index":%d,"content_index":%d,"delta":%b%b}' % (
+            item.delta_prefix,
+            self._seq,
+            item.id.encode(),
+            item.output_index,
+            part.content_index,
+            _encode(delta),
+            b',"logprobs":[]' if part_kind == "output_text" else b"",
+        )
+        event_type = "response.output_text.delta" if part_kind == "output_text" else f"response.{part_kind}.delta"
+        self._queue(event_type, data, False)
+
+    def text_delta(self, delta: str) -> None:
+        self._delta("message", "output_text", delta)
+
+    def refusal_delta(self, delta: str) -> None:
+        self._delta("message", "refusal", delta)
+
+    def reasoning_delta(self, delta: str) -> None:
+        self._delta("reasoning", "reasoning_text", delta)
+
+    @property
+    def open_message_text(self) -> str | None:
+        """The streamed text of the open message's current output_text part (what a rewrite pass would change)."""
+        item = self._item
+        if item is None or item.kind != "message" or item.part is None or item.part.kind != "output_text":
+            return None
+        return item.part.joined()
+
+    def _close_part(self, item: _OpenItem, final_text: str | None = None, *, rewritten: bool = False) -> None:
+        part = item.part
+        if part is None:
+            return
+        text = part.joined() if final_text is None else final_text
+        where = self._where(item, part)
+        if rewritten:
+            self._emit("response.rewrite.in_progress", {})
+        if part.kind == "output_text":
+            self._emit("response.output_text.done", {**where, "text": text, "logprobs": []})
+        elif part.kind == "refusal":
+            self._emit("response.refusal.done", {**where, "refusal": text})
+        else:
+            self._emit("response.reasoning_text.done", {**where, "text": text})
+        done_part = _part(part.kind, text)
+        self._emit("response.content_part.done", {**where, "part": done_part})
+        item.content.append(done_part)
+        item.part = None
+
+    def _close_current_item(self, *, status: str = "completed") -> None:
+        item = self._item
+        if item is None:
+            return
+        self._close_part(item)
+        final = self._output[item.output_index]
+        final = {**final, "content": item.content}
+        if item.kind == "message":
+            final["status"] = status
+        self._output[item.output_index] = final
+        self._emit("response.output_item.done", {"output_index": item.output_index, "item": final})
+        self._item = None
+
+    def close_message(self, final_text: str | None = None, *, status: str = "completed") -> None:
+        """Close the open item. ``final_text`` replaces the streamed text (a rewrite): announced first."""
+        item = self._item
+        if item is None:
+            return
+        if item.part is not None and final_text is not None and item.part.kind == "output_text":
+            rewritten = final_text != item.part.joined()
+            self._close_part(item, final_text, rewritten=rewritten)
+        self._close_current_item(status=status)
+
+    # -- tool calls ------------------------------------------------------------------------------------------------
+    def client_tool_call(self, *, call_id: str, name: str, arguments: str) -> None:
+        """A call of a client function tool: the whole item, for the caller to run."""
+        self._close_current_item()
+        item = {"id": self.dialect.new_id("fc"), "type": "function_call", "status": "in_progress",
+                "call_id": call_id, "name": name, "arguments": ""}
+        index = self._add_item(item)
+        where = {"item_id": item["id"], "output_index": index}
+        if arguments:
+            self._emit("response.function_call_arguments.delta", {**where, "delta": arguments})
+        self._emit("response.function_call_arguments.done", {**where, "arguments": arguments, "name": name})
+        self._done_item(index, {**item, "arguments": arguments, "status": "completed"})
+        self._tool_summary.append(
+            {"call_id": call_id, "name": name, "arguments": arguments, "status": "completed", "output": None}
+        )
+
+    def server_tool_started(self, *, call_id: str, name: str, arguments: str, query: str | None = None) -> int:
+        """Announce a server-side tool call; returns its output index for :meth:`server_tool_finished`."""
+        self._close_current_item()
+        hosted = self.dialect.hosted_tool_items
+        if hosted and name == "web_search":
+            item: dict[str, Any] = {"id": self.dialect.new_id("ws"), "type": "web_search_call",
+                                    "status": "in_progress", "action": {"type": "search", "query": query or ""}}
+            index = self._add_item(item)
+            self._emit("response.web_search_call.in_progress", {"item_id": item["id"], "output_index": index})
+            self._emit("response.web_search_call.searching", {"item_id": item["id"], "output_index": index})
+            return index
+        if hosted:
+            item = {"id": self.dialect.new_id("mcp"), "type": "mcp_call", "status": "in_progress", "name": name,
+                    "server_label": "respstream", "arguments": "", "output": None, "error": None}
+            index = self._add_item(item)
+            where = {"item_id": item["id"], "output_index": index}
+            self._emit("response.mcp_call.in_progress", where)
+            if arguments:
+                self._emit("response.mcp_call_arguments.delta", {**where, "delta": arguments})
+            self._emit("response.mcp_call_arguments.done", {**where, "arguments": arguments})
+            self._output[index] = {**item, "arguments": arguments}
+            return index
+        item = {"id": self.dialect.new_id("fc"), "type": "function_call", "status": "in_progress",
+                "call_id": call_id, "name": name, "arguments": ""}
+        index = self._add_item(item)
+        where = {"item_id": item["id"], "output_index": index}
+        if arguments:
+            self._emit("response.function_call_arguments.delta", {**where, "delta": arguments})
+        self._emit("response.function_call_arguments.done", {**where, "arguments": arguments, "name": name})
+        self._output[index] = {**item, "arguments": arguments}
+        return index
+
+    def server_tool_finished(
+        self, index: int, *, output: str, status: str, sources: list[str] | None = None
+    ) -> None:
+        """The tool ran: ``status`` is ``completed`` or ``failed``; ``output`` its result or failure text."""
+        item = dict(self._output[index])
+        where = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "web_search_call":
+            self._emit("response.web_search_call.completed", where)
+            action = dict(item["action"])
+            action["sources"] = [{"type": "url", "url": url} for url in sources or []]
+            item.update(action=action, status=status, output=output)
+        elif item["type"] == "mcp_call":
+            self._emit("response.mcp_call.completed" if status == "completed" else "response.mcp_call.failed", where)
+            item.update(status=status, output=output if status == "completed" else None,
+                        error=None if status == "completed" else output)
+        else:
+            item.update(status=status, output=output)
+            self._tool_summary.append({"call_id": item["call_id"], "name": item["name"],
+                                       "arguments": item["arguments"], "status": status, "output": output})
+        self._done_item(index, item)
+
+    def _add_item(self, item: dict[str, Any]) -> int:
+        index = len(self._output)
+        self._output.append(item)
+        self._emit("response.output_item.added", {"output_index": index, "item": item})
+        return index
+
+    def _done_item(self, index: int, item: dict[str, Any]) -> None:
+        self._output[index] = item
+        self._emit("response.output_item.done", {"output_index": index, "item": item})
+
+    # -- terminals -------------------------------------------------------------------------------------------------
+    def complete(self, *, usage: Usage | None = None, incomplete_reason: str | None = None) -> None:
+        """Close open items and end the response successfully (or incomplete: ``max_output_tokens``...)."""
+        self._close_current_item(status="incomplete" if incomplete_reason else "completed")
+        status = "incomplete" if incomplete_reason else "completed"
+        now = time.time()
+        self.response.update(
+            status=status,
+            usage=usage_object(usage),
+            incomplete_details={"reason": incomplete_reason} if incomplete_reason else None,
+            output_text=self.output_text(),
+            tool_calls=self._tool_summary,
+        )
+        if status == "completed":
+            self.response["completed_at"] = int(now)
+        self.record.status = status
+        event_type = "response.incomplete" if incomplete_reason and self.dialect.separate_terminal_types else (
+            "response.completed"
+        )
+        self._emit(event_type, {"response": self.response}, terminal=True)
+
+    def fail(self, code: str, message: str) -> None:
+        """End the response with an error ``code`` (``cancelled`` is a cancel). Open items stay as they are."""
+        if self._closed:
+            return
+        cancelled = code == "cancelled"
+        status = "cancelled" if cancelled else "failed"
+        self.response.update(status=status, error={"code": code, "message": message},
+                             output_text=self.output_text(), tool_calls=self._tool_summary)
+        self.record.status = status
+        self._item = None
+        try:
+            if not self.dialect.separate_terminal_types:
+                self._emit("error", {"code": code, "message": message, "param": None}, terminal=True)
+                return
+            if not cancelled:
+                err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message,
+                       "param": None}
+                self._emit("error", {"error": err})
+            self._emit("response.failed", {"response": self.response}, terminal=True)
+        except WriterClosed:
+            pass  # a violation inside the failure path already ended the stream with internal_error
+
+    def output_text(self) -> str:
+        return "".join(
+            part.get("text", "")
+            for item in self._output
+            if item.get("type") == "message"
+            for part in item.get("content", [])
+            if part.get("type") == "output_text"
+        )
+
+
+def _part(kind: str, text: str) -> dict[str, Any]:
+    if kind == "output_text":
+        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    if kind == "refusal":
+        return {"type": "refusal", "refusal": text}
+    return {"type": "reasoning_text", "text": text}

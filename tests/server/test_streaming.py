@@ -1,0 +1,157 @@
+"""POST /v1/responses streaming in both dialects: every stream decodes with zero protocol violations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from respstream.server.upstream.scripted import ScriptedUpstream
+
+from .helpers import FakeRewriter, ServerThread, make_app, post_stream
+
+DIALECTS = ["platform", "openai"]
+
+
+@pytest.fixture(scope="module", params=DIALECTS)
+def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    upstreams = {
+        "scripted-a": ScriptedUpstream(8, name="a", models=["scripted-a"]),
+        "tooly": ScriptedUpstream(4, name="tooly", models=["tooly"], tool="calculator"),
+        "searchy": ScriptedUpstream(4, name="searchy", models=["searchy"], tool="web_search"),
+        "client-tool": ScriptedUpstream(4, name="ct", models=["client-tool"], tool="get_weather"),
+        "thinker": ScriptedUpstream(3, name="thinker", models=["thinker"], reasoning=2),
+        "broken": ScriptedUpstream(5, name="broken", models=["broken"], fail_at=2),
+    }
+    app = make_app(dialect=request.param, upstreams=upstreams, rewriter=FakeRewriter({"fox": "cat"}))
+    with ServerThread(app) as srv:
+        yield srv.url, request.param
+
+
+def test_plain_stream_has_no_violations(server: tuple[str, str]) -> None:
+    url, dialect = server
+    got = post_stream(url, {"input": "hello"}, dialect=dialect)
+    assert got.status_code == 200
+    assert got.headers["content-type"] == "text/event-stream; charset=utf-8"
+    assert got.headers["cache-control"] == "no-store"
+    assert got.headers["x-accel-buffering"] == "no"
+    assert got.headers["x-request-id"]
+    assert got.violations == []
+    result = got.core.result
+    assert result.status == "completed"
+    assert result.output_text == "The quick brown cat jumps over the lazy"
+    assert result.streamed_text == "The quick brown fox jumps over the lazy"
+    assert result.rewritten
+    types = got.types
+    assert types[0] == "response.created"
+    assert "response.routing.completed" in types
+    assert types[-1] == "response.completed"
+    seqs = [p["sequence_number"] for p in got.payloads()]
+    assert seqs == list(range(len(seqs)))
+    frame_names = [line for line in got.raw.split(b"\n") if line.startswith(b"event: ")]
+    if dialect == "platform":
+        assert set(frame_names) == {b"event: message"}
+        assert "-" in got.payloads()[0]["response"]["id"]  # a UUID
+        assert got.payloads()[0]["response"]["created_at"] > 10**12  # milliseconds
+    else:
+        assert frame_names[0] == b"event: response.created"
+        assert types[1] == "response.in_progress"
+        assert got.payloads()[0]["response"]["id"].startswith("resp_")
+    assert b"id: 0\n" in got.raw
+
+
+def test_pinned_model_skips_routing_event(server: tuple[str, str]) -> None:
+    url, dialect = server
+    got = post_stream(url, {"input": "hi", "model": "scripted-a"}, dialect=dialect)
+    assert got.violations == []
+    assert "response.routing.completed" not in got.types
+    assert got.core.result.model == "scripted-a"
+
+
+def test_server_tool_loops_back_into_the_model(server: tuple[str, str]) -> None:
+    url, dialect = server
+    got = post_stream(url, {"input": "what is 2+2", "model": "tooly"}, dialect=dialect)
+    assert got.violations == [], got.violations
+    done = [p["item"] for p in got.payloads() if p["type"] == "response.output_item.done"]
+    tool_item = done[0]
+    if dialect == "platform":
+        assert tool_item["type"] == "function_call" and tool_item["name"] == "calculator"
+        assert tool_item["output"] == "4" and tool_item["status"] == "completed"
+    else:
+        assert tool_item["type"] == "mcp_call" and tool_item["server_label"] == "respstream"
+        assert tool_item["output"] == "4"
+    assert got.core.result.status == "completed"
+    assert got.core.result.output_text  # the model answered after the tool result
+
+
+def test_web_search_is_hosted_shape_in_openai_dialect(server: tuple[str, str]) -> None:
+    url, dialect = server
+    got = post_stream(url, {"input": "find docs", "model": "searchy"}, dialect=dialect)
+    assert got.violations == []
+    first = next(p["item"] for p in got.payloads() if p["type"] == "response.output_item.done")
+    if dialect == "openai":
+        assert first["type"] == "web_search_call"
+        assert first["action"]["sources"] == [{"type": "url", "url": "https://example.org/doc"}]
+        assert "response.web_search_call.completed" in got.types
+    else:
+        assert first["type"] == "function_call" and first["name"] == "web_search"
+
+
+def test_retrieval_route_searches_first(server: tuple[str, str]) -> None:
+    url, dialect = server
+    got = post_stream(url, {"input": "the latest news"}, dialect=dialect)
+    assert got.violations == []
+    routing = next(p for p in got.payloads() if p["type"] == "response.routing.completed")
+    assert routing["category"] == "retrieval"
+    added = [p["item"] for p in got.payloads() if p["type"] == "response.output_item.added"]
+    assert added[0]["type"] in ("function_call", "web_search_call")
+    assert got.core.result.output_text
+
+
+def test_client_function_tool_ends_with_the_call(server: tuple[str, str]) -> None:
+    url, dialect = server
+    tool = {"type": "function", "name": "get_weather", "description": "weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    got = post_stream(url, {"input": "weather?", "model": "client-tool", "tools": [tool]}, dialect=dialect)
+    assert got.violations == []
+    result = got.core.result
+    assert result.status == "completed"
+    assert [c["name"] for c in result.tool_calls] == ["get_weather"]
+    call_id = result.tool_calls[0]["call_id"]
+    response_id = result.response_id
+    follow = post_stream(url, {"model": "client-tool", "previous_response_id": response_id, "tools": [tool],
+                               "input": [{"type": "function_call_output", "call_id": call_id, "output": "sunny"}]},
+                         dialect=dialect)
+    assert follow.violations == []
+    assert follow.core.result.output_text  # continued after the client ran the tool
+
+
+def test_reasoning_goes_to_reasoning_items(server: tuple[str, str]) -> None:
+    url, dialect = server
+    got = post_stream(url, {"input": "think", "model": "thinker"}, dialect=dialect)
+    assert got.violations == []
+    assert "response.reasoning_text.delta" in got.types
+    assert "thinking" not in got.core.result.output_text
+    assert got.core.result.output[0]["type"] == "reasoning"
+
+
+def test_upstream_failure_mid_stream_ends_with_error(server: tuple[str, str]) -> None:
+    url, dialect = server
+    got = post_stream(url, {"input": "x", "model": "broken"}, dialect=dialect)
+    assert got.violations == []
+    assert got.core.result.error is not None and got.core.result.error["code"] == "upstream_error"
+    if dialect == "platform":
+        assert got.types[-1] == "error"
+        assert got.core.result.status == "error"
+    else:
+        assert got.types[-2:] == ["error", "response.failed"]
+        assert got.core.result.status == "failed"
+
+
+def test_max_output_tokens_is_incomplete(server: tuple[str, str]) -> None:
+    url, dialect = server
+    got = post_stream(url, {"input": "x", "max_output_tokens": 3}, dialect=dialect)
+    assert got.violations == []
+    assert got.core.result.status == "incomplete"
+    assert got.core.result.incomplete_details == {"reason": "max_output_tokens"}
+    assert got.types[-1] == ("response.completed" if dialect == "platform" else "response.incomplete")
