@@ -27,9 +27,9 @@ def output_to_items(output: list[dict[str, Any]]) -> list[InputItem]:
             call_id = raw.get("call_id") or raw.get("id") or ""
             items.append(InputItem("function_call", role="assistant", call_id=call_id, name=raw.get("name", ""),
                                    arguments=raw.get("arguments", "")))
-            output = raw.get("output") if raw.get("output") is not None else raw.get("error")
-            if output is not None:
-                items.append(InputItem("function_call_output", role="tool", call_id=call_id, output=str(output)))
+            result = raw.get("output") if raw.get("output") is not None else raw.get("error")
+            if result is not None:
+                items.append(InputItem("function_call_output", role="tool", call_id=call_id, output=str(result)))
         elif kind == "web_search_call" and raw.get("output"):
             items.append(InputItem("message", role="system", text=f"Web search results: {raw['output']}"))
     return items

@@ -28,8 +28,8 @@ class Metrics:
             "# HELP respstream_http_requests_total HTTP requests by method, route and status.",
             "# TYPE respstream_http_requests_total counter",
         ]
-        for (method, route, status), n in sorted(self.requests.items()):
-            lines.append(f'respstream_http_requests_total{{method="{method}",route="{route}",status="{status}"}} {n}')
+        for (method, route, code), n in sorted(self.requests.items()):
+            lines.append(f'respstream_http_requests_total{{method="{method}",route="{route}",status="{code}"}} {n}')
         lines += ["# HELP respstream_responses_total Finished responses by final status.",
                   "# TYPE respstream_responses_total counter"]
         for status, n in sorted(self.responses.items()):
