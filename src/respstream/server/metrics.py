@@ -40,8 +40,8 @@ class Metrics:
             lines.append(f'respstream_tool_calls_total{{tool="{tool}",status="{status}"}} {n}')
         lines += ["# HELP respstream_upstream_failures_total Upstream failures by error code.",
                   "# TYPE respstream_upstream_failures_total counter"]
-        for code, n in sorted(self.upstream_failures.items()):
-            lines.append(f'respstream_upstream_failures_total{{code="{code}"}} {n}')
+        for err_code, n in sorted(self.upstream_failures.items()):
+            lines.append(f'respstream_upstream_failures_total{{code="{err_code}"}} {n}')
         lines += [
             "# HELP respstream_events_total Stream events emitted.",
             "# TYPE respstream_events_total counter",
