@@ -17,6 +17,7 @@ one-byte drip. Every request is recorded for assertions (``server.requests``).
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -121,7 +122,7 @@ class ReplayServer:
         handler = type("Handler", (_Handler,), {"replay": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
     @property
     def port(self) -> int:
@@ -164,6 +165,11 @@ class ReplayServer:
 class _Handler(BaseHTTPRequestHandler):
     replay: ReplayServer
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # Small writes go out at once: without this, Nagle + delayed ACK add ~40 ms per event on loopback.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read assertions, not access logs
         pass
