@@ -94,7 +94,10 @@ function onMessage(msg) {
     return;
   }
   if (!ev || typeof ev !== "object" || Array.isArray(ev)) return;
-  if (timeline.count === 0) timeline.framing(msg.event);
+  if (timeline.count === 0) {
+    timeline.framing(msg.event);
+    if (run.rules.dialect === null) run.rules.dialect = msg.event === "message" ? "platform" : "openai";
+  }
   const row = timeline.add(ev, t - run.t0);
   const pushed = run.seq.push(ev);
   if (pushed.dropped && row) row.classList.add("dropped");
@@ -122,7 +125,7 @@ function finishStream() {
   const rest = run.seq.finish();
   timeline.flag(rest.violations);
   release(rest.ready, t);
-  timeline.flag(run.rules.finish(run.seq.lastContiguous));
+  timeline.flag(run.rules.finish());
   if (!run.state.terminal) {
     run.state.status = "truncated";
     run.state.endedAt = t;
