@@ -132,7 +132,8 @@ class SSEDecoder:
         self._data: list[bytes] = []
         self._event = b""
         self._id_buf = last_event_id  # WHATWG "last event ID buffer"; committed at each blank line
-        self._names: dict[bytes, str] = {b"": "message"}
+        self._names: dict[bytes, str] = {b"": "message"}  # event field value -> name
+        self._heads: dict[bytes, str] = {}  # whole "event: x" line -> name (fast path)
 
     # -- public API ---------------------------------------------------------------------------------------------
 
@@ -227,18 +228,17 @@ class SSEDecoder:
             if data[0] == _LF:
                 pos = 1  # the LF of a CRLF split across chunks: the line already ended
         sep = self._fast_sep(data, pos) if self._use_fast else None
-        while pos < n:
-            if sep is not None and self._block_start < 0:
-                pos, more = self._fast(data, pos, base, sep)
-                if more:
-                    pos, _ = self._slow(data, pos, base, True)  # one block the fast path declined
-                    continue
-                if n - pos > _RAW_TAIL_MAX:
-                    pos, _ = self._slow(data, pos, base, False)
-                break
-            pos, dispatched = self._slow(data, pos, base, sep is not None)
+        if sep is not None and self._block_start >= 0 and pos < n:
+            # Finish the block the exact path was in the middle of, then go fast from the next block.
+            pos, dispatched = self._slow(data, pos, base, True)
             if not dispatched:
-                break
+                sep = None
+        if sep is not None and pos < n:
+            pos = self._fast(data, pos, base, sep)
+            if n - pos > _RAW_TAIL_MAX:
+                pos, _ = self._slow(data, pos, base, False)
+        elif pos < n:
+            pos, _ = self._slow(data, pos, base, False)
         self._buf = data[pos:]
         self._buf_off = base + pos
         start = self._block_start if self._block_start >= 0 else base + pos
@@ -279,70 +279,71 @@ class SSEDecoder:
 
     # -- fast path ----------------------------------------------------------------------------------------------
 
-    def _fast(self, data: bytes, pos: int, base: int, sep: bytes) -> tuple[int, bool]:
-        """Parse whole blocks from ``pos`` (a block start) while they have the common shape.
+    def _fast(self, data: bytes, pos: int, base: int, sep: bytes) -> int:
+        """Parse every complete block of ``data[pos:]``, whose lines all end with ``sep`` (LF, or CRLF).
 
-        Returns ``(pos, more)``: ``more`` is True when the block at ``pos`` needs the exact path, False when no
-        complete block is left (``data[pos:]`` is a partial block with no blank line in it).
+        One ``split`` cuts all blocks out in C. The two shapes servers send (``data: X`` and ``event: T`` +
+        ``data: X``) are recognised with one or two C calls each; any other block goes through the exact field
+        parser (``_line``), a block at a time. Returns the offset in ``data`` of the partial block left over.
         """
-        find = data.find
-        startswith = data.startswith
-        emit = self._events.append
-        names = self._names
-        limit = self.max_event_size
-        last_id = self.last_event_id
         k = len(sep)
-        boundary = sep + sep
-        more = False
-        while True:
-            while startswith(sep, pos):
-                pos += k  # extra blank lines: dispatch steps with empty data do nothing
-            end = find(boundary, pos)
-            if end < 0:
-                break
-            if end + k - pos > limit:
+        kk = k + k
+        blocks = (data[pos:] if pos else data).split(sep + sep)
+        tail = blocks.pop()
+        emit = self._events.append
+        heads = self._heads
+        limit = self.max_event_size - k  # a block's size counts its last line's terminator
+        marker = sep + b"data: "
+        last_id = self.last_event_id
+        at = base + pos
+        for block in blocks:
+            size = len(block)
+            if size <= limit:
+                if block.startswith(b"data: "):
+                    if sep not in block:
+                        emit(SSEMessage("message", block[6:], last_id, at))
+                        at += size + kk
+                        continue
+                else:
+                    head, found, payload = block.partition(marker)
+                    if found:
+                        name = heads.get(head)
+                        if name is None and head.startswith(b"event:") and sep not in head:
+                            name = self._head(head)
+                        if name is not None and sep not in payload:
+                            emit(SSEMessage(name, payload, last_id, at))
+                            at += size + kk
+                            continue
+            if block:
                 self.last_event_id = self._id_buf = last_id
-                self._fail(base + pos)
-            if startswith(b"data: ", pos) and find(sep, pos, end) < 0:
-                # The most common block of all: a single "data: " line.
-                emit(SSEMessage("message", data[pos + 6 : end], last_id, base + pos))
-                pos = end + k + k
-                continue
-            if startswith(b"event: ", pos):
-                nl = find(sep, pos, end)
-                if nl >= 0 and startswith(b"data: ", nl + k) and find(sep, nl + k, end) < 0:
-                    # "event: X" + one "data: " line (OpenAI's framing).
-                    raw = data[pos + 7 : nl]
-                    name = names.get(raw) or self._name(raw)
-                    emit(SSEMessage(name, data[nl + k + 6 : end], last_id, base + pos))
-                    pos = end + k + k
-                    continue
-            event = b""
-            values: list[bytes] = []
-            new_id: bytes | None = None
-            for line in data[pos:end].split(sep):
-                if line.startswith(b"data:"):
-                    values.append(line[6:] if line.startswith(b" ", 5) else line[5:])
-                elif line.startswith(b"event:"):
-                    event = line[7:] if line.startswith(b" ", 6) else line[6:]
-                elif line.startswith(b"id:"):
-                    value = line[4:] if line.startswith(b" ", 3) else line[3:]
-                    if b"\0" not in value:
-                        new_id = value
-                elif not line.startswith(b":"):
-                    more = True  # retry, unknown field or a bare name: the exact path takes this block
-                    break
-            if more:
-                break
-            if new_id is not None:
-                last_id = new_id.decode("utf-8", "replace")
-            if values:
-                name = names.get(event) or self._name(event)
-                payload = values[0] if len(values) == 1 else b"\n".join(values)
-                emit(SSEMessage(name, payload, last_id, base + pos))
-            pos = end + k + k
+                self._block(block, at, sep)
+                last_id = self.last_event_id
+            at += size + kk
         self.last_event_id = self._id_buf = last_id
-        return pos, more
+        if tail.startswith(sep):
+            return len(data) - len(tail) + k  # a blank line at a block boundary: nothing to do
+        return len(data) - len(tail)
+
+    def _head(self, line: bytes) -> str:
+        """The event name of a lone ``event:`` line, cached by the whole line."""
+        raw = line[7:] if line.startswith(b" ", 6) else line[6:]
+        name = self._names.get(raw) or self._name(raw)
+        if len(self._heads) < _NAME_CACHE_MAX:
+            self._heads[line] = name
+        return name
+
+    def _block(self, block: bytes, at: int, sep: bytes) -> None:
+        """Exact parsing of one complete block found by the fast path (lines end with ``sep``, no blank line)."""
+        lines = block.split(sep)
+        start = at
+        if not lines[0]:
+            # A third line end in a row: a blank line (a no-op dispatch) opens this block.
+            del lines[0]
+            start += len(sep)
+        self._block_start = start
+        for line in lines:
+            self._line(line)
+        self._dispatch(at + len(block) + len(sep))
 
     # -- exact path ---------------------------------------------------------------------------------------------
 
@@ -353,14 +354,32 @@ class SSEDecoder:
         otherwise at the start of the unfinished line (``dispatched`` False).
         """
         n = len(data)
-        search = _LINE_END.search
+        find = data.find
+        # Next LF and next CR at or after pos (n when there is none). Each is searched again only once pos has
+        # passed it, so both kinds are scanned once over the buffer: linear even when one kind is rare.
+        lf = find(b"\n", pos)
+        cr = find(b"\r", pos)
+        lf = n if lf < 0 else lf
+        cr = n if cr < 0 else cr
         while True:
-            match = search(data, pos)
-            if match is None:
+            if lf < pos:
+                lf = find(b"\n", pos)
+                lf = n if lf < 0 else lf
+            if cr < pos:
+                cr = find(b"\r", pos)
+                cr = n if cr < 0 else cr
+            if lf < cr:
+                line_end = lf
+                nxt = lf + 1
+            elif cr < n:
+                line_end = cr
+                nxt = cr + 1
+                if nxt == n:
+                    self._cr = True  # a CR ends its line at once; a LF opening the next chunk is its other half
+                elif data[nxt] == _LF:
+                    nxt += 1
+            else:
                 return pos, False
-            line_end, nxt = match.span()
-            if nxt == n and data[line_end] == _CR and nxt - line_end == 1:
-                self._cr = True  # a CR ends a line at once; remember it in case a LF opens the next chunk
             if line_end == pos:
                 self._dispatch(base + pos)
                 pos = nxt
@@ -393,12 +412,13 @@ class SSEDecoder:
 
     def _dispatch(self, at: int) -> None:
         """A blank line at stream offset ``at``: commit the id, fire an event if data was seen, reset buffers."""
-        self.last_event_id = self._id_buf
         start = self._block_start
         if start < 0:
+            self.last_event_id = self._id_buf
             return
         if at - start > self.max_event_size:
             self._fail(start)
+        self.last_event_id = self._id_buf
         if self._data:
             name = self._names.get(self._event) or self._name(self._event)
             self._events.append(SSEMessage(name, b"\n".join(self._data), self.last_event_id, start))
