@@ -59,6 +59,12 @@ class FakeRouter:
     def models(self) -> list[str]:
         return list(self.upstreams)
 
+    def fallback(self, decision: FakeDecision, error: BaseException) -> FakeDecision | None:
+        for model, upstream in self.upstreams.items():
+            if upstream.name not in self.failures and decision.category != "pinned":
+                return FakeDecision(model, decision.category, "fallback", f"{decision.upstream.name} failed", upstream)
+        return None
+
     def record_success(self, upstream: Upstream) -> None:
         return None
 

@@ -71,10 +71,18 @@ async def build_components(config: Config, given: Components) -> Components:
         factory: Any = importlib.import_module("respstream.server.upstream.factory")
         if not upstreams:
             upstreams = [factory.build_upstream(spec) for spec in config.upstreams]
+            names: set[str] = set()
+            for i, upstream in enumerate(upstreams):  # two `scripted:` upstreams must not share a breaker
+                if upstream.name in names:
+                    upstreams[i] = factory.build_upstream(config.upstreams[i], name=f"{upstream.name}-{i + 1}")
+                names.add(upstreams[i].name)
         for upstream in upstreams:
             start = getattr(upstream, "start", None)
             if start is not None:
-                await start()
+                try:
+                    await start()
+                except Exception as exc:  # an unreachable upstream must not keep the gateway down
+                    log.warning("upstream %s did not start: %s", upstream.name, exc)
         router = router_mod.Router(upstreams, config.router)
     tools = given.tools
     if tools is None:

@@ -53,6 +53,7 @@ class RouteDecisionLike(Protocol):
 class RouterLike(Protocol):
     async def route(self, input_text: str, pinned_model: str | None) -> Any: ...
     def models(self) -> list[str]: ...
+    def fallback(self, decision: Any, error: BaseException) -> Any: ...
     def record_success(self, upstream: Upstream) -> None: ...
     def record_failure(self, upstream: Upstream, error: BaseException) -> None: ...
 
@@ -177,7 +178,6 @@ class Pipeline:
         w.complete(usage=self._usage)  # rounds exhausted (unreachable: the last round offers no tools)
 
     async def _round_with_fallback(self, offer_tools: bool) -> _Round:
-        tried: list[str] = []
         while True:
             upstream: Upstream = self.decision.upstream
             start_seq = self.writer.next_sequence_number
@@ -188,28 +188,17 @@ class Pipeline:
                 nothing_shown = self.writer.next_sequence_number == start_seq
                 if not (exc.before_first_token and nothing_shown):
                     raise
-                tried.append(upstream.name)
-                fallback = await self._fallback(tried)
+                fallback = self.router.fallback(self.decision, exc)
                 if fallback is None:
                     raise
                 self.decision = fallback
                 if not self.pinned:
                     self.writer.routing(model_id=fallback.model_id, category=fallback.category, source="fallback",
-                                        reasoning=f"{', '.join(tried)} failed ({exc.code}); falling back")
+                                        reasoning=fallback.reasoning)
                     await self.writer.flush()
                 continue
             self.router.record_success(upstream)
             return result
-
-    async def _fallback(self, tried: list[str]) -> Any:
-        """Another upstream for the same request, or None. The router's breaker has seen the failure."""
-        if self.pinned:
-            return None
-        try:
-            decision = await self.router.route(self.request.input_text, None)
-        except Exception:
-            return None
-        return None if decision.upstream.name in tried else decision
 
     async def _round(self, upstream: Upstream, offer_tools: bool) -> _Round:
         w = self.writer

