@@ -19,13 +19,13 @@ previous one) takes an inlined path: one decode, two compares, two list appends.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Union
 
 import msgspec
 
 from respstream.errors import BadInputError, EventTooLarge
 from respstream.protocol.assembler import AssembledResponse, Assembler
-from respstream.protocol.events import Event, EventDecodeError, decode_event
+from respstream.protocol.events import EVENT_CLASSES, Event, EventDecodeError, OutputTextDelta, decode_event
 from respstream.protocol.rules import RuleChecker, event_name_violation
 from respstream.protocol.sequencer import DEFAULT_WINDOW, Sequencer, Violation
 from respstream.protocol.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder, SSEMessage
@@ -37,6 +37,9 @@ MAX_VIOLATIONS: Final = 10_000  # beyond this we count them (``violations_droppe
 _COMPACT_EVERY: Final = 8192
 _WHITESPACE: Final = b" \t\r\n\x0b\x0c"
 _BOM: Final = b"\xef\xbb\xbf"
+# The strict tagged-union decoder (what decode_event tries first); anything it rejects takes decode_event's lenient
+# path, which also produces the bad-input errors.
+_decode_fast: Final = msgspec.json.Decoder(Union[EVENT_CLASSES]).decode  # type: ignore[valid-type]  # noqa: UP007
 
 
 class StreamCore:
@@ -75,6 +78,7 @@ class StreamCore:
         self._name_reported = False
         self._seq_seen = 0
         self._compacted_at = 0
+        self._fast: tuple[str | None, int | None, int | None, list[str]] = (None, -1, -1, [])
         self._result: AssembledResponse | None = None
         self._result_at = -1
 
@@ -177,51 +181,108 @@ class StreamCore:
         if not messages:
             return
         sequencer = self.sequencer
+        assembler = self.assembler
         check = self.rules.check
-        feed = self.assembler.feed
+        feed = assembler.feed
         out = self._out
+        streamed = assembler.streamed
         released: list[Event] = []
         dialect = self.dialect
+        decode = _decode_fast
+        text_delta = OutputTextDelta
+        # The inlined path for the common text delta: the same part as the last clean one, in order. It does
+        # exactly what check() (its own cache hit: no violation) and Assembler.feed() would do, without the calls.
+        f_id, f_oi, f_ci, f_chunks = self._fast
+        number = self.messages
         for msg in messages:
-            self.messages += 1
+            number += 1
             try:
-                event = decode_event(msg.data)
-            except (EventDecodeError, msgspec.MsgspecError) as exc:
-                # (decode_event may let a raw msgspec error through for some non-object payloads.)
-                if msg.data.strip() == b"[DONE]":
-                    continue  # a bridge's end sentinel, not an event (DESIGN §2)
-                detail = str(exc) if isinstance(exc, EventDecodeError) else f"event data is not valid JSON: {exc}"
-                raise BadInputError(
-                    f"event {self.messages} at byte {msg.offset}: {detail}",
-                    event_number=self.messages,
-                    byte_offset=msg.offset,
-                ) from None
-            self.json_events += 1
-            if dialect is not None and not self._name_reported:
-                name_violation = event_name_violation(msg.event, event, dialect)
-                if name_violation is not None:
-                    self._name_reported = True
-                    self._report((name_violation,))
+                event = decode(msg.data)
+            except msgspec.MsgspecError:
+                event = self._decode_slow(msg, number)
+                if event is None:
+                    continue
             seq = event.sequence_number
+            if dialect is not None and not self._name_reported:
+                self._check_name(msg, event)
             if seq == sequencer.expected and not sequencer._pending:
                 sequencer.expected = seq + 1
+                if event.__class__ is text_delta:
+                    delta = event.delta  # type: ignore[attr-defined]
+                    if (
+                        event.output_index == f_oi  # type: ignore[attr-defined]
+                        and event.content_index == f_ci  # type: ignore[attr-defined]
+                        and event.item_id == f_id  # type: ignore[attr-defined]
+                        and delta is not None
+                    ):
+                        f_chunks.append(delta)
+                        streamed.append(delta)
+                        assembler.events += 1
+                        assembler.last_sequence_number = seq
+                        out.append(event)
+                        continue
+                    found = check(event)
+                    feed(event)
+                    out.append(event)
+                    if found:
+                        self._report(found)
+                        f_oi = -1
+                    elif (
+                        delta is not None
+                        and assembler.terminal is None
+                        and event.output_index == assembler._c_oi  # type: ignore[attr-defined]
+                        and event.content_index == assembler._c_ci  # type: ignore[attr-defined]
+                    ):
+                        f_id, f_oi, f_ci = event.item_id, event.output_index, event.content_index  # type: ignore[attr-defined]
+                        f_chunks = assembler._c_chunks
+                    else:
+                        f_oi = -1
+                    continue
+                f_oi = -1
                 found = check(event)
                 if found:
                     self._report(found)
                 feed(event)
                 out.append(event)
                 continue
+            f_oi = -1
             sequencer.push_into(event, released)
             self._take_sequencer_violations()
             if released:
                 for event in released:
                     self._apply(event)
                 released.clear()
-        if self.assembler.events - self._compacted_at > _COMPACT_EVERY:
-            self._compacted_at = self.assembler.events
-            self.assembler.compact()
+        self.messages = number
+        self.json_events += len(messages)  # minus the [DONE]s, which _decode_slow subtracted
+        self._fast = (f_id, f_oi, f_ci, f_chunks)
+        if assembler.events - self._compacted_at > _COMPACT_EVERY:
+            self._compacted_at = assembler.events
+            assembler.compact()
+
+    def _decode_slow(self, msg: SSEMessage, number: int) -> Event | None:
+        """The lenient decode (wrong-typed fields, unknown types) or bad input; None for ``[DONE]``."""
+        try:
+            return decode_event(msg.data)
+        except (EventDecodeError, msgspec.MsgspecError) as exc:
+            # (decode_event may let a raw msgspec error through for some non-object payloads.)
+            if msg.data.strip() == b"[DONE]":
+                self.json_events -= 1
+                return None  # a bridge's end sentinel, not an event (DESIGN §2)
+            detail = str(exc) if isinstance(exc, EventDecodeError) else f"event data is not valid JSON: {exc}"
+            raise BadInputError(
+                f"event {number} at byte {msg.offset}: {detail}",
+                event_number=number,
+                byte_offset=msg.offset,
+            ) from None
+
+    def _check_name(self, msg: SSEMessage, event: Event) -> None:
+        name_violation = event_name_violation(msg.event, event, self.dialect)
+        if name_violation is not None:
+            self._name_reported = True
+            self._report((name_violation,))
 
     def _apply(self, event: Event) -> None:
+        self._fast = (None, -1, -1, [])
         found = self.rules.check(event)
         if found:
             self._report(found)
