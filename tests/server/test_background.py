@@ -116,7 +116,8 @@ def test_background_stream_survives_disconnect(server: tuple[str, str]) -> None:
     with httpx.Client(timeout=20) as c:
         body = {"input": "x", "model": "slow", "background": True, "stream": True}
         with c.stream("POST", f"{url}/v1/responses", json=body) as r:
-            first = next(r.iter_raw())
+            chunks = r.iter_raw()
+            first = next(chunks)
         rid = decode(first + b"\n\n", dialect=dialect).result.response_id
         assert rid is not None
         assert _wait_status(c, url, rid, {"completed", "failed", "cancelled"})["status"] == "completed"

@@ -3,9 +3,9 @@
 The keys file is JSON: ``{"keys": [{"id", "name", "hash", "prefix", "created_at", "revoked_at"}]}``. ``hash`` is the
 SHA-256 of the whole key (keys are 32 random bytes, so a fast hash is enough; nothing reversible is stored).
 ``prefix`` is the first characters, to recognise a key in ``respstream keys list``. The gateway re-reads the file
-when its modification time changes, so ``respstream keys revoke`` takes effect within a request or two.
+when its modification time changes, so ``respstream keys revoke`` takes effect on the next request.
 
-With no active key the gateway is open, and ``serve`` then refuses to bind anything but loopback.
+With no keys file (or an empty one) the gateway is open, and ``serve`` then refuses to bind anything but loopback.
 """
 
 from __future__ import annotations
@@ -35,14 +35,11 @@ class KeyStore:
         self.path = Path(path) if path else None
         self._mtime: float | None = None
         self._active: dict[str, str] = {}  # hash -> key id
-        self._checked = 0.0
+        self._configured = False  # any key ever created: revoking the last one locks the gateway, never opens it
 
     # -- server side -----------------------------------------------------------------------------------------------
     def _refresh(self) -> None:
-        now = time.monotonic()
-        if now - self._checked < 0.5 and self._mtime is not None:
-            return
-        self._checked = now
+        # One stat() per request: cheap, and a revocation takes effect on the next request.
         if self.path is None:
             return
         try:
@@ -52,12 +49,14 @@ class KeyStore:
             return
         if mtime != self._mtime:
             self._mtime = mtime
-            self._active = {k["hash"]: k["id"] for k in self.load() if not k.get("revoked_at")}
+            keys = self.load()
+            self._configured = bool(keys)
+            self._active = {k["hash"]: k["id"] for k in keys if not k.get("revoked_at")}
 
     @property
     def enabled(self) -> bool:
         self._refresh()
-        return bool(self._active)
+        return self._configured
 
     def verify(self, key: str) -> str | None:
         """The key's owner id (its hash) when ``key`` is active, else None."""
