@@ -68,12 +68,15 @@ def read_into(core: StreamCore, path: str) -> None:
 def _pump(core: StreamCore, handle: BinaryIO) -> None:
     read = handle.read
     feed = core.feed
+    drain = core.events  # we only need the assembled result: drop released events so memory stays bounded
     while True:
         chunk = read(CHUNK_SIZE)
         if not chunk:
             break
         feed(chunk)
+        drain()
     core.close()
+    drain()
 
 
 def exit_code(result: AssembledResponse, *, strict: bool) -> int:

@@ -64,11 +64,12 @@ _COMPACT_AT: Final = 256  # join a slot's chunks when it holds more than this ma
 class _Slot:
     """One streamed string: its deltas and its latest ``*.done`` value."""
 
-    __slots__ = ("chunks", "final")
+    __slots__ = ("chunks", "final", "mark")
 
     def __init__(self) -> None:
         self.chunks: list[str] = []
         self.final: str | None = None
+        self.mark = 0  # chunks[:mark] are already-joined blocks (see Assembler.compact)
 
     def value(self) -> str:
         return self.final if self.final is not None else "".join(self.chunks)
@@ -146,6 +147,7 @@ class Assembler:
         self._commands: dict[int, set[int]] = {}
         self._slots: dict[tuple[int, Any], _Slot] = {}
         self.streamed: list[str] = []
+        self._streamed_mark = 0
         self._response: JSONObject | None = None
         self._response_id: str | None = None
         self._model: str | None = None
@@ -217,12 +219,18 @@ class Assembler:
             handler(event)
 
     def compact(self) -> None:
-        """Join long chunk lists so memory per delta stays bounded (call now and then on long streams)."""
-        if len(self.streamed) > 1:
-            self.streamed[:] = ["".join(self.streamed)]
+        """Join the deltas that arrived since the last call into one block per list, so a long stream costs about
+        its text in memory, not a Python object per delta. Only the new tail is joined (never the whole text
+        again), so the total cost stays linear. The lists keep their identity (callers may hold them)."""
+        streamed = self.streamed
+        if len(streamed) - self._streamed_mark > _COMPACT_AT:
+            streamed[self._streamed_mark :] = ["".join(streamed[self._streamed_mark :])]
+            self._streamed_mark += 1
         for slot in self._slots.values():
-            if len(slot.chunks) > _COMPACT_AT:
-                slot.chunks[:] = ["".join(slot.chunks)]
+            chunks = slot.chunks
+            if len(chunks) - slot.mark > _COMPACT_AT:
+                chunks[slot.mark :] = ["".join(chunks[slot.mark :])]
+                slot.mark += 1
 
     # --- queries used by rules.py -------------------------------------------------------------------------------
 

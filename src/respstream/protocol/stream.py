@@ -74,6 +74,8 @@ class StreamCore:
         self._out: list[Event] = []
         self._bytes = 0
         self._sniffed = False
+        self._sniff_buf = b""
+        self._sniff_off = 0
         self._closed = False
         self._name_reported = False
         self._seq_seen = 0
@@ -131,6 +133,7 @@ class StreamCore:
         for event in released:
             self._apply(event)
         self._report(self.rules.finish())
+        self.assembler.compact()
 
     @property
     def closed(self) -> bool:
@@ -162,14 +165,25 @@ class StreamCore:
     # --- internals ----------------------------------------------------------------------------------------------
 
     def _sniff(self, chunk: bytes) -> None:
-        head = chunk.lstrip(_WHITESPACE)
-        if self._bytes == 0 and head.startswith(_BOM):
-            head = head[3:].lstrip(_WHITESPACE)
+        # Decide on the first byte that is not a BOM or whitespace; chunks may split the BOM or hold only blanks.
+        buf = self._sniff_buf + chunk
+        offset = self._sniff_off
+        if offset == 0:
+            if _BOM.startswith(buf):
+                self._sniff_buf = buf  # maybe a BOM split across chunks
+                return
+            if buf.startswith(_BOM):
+                buf = buf[3:]
+                offset = 3
+        head = buf.lstrip(_WHITESPACE)
+        offset += len(buf) - len(head)
         if not head:
-            return  # only whitespace so far: decide on the next chunk
+            self._sniff_buf = b""
+            self._sniff_off = offset
+            return
         self._sniffed = True
+        self._sniff_buf = b""
         if head[:1] == b"<":
-            offset = self._bytes + len(chunk) - len(head)
             raise BadInputError(
                 f"event 1 at byte {offset}: the input is a markup (HTML/XML) document, not a Server-Sent Event "
                 "stream",
