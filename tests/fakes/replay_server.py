@@ -85,6 +85,7 @@ class Plan:
     stall_seconds: float = 20.0
     gate_after: int | None = None  # after this many events wait for `gate` (set by the test), then go on
     gate: threading.Event | None = None
+    gates: dict[int, threading.Event] = field(default_factory=dict)  # more gates: events sent -> gate
     keepalive_after: int | None = None  # after this many events send comments...
     keepalive_count: int = 0
     keepalive_interval: float = 0.0
@@ -300,6 +301,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.replay.stopping.wait(plan.keepalive_interval)
         if plan.gate_after == sent and plan.gate is not None:
             plan.gate.wait(30)
+        if sent in plan.gates:
+            plan.gates[sent].wait(30)
         if plan.stall_after == sent:
             self.replay.stopping.wait(plan.stall_seconds)
 
