@@ -71,8 +71,15 @@ def _finished(run: StreamRun, allowed: tuple[str, ...] = ENDED) -> None:
 def _refused(info: ErrorInfo, what: str, *words: str) -> Exception:
     """Classify a non-stream answer to a request for a feature: ``Unsupported`` if it reads like a refusal."""
     if info.status in REFUSAL_STATUSES and (info.status in (404, 501) or info.mentions("unsupported", *words)):
-        return Unsupported(f"{what} not offered: {info.summary()} {info.message[:120]}".rstrip())
-    return Failed(f"{what}: {info.summary()} {info.message[:120]}".rstrip())
+        return Unsupported(f"{what} not offered: {_said(info)}")
+    return Failed(f"{what}: {_said(info)}")
+
+
+def _said(info: ErrorInfo) -> str:
+    """``HTTP 400 code: message`` without saying the same thing twice."""
+    summary = info.summary()
+    message = info.message[:120]
+    return summary if not message or summary.endswith(message[:80]) else f"{summary}: {message}"
 
 
 def _deltas(events: list[Event]) -> int:
@@ -119,7 +126,7 @@ def plain(session: Session) -> str:
 
 def long_answer(session: Session) -> str:
     """A long answer: many text deltas, and the rules hold over all of them."""
-    body = session.request_body(input=LONG_PROMPT, stream=True, max_output_tokens=400)
+    body = session.request_body(input=LONG_PROMPT, stream=True, max_output_tokens=250)
     response = session.open("POST", "/responses", body=body)
     run = session.collect(session.stream(response, "stream").finish())
     _finished(run)
@@ -171,7 +178,7 @@ def function_tool_round_trip(session: Session) -> str:
 
 def background_resume(session: Session) -> str:
     """Background + stream: drop the connection early, resume at several ``starting_after`` values, compare."""
-    body = session.request_body(input=LONG_PROMPT, background=True, stream=True, store=True, max_output_tokens=300)
+    body = session.request_body(input=LONG_PROMPT, background=True, stream=True, store=True, max_output_tokens=200)
     head = session.stream(_start_stream(session, body, "stream", "background mode", "background"), "first stream")
     head.read_until(lambda events: _deltas(events) >= 3)
     head.drop()
@@ -281,7 +288,7 @@ def bad_request(session: Session) -> str:
         raise Failed(f"an invalid request caused a server error: {info.summary()}")
     if not info.has_envelope:
         raise Failed(f"HTTP {info.status} without a JSON error envelope ({info.content_type or 'no content type'})")
-    return f"{info.summary()}: {info.message[:80]}"
+    return _said(info)
 
 
 def unknown_model(session: Session) -> str:
@@ -296,7 +303,7 @@ def unknown_model(session: Session) -> str:
         raise Failed(f"unknown model: {info.summary()}, expected 400 or 404")
     if not (info.param == "model" or (info.code is not None and "model" in info.code.lower())):
         raise Failed(f"unknown model: {info.summary()}, expected a code such as model_not_found")
-    return f"{info.summary()}"
+    return _said(info)
 
 
 SCENARIOS: Final[dict[str, Callable[[Session], str]]] = {

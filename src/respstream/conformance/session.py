@@ -52,7 +52,9 @@ class ErrorInfo:
         return any(word in text for word in words)
 
     def summary(self) -> str:
-        what = self.code or (self.message[:80] if self.message else self.content_type or "no body")
+        # llama.cpp puts the HTTP status in `code`; then the message says more.
+        code = self.code if self.code and self.code != str(self.status) else None
+        what = code or (self.message[:80] if self.message else self.content_type or "no body")
         return f"HTTP {self.status} {what}"
 
 
