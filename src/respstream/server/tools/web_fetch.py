@@ -1,0 +1,152 @@
+"""``web_fetch``: GET one web page as text, with size and time limits and an address policy on every hop.
+
+How this works: redirects are followed by hand (at most ``max_redirects``). For each hop the host is resolved, every
+address is checked by :class:`~respstream.server.tools.netguard.AddressPolicy`, and the request is sent to the
+*checked* IP (``Host`` header and TLS SNI keep the name), so DNS cannot be asked twice with different answers. The body
+is read up to ``max_bytes``; HTML becomes plain text, other text types pass through, binary types are refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import ssl
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
+
+import certifi
+import httpx
+
+from respstream.server.tools.html_text import html_to_text
+from respstream.server.tools.netguard import AddressPolicy, resolve
+
+__all__ = ["FetchError", "FetchResult", "fetch_url"]
+
+_TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml", "application/rss+xml")
+
+
+class FetchError(Exception):
+    """The page could not be fetched (bad URL, refused address, HTTP error, unsupported type). Says why."""
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    url: str
+    status: int
+    content_type: str
+    title: str
+    text: str
+    truncated: bool
+
+    def render(self, max_chars: int) -> str:
+        text = self.text
+        cut = len(text) > max_chars
+        if cut:
+            text = text[:max_chars]
+        head = f"URL: {self.url}\nStatus: {self.status}\n" + (f"Title: {self.title}\n" if self.title else "")
+        tail = "\n[truncated]" if cut or self.truncated else ""
+        return f"{head}\n{text}{tail}"
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # Built once: loading the CA bundle is the expensive part of making a client.
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def _pinned_url(parts: SplitResult, ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int) -> str:
+    host = f"[{ip}]" if ip.version == 6 else str(ip)
+    default = 443 if parts.scheme == "https" else 80
+    netloc = host if port == default else f"{host}:{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+
+
+async def fetch_url(
+    url: str,
+    *,
+    policy: AddressPolicy,
+    max_bytes: int = 2 << 20,
+    timeout: float = 10.0,
+    max_redirects: int = 5,
+    user_agent: str = "respstream-web-fetch/0.1",
+    client: httpx.AsyncClient | None = None,
+) -> FetchResult:
+    """Fetch ``url``. Raises :class:`FetchError` or ``netguard.FetchRefused`` (never an httpx exception).
+
+    ``client``: a shared client to reuse (it must not follow redirects itself); one is made per call otherwise.
+    """
+    if client is None:
+        async with httpx.AsyncClient(verify=_tls_context(), follow_redirects=False, trust_env=False) as own:
+            return await _fetch(url, own, policy, max_bytes, timeout, max_redirects, user_agent)
+    return await _fetch(url, client, policy, max_bytes, timeout, max_redirects, user_agent)
+
+
+async def _fetch(
+    url: str,
+    client: httpx.AsyncClient,
+    policy: AddressPolicy,
+    max_bytes: int,
+    timeout: float,
+    max_redirects: int,
+    user_agent: str,
+) -> FetchResult:
+    for _hop in range(max_redirects + 1):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            raise FetchError(f"only http and https URLs can be fetched, not {parts.scheme or 'a relative URL'!r}")
+        host = parts.hostname
+        if not host:
+            raise FetchError(f"URL {url!r} has no host")
+        try:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            raise FetchError(f"URL {url!r} has an invalid port") from None
+        try:
+            addresses = await resolve(host, port)
+        except OSError as exc:
+            raise FetchError(f"cannot resolve {host}: {exc}") from None
+        policy.check(host, addresses)
+        ip = addresses[0]
+        request = client.build_request(
+            "GET",
+            _pinned_url(parts, ip, port),
+            headers={"host": parts.netloc.rsplit("@", 1)[-1], "user-agent": user_agent, "accept": "*/*"},
+            extensions={"sni_hostname": host} if parts.scheme == "https" else {},
+            timeout=httpx.Timeout(timeout),
+        )
+        try:
+            response = await client.send(request, stream=True, follow_redirects=False)
+        except httpx.HTTPError as exc:
+            raise FetchError(f"fetching {url} failed: {type(exc).__name__}: {exc}") from None
+        try:
+            if response.status_code in (301, 302, 303, 307, 308) and "location" in response.headers:
+                url = urljoin(url, response.headers["location"])
+                continue
+            return await _read(url, response, max_bytes)
+        finally:
+            await response.aclose()
+    raise FetchError(f"too many redirects (more than {max_redirects})")
+
+
+async def _read(url: str, response: httpx.Response, max_bytes: int) -> FetchResult:
+    content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if response.status_code >= 400:
+        raise FetchError(f"{url} answered HTTP {response.status_code}")
+    if content_type and not content_type.startswith(_TEXT_TYPES):
+        raise FetchError(f"{url} is {content_type}, not a text page")
+    body = bytearray()
+    truncated = False
+    try:
+        async for part in response.aiter_bytes():
+            body += part
+            if len(body) > max_bytes:
+                del body[max_bytes:]
+                truncated = True
+                break
+    except httpx.HTTPError as exc:
+        raise FetchError(f"reading {url} failed: {type(exc).__name__}") from None
+    text = bytes(body).decode(response.charset_encoding or "utf-8", "replace")
+    title = ""
+    if content_type in ("text/html", "application/xhtml+xml") or (not content_type and "<html" in text[:500].lower()):
+        title, text = html_to_text(text)
+    return FetchResult(url, response.status_code, content_type, title, text, truncated)
