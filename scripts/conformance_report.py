@@ -1,0 +1,238 @@
+"""Regenerate docs/conformance.md: ``respstream check --url`` against llama.cpp's own ``/v1/responses`` and against
+our gateway in front of the same model, side by side.
+
+Usage (from the repository root)::
+
+    .venv/bin/python scripts/conformance_report.py [--out docs/conformance.md] [--json-dir DIR]
+
+How it works: it starts the embedded model exactly as the gateway's ``embedded`` upstream does (SmolLM2-135M-Instruct
+served by llama.cpp through the ``xllamacpp`` wheel on a random loopback port). llama.cpp serves its own
+``/v1/responses`` on that port; the gateway (``openai`` and ``platform`` dialects, each in a uvicorn thread on
+another loopback port) uses the same llama.cpp server as its OpenAI-compatible Chat Completions upstream. The live
+suite runs against each endpoint in turn and the JSON reports become one Markdown page. Nothing leaves loopback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import importlib.metadata
+import io
+import json
+import platform
+import socket
+import sys
+import threading
+import time
+import types
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from respstream.conformance.live import run
+from respstream.conformance.scenarios import SCENARIOS
+from respstream.server.app import create_app
+from respstream.server.config import Config
+from respstream.server.upstream.embedded import EmbeddedUpstream
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT = 120.0  # seconds per scenario: a 135M model on 2 cores is fast, but the machine may be shared
+
+# Short reading of each code, for the "what differs" list (DESIGN §3 has the full definitions).
+MEANING = {
+    "sequence.missing": "events carry no `sequence_number`, so a client cannot detect gaps or resume",
+    "sequence.gap": "a `sequence_number` was skipped",
+    "sequence.duplicate": "a `sequence_number` came twice",
+    "sequence.out_of_order": "events arrived out of `sequence_number` order",
+    "envelope.missing_field": "an event lacks a field that locates or carries content (`output_index`, ...)",
+    "envelope.missing_type": "an event has no `type`",
+    "lifecycle.created_not_first": "the first event is not `response.created`",
+    "lifecycle.no_terminal": "the stream ended without a terminal event",
+    "lifecycle.terminal_not_last": "events came after the terminal event",
+    "lifecycle.multiple_terminal": "more than one terminal event",
+    "item.delta_before_added": "a delta arrived before its item/part was added",
+    "item.delta_after_done": "an event for an item or part came after its `done`",
+    "item.done_without_added": "an item was done without being added",
+    "item.duplicate_added": "an item was added twice",
+    "item.not_done": "an item was still open at `response.completed`",
+    "item.index_mismatch": "`item_id` disagrees with the item at `output_index`",
+    "text.done_mismatch": "a `*.done` text differs from its deltas",
+    "completed.output_mismatch": "`response.completed` output differs from the streamed items",
+}
+
+
+class ServerThread:
+    """The gateway app under uvicorn on a random loopback port, in a daemon thread."""
+
+    def __init__(self, app: Any) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the gateway did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+
+def check(url: str, dialect: str) -> dict[str, Any]:
+    """``respstream check --url URL --json --dialect D``, in-process; progress goes to our stderr."""
+    out = io.StringIO()
+    args = types.SimpleNamespace(url=url, json=True, dialect=dialect, starting_after=None, timeout=TIMEOUT)
+    code = run(args, stdout=out, stderr=sys.stderr)
+    if code == 2:
+        raise SystemExit(f"check --url {url} could not run (exit 2)")
+    report: dict[str, Any] = json.loads(out.getvalue())
+    report["exit_code"] = code
+    return report
+
+
+def collect() -> list[tuple[str, dict[str, Any]]]:
+    upstream = EmbeddedUpstream(n_parallel=2)
+    asyncio.run(upstream.start())
+    assert upstream.address is not None
+    llama = f"{upstream.address}/v1"
+    print(f"llama.cpp (xllamacpp) listening on {upstream.address}", file=sys.stderr)
+    reports: list[tuple[str, dict[str, Any]]] = []
+    try:
+        print("\n== llama.cpp /v1/responses (checked with the openai dialect's rules)", file=sys.stderr)
+        reports.append(("llama.cpp `/v1/responses`", check(llama, "openai")))
+        for dialect in ("openai", "platform"):
+            app = create_app(Config(dialect=dialect, upstreams=[llama], store="memory"))
+            with ServerThread(app) as gateway:
+                print(f"\n== respstream gateway, {dialect} dialect, upstream {llama}", file=sys.stderr)
+                reports.append((f"respstream gateway (`{dialect}`)", check(gateway.base_url, dialect)))
+    finally:
+        asyncio.run(upstream.aclose())
+    return reports
+
+
+def _cell(scenario: dict[str, Any]) -> str:
+    result = str(scenario["result"])
+    count = len(scenario["violations"])
+    return f"{result} ({count})" if count else result
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(reports: list[tuple[str, dict[str, Any]]]) -> str:
+    names = [name for name, _ in reports]
+    by_scenario = [{s["name"]: s for s in report["scenarios"]} for _, report in reports]
+    lines = [
+        "# Conformance: llama.cpp's own `/v1/responses` vs the respstream gateway",
+        "",
+        "Regenerate with `.venv/bin/python scripts/conformance_report.py` (this page is its output; do not edit by "
+        "hand). It starts SmolLM2-135M-Instruct with llama.cpp (the `xllamacpp` wheel) on loopback, exactly as the "
+        "gateway's `embedded` upstream does, then runs `respstream check --url` against llama.cpp's own "
+        "`/v1/responses` and against our gateway using that same llama.cpp server as its Chat Completions upstream.",
+        "",
+        f"Generated {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} on {platform.machine()} "
+        f"({_cores()} cores) with Python {platform.python_version()}, xllamacpp {_version('xllamacpp')}, "
+        f"respstream {_version('respstream')}.",
+        "",
+        "Results: `passed` (the stream ran and the rules found nothing), `violations` (it ran; the rules found "
+        "protocol violations), `unsupported` (the server clearly does not offer the feature: a 4xx refusal, no "
+        "background mode, no tool call), `failed` (the server broke the contract: 5xx, hang, wrong status, no "
+        "terminal event). The number in brackets counts violations. A scenario the *model* cannot do (SmolLM2-135M "
+        "rarely calls tools) shows up as `unsupported` on both sides.",
+        "",
+        "## Scenario results",
+        "",
+        "| scenario | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for scenario in SCENARIOS:
+        cells = [_cell(results[scenario]) if scenario in results else "-" for results in by_scenario]
+        lines.append(f"| `{scenario}` | " + " | ".join(cells) + " |")
+    verdicts = ["ok (exit 0)" if report["ok"] else f"not ok (exit {report['exit_code']})" for _, report in reports]
+    lines.append("| **verdict** | " + " | ".join(verdicts) + " |")
+    lines += ["", "## Violations by code (all streams of all scenarios)", ""]
+    counts = [Counter(v["code"] for s in report["scenarios"] for v in s["violations"]) for _, report in reports]
+    codes = sorted(set().union(*counts))
+    if codes:
+        lines += ["| code | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        lines += [f"| `{code}` | " + " | ".join(str(c.get(code, 0)) for c in counts) + " |" for code in codes]
+    else:
+        lines.append("None on any endpoint.")
+    lines += ["", "## What llama.cpp does differently", ""]
+    lines += _differences(reports) or ["Nothing the suite can see."]
+    lines += ["", "## Details", ""]
+    for (name, _), results in zip(reports, by_scenario, strict=True):
+        lines += [f"### {name}", "", "| scenario | result | detail |", "|---|---|---|"]
+        for scenario in SCENARIOS:
+            if scenario in results:
+                s = results[scenario]
+                lines.append(f"| `{scenario}` | {s['result']} | {_escape(s['detail'])} |")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _differences(reports: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """One bullet per violation code llama.cpp has and the gateway does not, with a first example."""
+    (_, llama), *gateways = reports
+    ours = {v["code"] for _, report in gateways for s in report["scenarios"] for v in s["violations"]}
+    examples: dict[str, dict[str, Any]] = {}
+    for s in llama["scenarios"]:
+        for v in s["violations"]:
+            examples.setdefault(v["code"], v)
+    bullets = []
+    for code, example in sorted(examples.items()):
+        if code in ours:
+            continue
+        meaning = MEANING.get(code, code)
+        bullets.append(f"- `{code}`: {meaning}. First seen: {_escape(str(example['message']))}")
+    ours_results = {s["name"]: s["result"] for _, report in gateways[:1] for s in report["scenarios"]}
+    for s in llama["scenarios"]:
+        if s["result"] in ("unsupported", "failed") and ours_results.get(s["name"]) == "passed":
+            bullets.append(f"- `{s['name']}`: {s['result']} on llama.cpp ({_escape(s['detail'])}); passed on ours.")
+    return bullets
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "conformance.md")
+    parser.add_argument("--json-dir", type=Path, default=None, help="also write each JSON report here")
+    options = parser.parse_args()
+    reports = collect()
+    if options.json_dir is not None:
+        options.json_dir.mkdir(parents=True, exist_ok=True)
+        for index, (name, report) in enumerate(reports):
+            (options.json_dir / f"report-{index}.json").write_text(json.dumps({"target": name, **report}, indent=1))
+    options.out.parent.mkdir(parents=True, exist_ok=True)
+    options.out.write_text(render(reports), encoding="utf-8")
+    print(f"\nwrote {options.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
