@@ -1,0 +1,137 @@
+"""The playground against the real gateway (create_app) with the SIMULATED scripted upstream, in chromium."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import ServerThread, screenshot
+from .gateway import gateway_app
+
+pytestmark = pytest.mark.browser
+
+WORDS = ("The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "and", "runs", "far", "away.")
+
+
+def scripted_text(n: int) -> str:
+    """What ``scripted:N`` streams (its documented word cycle)."""
+    return " ".join(WORDS[i % len(WORDS)] for i in range(n))
+
+
+Gateway = Callable[..., AbstractContextManager[str]]
+
+
+@pytest.fixture()
+def gateway() -> Iterator[Gateway]:
+    @contextmanager
+    def start(upstream: str, dialect: str = "platform") -> Iterator[str]:
+        with ServerThread(gateway_app(upstream, dialect=dialect)) as srv:
+            yield srv.url
+
+    yield start
+
+
+def open_page(page: Any, url: str) -> None:
+    page.goto(url + "/")
+    page.wait_for_selector("body[data-ready=true]")
+    # The model list comes from GET /v1/models.
+    page.wait_for_function("document.querySelectorAll('#model option').length > 1")
+
+
+def wait_status(page: Any, status: str, timeout: float = 15_000) -> None:
+    page.wait_for_function("s => window.__playground && window.__playground.status === s", arg=status,
+                           timeout=timeout)
+
+
+def answer_len(page: Any) -> int:
+    n: int = page.evaluate("document.getElementById('answer').textContent.length")
+    return n
+
+
+def test_gateway_answer_streams_progressively(page: Any, gateway: Gateway) -> None:
+    with gateway("scripted:40?delay_ms=50") as url:
+        open_page(page, url)
+        assert "scripted" in page.locator("#model option").all_inner_texts()
+        page.click("#send")
+        page.wait_for_function("document.getElementById('answer').textContent.length > 10")
+        first = answer_len(page)
+        first_status = page.evaluate("window.__playground.status")
+        page.wait_for_function(f"document.getElementById('answer').textContent.length > {first + 20}")
+        second = answer_len(page)
+        page.locator("#routing").wait_for(state="visible")
+        screenshot(page, "gateway-streaming")
+        wait_status(page, "completed")
+        assert first_status == "streaming"
+        assert first < second < answer_len(page)
+        state = page.evaluate("window.__playground")
+        assert state["finalText"] == state["streamedText"] == scripted_text(40)
+        assert state["violations"] == []
+        assert page.inner_text("#routing-model") == "scripted"
+        assert page.inner_text("#routing-category") != ""
+        assert page.inner_text("#framing") == "event: message"
+        assert "tokens" in page.inner_text("#usage")
+
+
+def test_gateway_tool_call_card_completes(page: Any, gateway: Gateway) -> None:
+    with gateway("scripted:6?delay_ms=20&tool=calculator") as url:
+        open_page(page, url)
+        page.fill("#prompt", "What is 2+2?")
+        page.check("input[name=tool][value=calculator]")
+        page.click("#send")
+        wait_status(page, "completed")
+        rid = page.evaluate("window.__playground.responseId")
+        stored = httpx.get(f"{url}/v1/responses/{rid}", timeout=5).json()
+        call = next(item for item in stored["output"] if item["type"] == "function_call")
+        card = page.locator(".tool-card")
+        assert card.count() == 1
+        # The card ends in the server's final status for the call, with its output as the preview.
+        assert call["status"] in ("completed", "failed")
+        assert card.get_attribute("data-status") == call["status"]
+        assert card.locator(".tool-status").inner_text() == call["status"]
+        assert card.locator(".tool-name").inner_text() == "calculator"
+        assert card.locator(".tool-output").inner_text() == call["output"][:600]
+        assert card.locator(".tool-args").inner_text().startswith("{")
+        assert page.evaluate("window.__playground.violations") == []
+        assert page.evaluate("window.__playground.finalText") == scripted_text(6)
+        screenshot(page, "gateway-tool-call")
+
+
+def test_gateway_upstream_failure_shows_banner(page: Any, gateway: Gateway) -> None:
+    with gateway("scripted:8?delay_ms=20&fail_at=3") as url:
+        open_page(page, url)
+        page.click("#send")
+        wait_status(page, "error")
+        assert page.locator("#error-banner").is_visible()
+        assert page.inner_text("#error-code") == "upstream_error"
+        assert page.evaluate("window.__playground.streamedText") == scripted_text(3)
+        assert page.evaluate("window.__playground.violations") == []
+
+
+@pytest.mark.parametrize("dialect", ["platform", "openai"])
+def test_gateway_resume_after_disconnect(page: Any, gateway: Gateway, dialect: str) -> None:
+    n = 60
+    with gateway(f"scripted:{n}?delay_ms=30", dialect=dialect) as url:
+        open_page(page, url)
+        page.check("#background")
+        page.click("#send")
+        page.wait_for_function("document.getElementById('answer').textContent.length > 40")
+        page.click("#disconnect")
+        wait_status(page, "disconnected")
+        seen = page.evaluate("window.__playground.streamedText")
+        assert 0 < len(seen) < len(scripted_text(n))
+        page.click("#resume")
+        wait_status(page, "completed")
+        state = page.evaluate("window.__playground")
+        assert state["streamedText"] == state["finalText"] == scripted_text(n)
+        assert state["violations"] == []
+        seqs = [int(s) for s in page.locator("#timeline-body tr.ev[data-seq]").evaluate_all(
+            "rs => rs.map(r => r.dataset.seq).filter(Boolean)")]
+        assert seqs == list(range(len(seqs))), "a sequence number was repeated or skipped across the resume"
+        stored = httpx.get(f"{url}/v1/responses/{state['responseId']}", timeout=5).json()
+        assert stored["status"] == "completed"
+        if dialect == "platform":
+            screenshot(page, "resume")
