@@ -134,4 +134,7 @@ def test_gateway_resume_after_disconnect(page: Any, gateway: Gateway, dialect: s
         stored = httpx.get(f"{url}/v1/responses/{state['responseId']}", timeout=5).json()
         assert stored["status"] == "completed"
         if dialect == "platform":
+            page.locator("tr.marker").scroll_into_view_if_needed()
             screenshot(page, "resume")
+            page.emulate_media(color_scheme="dark")
+            screenshot(page, "resume-dark")
