@@ -92,14 +92,22 @@ def test_http_errors_exit_2_with_one_line(plan: Plan, needle: str, capsys: pytes
     assert attempts == (3 if plan.status >= 500 else 1)
 
 
-def test_html_body_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
-    page = Transcript("resp_html", [{"type": "x", "sequence_number": 0}])
-    with ReplayServer(page) as srv:
-        # a 200 whose body is an HTML page (a captive portal): not an event stream
-        srv.add(Plan(status=299, body=b"<html><body>Login</body></html>", content_type="text/html"))
-        code, _, err = _cli(["hi", "--url", srv.base_url], capsys)
+@pytest.mark.parametrize(
+    ("body", "content_type", "needle"),
+    [(b"<html><body>Login</body></html>", "text/html", "HTML"),
+     (b'{"id": "resp_1", "status": "completed"}', "application/json", "not a Responses event stream")],
+    ids=["html-page", "json-document"],
+)
+def test_a_2xx_body_that_is_not_an_event_stream_is_bad_input(
+    body: bytes, content_type: str, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with ReplayServer(text_transcript()) as srv:
+        # a 2xx whose body is not a stream (a captive portal, a server that ignored `stream: true`)
+        srv.add(Plan(status=299, body=body, content_type=content_type))
+        code, out, err = _cli(["hi", "--url", srv.base_url], capsys)
     assert code == 2
-    assert "HTML" in err and err.count("\n") == 1
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
+    assert out == ""
 
 
 def test_unreachable_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

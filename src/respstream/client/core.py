@@ -50,7 +50,6 @@ __all__ = [
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_STOP_TYPES = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
 def resolve_base_url(base_url: str | None) -> str:
@@ -190,20 +189,23 @@ class StreamDriver:
         return events
 
     def _track(self, events: list[Event]) -> None:
+        # Per batch, not per event: the core already knows the last number and whether a terminal came.
         self._delivered_this_connection += len(events)
-        for event in events:
-            seq = event.sequence_number
-            if seq is not None:
-                self.cursor = seq
-            etype = event.type
-            if etype in _STOP_TYPES:
-                self.terminal_seen = self.stop_reading = True
-            elif etype == "error":
-                self.terminal_seen = True  # an error may still be followed by response.failed: keep reading
-            if self.response_id is None and isinstance(event, ResponseEvent) and event.response:
-                rid = event.response.get("id")
-                if isinstance(rid, str) and rid:
-                    self.response_id = rid
+        core = self.core
+        last = core.last_sequence_number
+        if last is not None:
+            self.cursor = last
+        if not self.stop_reading and core.terminal:
+            self.terminal_seen = True
+            # An `error` may still be followed by its `response.failed`: keep reading until EOF then.
+            self.stop_reading = core.assembler.terminal != "error" or events[-1].type == "response.failed"
+        if self.response_id is None:
+            for event in events:
+                if isinstance(event, ResponseEvent) and event.response:
+                    rid = event.response.get("id")
+                    if isinstance(rid, str) and rid:
+                        self.response_id = rid
+                        break
 
     def connection_ended(self, cause: BaseException | None = None, *, timed_out: bool = False) -> Step:
         """The current body ended: cleanly (``cause`` None), by a read error, or by the idle timeout."""
