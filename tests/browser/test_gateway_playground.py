@@ -76,8 +76,10 @@ def test_gateway_answer_streams_progressively(page: Any, gateway: Gateway) -> No
         assert "tokens" in page.inner_text("#usage")
 
 
-def test_gateway_tool_call_card_completes(page: Any, gateway: Gateway) -> None:
-    with gateway("scripted:6?delay_ms=20&tool=calculator") as url:
+@pytest.mark.parametrize("dialect", ["platform", "openai"])
+def test_gateway_tool_call_card_completes(page: Any, gateway: Gateway, dialect: str) -> None:
+    # platform: a function_call item carrying output and status; openai: an mcp_call item (hosted-tool shape).
+    with gateway("scripted:6?delay_ms=20&tool=calculator", dialect=dialect) as url:
         open_page(page, url)
         page.fill("#prompt", "What is 2+2?")
         page.check("input[name=tool][value=calculator]")
@@ -85,7 +87,8 @@ def test_gateway_tool_call_card_completes(page: Any, gateway: Gateway) -> None:
         wait_status(page, "completed")
         rid = page.evaluate("window.__playground.responseId")
         stored = httpx.get(f"{url}/v1/responses/{rid}", timeout=5).json()
-        call = next(item for item in stored["output"] if item["type"] == "function_call")
+        kind = "function_call" if dialect == "platform" else "mcp_call"
+        call = next(item for item in stored["output"] if item["type"] == kind)
         card = page.locator(".tool-card")
         assert card.count() == 1
         # The card ends in the server's final status for the call, with its output as the preview.
@@ -93,11 +96,13 @@ def test_gateway_tool_call_card_completes(page: Any, gateway: Gateway) -> None:
         assert card.get_attribute("data-status") == call["status"]
         assert card.locator(".tool-status").inner_text() == call["status"]
         assert card.locator(".tool-name").inner_text() == "calculator"
-        assert card.locator(".tool-output").inner_text() == call["output"][:600]
+        output = call.get("output") or call.get("error")
+        assert card.locator(".tool-output").inner_text() == output[:600]
         assert card.locator(".tool-args").inner_text().startswith("{")
         assert page.evaluate("window.__playground.violations") == []
         assert page.evaluate("window.__playground.finalText") == scripted_text(6)
-        screenshot(page, "gateway-tool-call")
+        if dialect == "platform":
+            screenshot(page, "gateway-tool-call")
 
 
 def test_gateway_upstream_failure_shows_banner(page: Any, gateway: Gateway) -> None:
@@ -138,3 +143,16 @@ def test_gateway_resume_after_disconnect(page: Any, gateway: Gateway, dialect: s
             screenshot(page, "resume")
             page.emulate_media(color_scheme="dark")
             screenshot(page, "resume-dark")
+
+
+def test_gateway_token_limit_shows_incomplete(page: Any, gateway: Gateway) -> None:
+    with gateway("scripted:30?delay_ms=5") as url:
+        open_page(page, url)
+        page.fill("#max-tokens", "5")
+        page.click("#send")
+        wait_status(page, "incomplete")
+        assert page.locator("#error-banner").is_visible()
+        assert page.get_attribute("#error-banner", "data-kind") == "warning"
+        assert page.inner_text("#error-code") == "incomplete"
+        assert "max_output_tokens" in page.inner_text("#error-message")
+        assert page.evaluate("window.__playground.finalText") == scripted_text(5)
