@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from respstream.server.auth import KeyStore
 from respstream.server.config import Config
@@ -42,7 +42,7 @@ from respstream.server.sse_response import EventStreamResponse
 from respstream.server.store.base import Store
 from respstream.server.store.factory import open_store
 
-__all__ = ["Components", "create_app"]
+__all__ = ["Components", "GatewayApp", "create_app"]
 
 log = logging.getLogger("respstream.server")
 STATIC_DIR = Path(__file__).parent / "static"
@@ -93,31 +93,35 @@ async def build_components(config: Config, given: Components) -> Components:
     return Components(store=store, router=router, tools=tools, rewriter=rewriter, upstreams=upstreams)
 
 
-class _RequestId:
-    """Pure ASGI middleware: an ``x-request-id`` on every response (the caller's, if it sent a sane one)."""
+class GatewayApp(Starlette):
+    """Starlette, plus an ``x-request-id`` on every response (the caller's, if it sent a sane one).
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
+    Done here, outside Starlette's middleware stack, so the SSE sender can write body frames straight to the
+    server's ``send`` (``scope["state"]["raw_send"]``) after the start message went through the whole stack: the
+    per-event wrappers of four middleware layers would cost more than the event itself.
+    """
+
+    metrics: Metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await super().__call__(scope, receive, send)
             return
         given = dict(scope["headers"]).get(b"x-request-id", b"")
         rid = given if 0 < len(given) <= 128 and given.isascii() and b"\n" not in given else uuid.uuid4().hex.encode()
-        scope.setdefault("state", {})["request_id"] = rid.decode()
+        state = scope.setdefault("state", {})
+        state["request_id"] = rid.decode()
+        state["raw_send"] = send
+        metrics = self.metrics
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", rid)]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", rid)]
                 route = scope.get("route")
-                path = getattr(route, "path", "unmatched")
-                self.metrics.requests[(scope["method"], path, message["status"])] += 1
+                metrics.requests[(scope["method"], getattr(route, "path", "unmatched"), message["status"])] += 1
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        await super().__call__(scope, receive, send_with_id)
 
 
 class _Gateway:
@@ -367,12 +371,12 @@ def create_app(config: Config | None = None, components: Components | None = Non
     static = gw.static_dir()
     if static.is_dir():
         routes.append(Mount("/static", app=StaticFiles(directory=static), name="static"))
-    app = Starlette(
+    app = GatewayApp(
         routes=routes,
         lifespan=gw.lifespan,
         exception_handlers={HTTPError: _on_http_error, StarletteHTTPException: _on_starlette_error,
                             Exception: _on_crash},
     )
     app.state.gateway = gw
-    app.add_middleware(_RequestId, metrics=gw.metrics)
+    app.metrics = gw.metrics
     return app

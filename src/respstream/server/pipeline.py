@@ -237,7 +237,8 @@ class Pipeline:
                 elif kind is Finish:
                     finish = chunk
                     break
-                await w.flush()
+                if w.needs_flush_await:
+                    await w.flush()  # stores without a synchronous append: one append per chunk
         return _Round(finish, "".join(text), [calls[i] for i in sorted(calls)] if offer_tools else [])
 
     # -- tools -----------------------------------------------------------------------------------------------------

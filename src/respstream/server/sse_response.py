@@ -72,6 +72,7 @@ class EventStreamResponse:
         watcher = asyncio.create_task(watch())
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.headers})
+            send = scope.get("state", {}).get("raw_send", send)
             if hasattr(self.store, "wait_beyond"):
                 await self._follow_memory(send)
             else:

@@ -16,13 +16,14 @@ Frames are built by :func:`frame` when sending: ``id: <seq>\\nevent: message|<ty
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
-from respstream.protocol.events import decode_event
+from respstream.protocol.events import OutputTextDelta, decode_event
 from respstream.protocol.rules import RuleChecker
 from respstream.server.dialects import Dialect
 from respstream.server.store.base import LogEntry, ResponseRecord, Store
@@ -117,11 +118,18 @@ class ResponseWriter:
         self._item: _OpenItem | None = None
         self._output: list[dict[str, Any]] = response.setdefault("output", [])
         self._tool_summary: list[dict[str, Any]] = []
+        self._append_nowait: Callable[[str, list[LogEntry]], None] | None = getattr(store, "append_nowait", None)
+        self._soon: asyncio.Handle | None = None
 
     # -- low level -------------------------------------------------------------------------------------------------
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def needs_flush_await(self) -> bool:
+        """True when the store has no synchronous append, so the pipeline must ``await flush()`` per chunk."""
+        return self._append_nowait is None
 
     @property
     def next_sequence_number(self) -> int:
@@ -133,9 +141,9 @@ class ResponseWriter:
         data = _encode({"type": event_type, "sequence_number": self._seq, **fields})
         self._queue(event_type, data, terminal)
 
-    def _queue(self, event_type: str, data: bytes, terminal: bool) -> None:
+    def _queue(self, event_type: str, data: bytes, terminal: bool, event: Any = None) -> None:
         if self._checker is not None:
-            problems = self._checker.check(decode_event(data))
+            problems = self._checker.check(decode_event(data) if event is None else event)
             if problems:
                 first = f"{problems[0].code}: {problems[0].message}"
                 self._break(f"writer rule violation at {event_type} #{self._seq}: {first}")
@@ -149,6 +157,16 @@ class ResponseWriter:
         """Error state: end the stream with ``internal_error`` without consulting the checker again."""
         self._checker = None
         self.fail("internal_error", message)
+
+    def _flush_now(self) -> None:
+        """Deltas on a store with a synchronous append (memory): one batch per event-loop turn, so readers wake once
+        per batch of upstream chunks, not once per event."""
+        self._soon = None
+        if self._pending and self._append_nowait is not None and not self._pending[-1].terminal:
+            batch, self._pending = self._pending, []
+            self._append_nowait(self.record.id, batch)
+            if self._on_flush is not None:
+                self._on_flush(len(batch))
 
     async def flush(self) -> None:
         """Append the queued events to the store in one batch (wakes every reader once)."""
@@ -238,8 +256,16 @@ class ResponseWriter:
             _encode(delta),
             b',"logprobs":[]' if part_kind == "output_text" else b"",
         )
-        event_type = "response.output_text.delta" if part_kind == "output_text" else f"response.{part_kind}.delta"
-        self._queue(event_type, data, False)
+        if part_kind == "output_text":
+            # The checker gets the typed event built directly (no decode of what we just encoded).
+            typed = None if self._checker is None else OutputTextDelta(
+                sequence_number=self._seq, item_id=item.id, output_index=item.output_index,
+                content_index=part.content_index, delta=delta, logprobs=[])
+            self._queue("response.output_text.delta", data, False, typed)
+        else:
+            self._queue(f"response.{part_kind}.delta", data, False)
+        if self._soon is None and self._append_nowait is not None:
+            self._soon = asyncio.get_running_loop().call_soon(self._flush_now)
 
     def text_delta(self, delta: str) -> None:
         self._delta("message", "output_text", delta)

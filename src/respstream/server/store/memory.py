@@ -31,10 +31,13 @@ class _Log:
     entries: list[LogEntry] = field(default_factory=list)
     ended: bool = False  # terminal entry appended, or the response was deleted
     wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    waiting: bool = False  # a reader waits on `wakeup` (no reader: no Event churn per append)
 
     def wake(self) -> None:
-        self.wakeup.set()
-        self.wakeup = asyncio.Event()
+        if self.waiting:
+            self.waiting = False
+            self.wakeup.set()
+            self.wakeup = asyncio.Event()
 
 
 class MemoryStore:
@@ -67,11 +70,16 @@ class MemoryStore:
         log = self._logs.pop(response_id, None)
         if log is not None:
             log.ended = True
+            log.waiting = True
             log.wake()
         return found
 
     # -- the log ---------------------------------------------------------------------------------------------------
     async def append(self, response_id: str, entries: list[LogEntry]) -> None:
+        self.append_nowait(response_id, entries)
+
+    def append_nowait(self, response_id: str, entries: list[LogEntry]) -> None:
+        """:meth:`append` without a coroutine (the writer's per-batch fast path). Same errors."""
         log = self._logs.get(response_id)
         if log is None:
             raise KeyError(response_id)
@@ -98,6 +106,7 @@ class MemoryStore:
         """Return once the log holds an entry after ``after``, has ended, or is gone. Cancel-safe."""
         log = self._logs.get(response_id)
         while log is not None and len(log.entries) <= after + 1 and not log.ended:
+            log.waiting = True
             await log.wakeup.wait()
             log = self._logs.get(response_id)
 
@@ -144,6 +153,7 @@ class MemoryStore:
 
     async def aclose(self) -> None:
         for log in self._logs.values():
+            log.waiting = True
             log.wake()
 
     # -- retention -------------------------------------------------------------------------------------------------
