@@ -159,3 +159,14 @@ def test_tool_call_transcript_resumes_mid_arguments(mode: str) -> None:
     assert full.result is not None and cut.result is not None
     assert cut.result.to_json() == full.result.to_json()
     assert cut.result.tool_calls[0]["arguments"] == '{"expression":"6*7"}'
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_x_response_id_header_makes_even_a_cut_before_created_resumable(mode: str) -> None:
+    with ReplayServer(BACKGROUND) as srv:
+        srv.add(Plan(cut_after=0, headers={"x-response-id": "resp_bg"}))
+        seen = RUNNERS[mode](srv.base_url, input="hi", background=True)
+        requests = [(r.method, r.query.get("starting_after")) for r in srv.requests]
+    assert seen.error is None
+    assert seen.seqs == list(range(N))
+    assert requests == [("POST", None), ("GET", None)]  # nothing delivered yet: replay from the start

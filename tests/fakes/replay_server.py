@@ -279,6 +279,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("cache-control", "no-store")
         self.send_header("transfer-encoding", "chunked")
         self.send_header("connection", "close")
+        for name, value in plan.headers.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.flush()
         self.close_connection = True

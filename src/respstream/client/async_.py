@@ -372,7 +372,7 @@ class AsyncResponseStream:
 
     async def _read(self, response: httpx.Response, reader: _Reader) -> AsyncIterator[Event]:
         driver = self._driver
-        driver.connection_started(response.headers.get("content-type"))
+        driver.connection_started(response.headers.get("content-type"), response.headers.get("x-response-id"))
         cause: BaseException | None = None
         timed_out = False
         try:

@@ -168,8 +168,14 @@ class StreamDriver:
 
     # --- per connection ---------------------------------------------------------------------------------------
 
-    def connection_started(self, content_type: str | None = None) -> None:
-        """A new body begins: later bytes go through a fresh SSE decoder into the same sequencer and assembler."""
+    def connection_started(self, content_type: str | None = None, response_id: str | None = None) -> None:
+        """A new body begins: later bytes go through a fresh SSE decoder into the same sequencer and assembler.
+
+        ``response_id`` is the ``x-response-id`` header when the server sends one: with it, a background stream
+        cut before its ``response.created`` arrived can still be resumed.
+        """
+        if self.response_id is None and response_id:
+            self.response_id = response_id
         if self.connections:
             _new_connection(self.core, self.config.max_event_size)
         self.connections += 1

@@ -350,7 +350,7 @@ class ResponseStream:
 
     def _read(self, response: httpx.Response) -> Generator[Event, None, Step]:
         driver, handlers = self._driver, self._handlers
-        driver.connection_started(response.headers.get("content-type"))
+        driver.connection_started(response.headers.get("content-type"), response.headers.get("x-response-id"))
         cause: BaseException | None = None
         timed_out = False
         try:
