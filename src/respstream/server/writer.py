@@ -82,7 +82,7 @@ class _OpenPart:
 
 
 class _OpenItem:
-    __slots__ = ("content", "delta_prefix", "id", "kind", "output_index", "part")
+    __slots__ = ("content", "delta_mid", "delta_prefix", "delta_tail", "id", "kind", "output_index", "part")
 
     def __init__(self, kind: str, item_id: str, output_index: int) -> None:
         self.kind = kind  # message | reasoning
@@ -91,6 +91,8 @@ class _OpenItem:
         self.content: list[dict[str, Any]] = []
         self.part: _OpenPart | None = None
         self.delta_prefix = b""
+        self.delta_mid = b""
+        self.delta_tail = b""
 
 
 class ResponseWriter:
@@ -234,6 +236,9 @@ class ResponseWriter:
             item.part = part
             delta_type = {"output_text": "output_text", "refusal": "refusal", "reasoning_text": "reasoning_text"}[kind]
             item.delta_prefix = b'{"type":"response.%b.delta","sequence_number":' % delta_type.encode()
+            item.delta_mid = b',"item_id":"%b","output_index":%d,"content_index":%d,"delta":' % (
+                item.id.encode(), item.output_index, part.content_index)
+            item.delta_tail = b',"logprobs":[]}' if kind == "output_text" else b"}"
         return part
 
     @staticmethod
@@ -247,15 +252,7 @@ class ResponseWriter:
         part = item.part if item.part is not None and item.part.kind == part_kind else self._open_part(item, part_kind)
         part.parts.append(delta)
         # Hot path: one template, one encode of the delta string; identical bytes to the generic encoder's.
-        data = b'%b%d,"item_id":"%b","output_index":%d,"content_index":%d,"delta":%b%b}' % (
-            item.delta_prefix,
-            self._seq,
-            item.id.encode(),
-            item.output_index,
-            part.content_index,
-            _encode(delta),
-            b',"logprobs":[]' if part_kind == "output_text" else b"",
-        )
+        data = b"".join((item.delta_prefix, b"%d" % self._seq, item.delta_mid, _encode(delta), item.delta_tail))
         if part_kind == "output_text":
             # The checker gets the typed event built directly (no decode of what we just encoded).
             typed = None if self._checker is None else OutputTextDelta(
