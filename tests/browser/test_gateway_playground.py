@@ -156,3 +156,15 @@ def test_gateway_token_limit_shows_incomplete(page: Any, gateway: Gateway) -> No
         assert page.inner_text("#error-code") == "incomplete"
         assert "max_output_tokens" in page.inner_text("#error-message")
         assert page.evaluate("window.__playground.finalText") == scripted_text(5)
+
+
+def test_gateway_http_error_before_streaming_shows_banner(page: Any, gateway: Gateway) -> None:
+    with gateway("scripted:5") as url:
+        open_page(page, url)
+        page.evaluate("document.getElementById('model').append(new Option('no-such-model', 'no-such-model'))")
+        page.select_option("#model", "no-such-model")
+        page.click("#send")
+        wait_status(page, "error")
+        assert page.inner_text("#error-code") == "model_not_found"
+        assert page.inner_text("#error-message") != ""
+        assert page.evaluate("window.__playground.streamedText") == ""

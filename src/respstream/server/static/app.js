@@ -161,7 +161,7 @@ async function send(event) {
       run.statusLabel = "disconnected";
     } else if (err instanceof HttpError) {
       run.state.status = "error";
-      run.error = { code: err.code, message: err.message };
+      run.error = { code: err.code, message: err.detail };
     } else {
       finishStream(); // the connection broke mid-stream: truncated unless a terminal came
     }
@@ -191,7 +191,7 @@ function resume() {
         run.disconnected = true;
         run.statusLabel = "disconnected";
       } else if (reason instanceof HttpError) {
-        run.error = { code: reason.code, message: reason.message };
+        run.error = { code: reason.code, message: reason.detail };
         run.state.status = "error";
       } else {
         finishStream();

@@ -8,6 +8,7 @@ export class HttpError extends Error {
     super(`${status} ${code}: ${message}`);
     this.status = status;
     this.code = code;
+    this.detail = `HTTP ${status}: ${message}`;
   }
 }
 
