@@ -213,11 +213,12 @@ def test_tty_no_color_and_tool_calls() -> None:
     assert "\x1b[3" not in text and "\x1b[2m" not in text  # NO_COLOR: no colour codes (the spinner may erase)
 
 
-def test_ctrl_c_exits_130() -> None:
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
+def test_ctrl_c_exits_130(background: bool) -> None:
     gate = threading.Event()
-    with ReplayServer(text_transcript("resp_int")) as srv:
+    with ReplayServer(text_transcript("resp_int", background=background)) as srv:
         srv.add(Plan(gate_after=6, gate=gate))
-        child = _spawn(srv.base_url)
+        child = _spawn(srv.base_url, *(["--background"] if background else []))
         try:
             child.expect("Hello")
             child.sendintr()
@@ -225,6 +226,9 @@ def test_ctrl_c_exits_130() -> None:
         finally:
             gate.set()
             child.close()
+    screen = _screen(child)
     assert child.exitstatus == 130
-    assert "Traceback" not in _screen(child)
-    assert "interrupted" in _screen(child)
+    assert "Traceback" not in screen
+    assert "interrupted" in screen
+    hint = "background response resp_int continues (resume after sequence number 5)"
+    assert (hint in screen) is background

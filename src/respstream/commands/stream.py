@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Final, TextIO
 
-from respstream.client.sync import Client
+from respstream.client.sync import Client, ResponseStream
 from respstream.client.terminal import LiveRenderer, Spinner, Style, Timeline
 from respstream.errors import APIStatusError, BadInputError, RespstreamError, StreamTruncated
 from respstream.protocol.assembler import AssembledResponse
@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     timeline = Timeline(sys.stdout, style=style) if args.events else None
     result: AssembledResponse | None = None
     error: RespstreamError | None = None
+    stream: ResponseStream | None = None
     with Client(url, args.api_key, idle_timeout=args.idle_timeout) as client:
         try:
             spinner.start()
@@ -118,7 +119,12 @@ def run(args: argparse.Namespace) -> int:
                     result = getattr(exc, "response", None) or stream.snapshot()
         except KeyboardInterrupt:
             spinner.stop()
-            sys.stderr.write("\ninterrupted\n")
+            note = "interrupted"
+            if args.background and stream is not None and stream.response_id:
+                # A background response runs on: say how to pick it up again.
+                note += (f"; background response {stream.response_id} continues (resume after sequence number "
+                         f"{stream.last_sequence_number})")
+            sys.stderr.write(f"\n{note}\n")
             return EXIT_INTERRUPTED
         except (BadInputError, APIStatusError) as exc:
             spinner.stop()
