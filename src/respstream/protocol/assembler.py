@@ -250,13 +250,6 @@ class Assembler:
         """The output index a new item without one would get."""
         return max(self._items, default=-1) + 1
 
-    def item_id_at(self, output_index: int) -> str | None:
-        item = self._items.get(output_index)
-        if item is None:
-            return None
-        iid = item.get("id")
-        return iid if isinstance(iid, str) else None
-
     def materialize(self) -> list[JSONObject]:
         """The output items as assembled from the events (not from the terminal response), in output order."""
         return [self._materialize_item(oi) for oi in sorted(self._items)]

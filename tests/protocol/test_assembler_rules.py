@@ -1,0 +1,178 @@
+"""Assembler and RuleChecker on small hand-built event lists: the corners the transcripts do not reach."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from respstream.protocol import Assembler, RuleChecker
+from respstream.protocol.events import decode_event
+
+
+def events(*objs: dict[str, Any]) -> list[Any]:
+    return [decode_event(json.dumps({"sequence_number": i, **o}).encode()) for i, o in enumerate(objs)]
+
+
+def check_all(*objs: dict[str, Any], **kw: Any) -> tuple[RuleChecker, list[str]]:
+    checker = RuleChecker(**kw)
+    codes = [v.code for e in events(*objs) for v in checker.check(e)]
+    codes += [v.code for v in checker.finish()]
+    assert [v.code for v in checker.violations] == codes
+    return checker, codes
+
+
+CREATED = {"type": "response.created", "response": {"id": "r", "model": "m", "status": "in_progress"}}
+
+
+def completed(**response: Any) -> dict[str, Any]:
+    return {"type": "response.completed", "response": {"status": "completed", **response}}
+
+
+def test_shell_call_commands_and_output() -> None:
+    checker, codes = check_all(
+        CREATED,
+        {"type": "response.output_item.added", "output_index": 0, "item": {"id": "sh", "type": "shell_call"}},
+        {"type": "response.shell_call_command.added", "output_index": 0, "command_index": 0, "command": "ls"},
+        {"type": "response.shell_call_command.added", "output_index": 0, "command_index": 1, "command": ""},
+        {"type": "response.shell_call_command.delta", "output_index": 0, "command_index": 1, "delta": "pw"},
+        {"type": "response.shell_call_command.delta", "output_index": 0, "command_index": 1, "delta": "d"},
+        {"type": "response.shell_call_command.done", "output_index": 0, "command_index": 1, "command": "pwd"},
+        {"type": "response.output_item.done", "output_index": 0, "item": {"id": "sh", "type": "shell_call"}},
+        {"type": "response.output_item.added", "output_index": 1, "item": {"id": "so", "type": "shell_call_output"}},
+        {"type": "response.shell_call_output_content.delta", "item_id": "so", "output_index": 1,
+         "command_index": 1, "delta": {"stdout": "/tmp\n", "stderr": 5}},
+        {"type": "response.shell_call_output_content.delta", "item_id": "so", "output_index": 1,
+         "command_index": 1, "delta": {"stdout": "x"}},
+        {"type": "response.shell_call_output_content.delta", "item_id": "so", "output_index": 1,
+         "command_index": 10_000, "delta": {"stdout": "ignored: index too far"}},
+        completed(),
+    )
+    result = checker.assembler.result()
+    assert result.output[0]["action"] == {"commands": ["ls", "pwd"]}
+    assert result.output[1]["output"][1] == {"stdout": "/tmp\nx", "stderr": ""}
+    assert codes == ["item.not_done"]  # the shell_call_output item was never done
+
+
+def test_shell_output_done_replaces_and_bad_output_shape_is_ignored() -> None:
+    asm = Assembler()
+    for e in events(
+        {"type": "response.shell_call_output_content.delta", "item_id": "so", "output_index": 0, "command_index": 0,
+         "delta": {"stdout": "a"}},
+        {"type": "response.shell_call_output_content.done", "item_id": "so", "output_index": 0,
+         "output": [{"stdout": "all", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]},
+        {"type": "response.output_item.done", "output_index": 1, "item": {"type": "shell_call_output", "output": 3}},
+        {"type": "response.shell_call_output_content.delta", "item_id": "x", "output_index": 1, "delta": {}},
+    ):
+        asm.feed(e)
+    out = asm.materialize()
+    assert out[0]["output"][0]["stdout"] == "all" and out[1]["output"] == 3
+
+
+def test_annotations_replace_at_index_and_args_done_sets_name() -> None:
+    ann = {"type": "url_citation", "url": "u"}
+    checker, codes = check_all(
+        CREATED,
+        {"type": "response.output_item.added", "output_index": 0, "item": {"id": "m", "type": "message"}},
+        {"type": "response.output_text.annotation.added", "item_id": "m", "output_index": 0, "content_index": 0,
+         "annotation_index": 0, "annotation": ann},
+        {"type": "response.output_text.annotation.added", "item_id": "m", "output_index": 0, "content_index": 0,
+         "annotation_index": 0, "annotation": {**ann, "url": "v"}},
+        {"type": "response.output_text.annotation.added", "item_id": "m", "output_index": 0, "content_index": 0},
+        {"type": "response.output_item.added", "output_index": 1, "item": {"id": "f", "type": "function_call"}},
+        {"type": "response.function_call_arguments.done", "item_id": "f", "output_index": 1, "arguments": "{}",
+         "name": "fn"},
+        {"type": "response.function_call_arguments.done", "item_id": "f", "output_index": 1, "arguments": "{}"},
+    )
+    result = checker.assembler.result()
+    assert result.output[0]["content"][0]["annotations"] == [{**ann, "url": "v"}]
+    assert result.tool_calls[0]["name"] == "fn"
+    assert codes == ["lifecycle.no_terminal"]
+
+
+def test_done_item_with_odd_parts_and_content_in_added() -> None:
+    asm = Assembler()
+    for e in events(
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": "m", "type": "message", "content": [{"type": "output_text", "text": "pre"}, "junk"]}},
+        {"type": "response.output_item.done", "output_index": 0,
+         "item": {"id": "m", "type": "message", "content": ["junk", {"type": "output_text", "text": "final"}],
+                  "summary": ["junk"]}},
+    ):
+        asm.feed(e)
+    content = asm.materialize()[0]["content"]
+    assert [p["text"] for p in content] == ["pre", "final"]
+
+
+def test_output_mismatch_details() -> None:
+    base = [
+        CREATED,
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"id": "f", "type": "function_call", "call_id": "c", "name": "a", "arguments": ""}},
+        {"type": "response.output_item.done", "output_index": 0,
+         "item": {"id": "f", "type": "function_call", "call_id": "c", "name": "a", "arguments": "{}"}},
+    ]
+    _, codes = check_all(*base, completed(output=[{"id": "f", "type": "function_call", "name": "b"}, "x"],
+                                          output_text="extra"))
+    assert codes == ["completed.output_mismatch"]
+    checker = RuleChecker()
+    for e in events(*base, completed(output=[{"id": "f", "type": "function_call", "name": "b"}, "x"],
+                                     output_text="extra")):
+        found = checker.check(e)
+    message = found[0].message
+    assert "2 output items, 1 assembled" in message and "output[0].name differs" in message
+    assert "output_text differs" in message
+    _, codes = check_all(*base, completed(output=[{"id": "f", "type": "function_call", "name": "a"}]))
+    assert codes == []
+
+
+def test_item_done_twice_and_summary_before_added() -> None:
+    _, codes = check_all(
+        CREATED,
+        {"type": "response.output_item.added", "output_index": 0, "item": {"id": "f", "type": "function_call"}},
+        {"type": "response.output_item.done", "output_index": 0, "item": {"id": "f", "type": "function_call"}},
+        {"type": "response.output_item.done", "output_index": 0, "item": {"id": "f", "type": "function_call"}},
+        {"type": "response.reasoning_summary_part.added", "item_id": "r", "output_index": 1, "summary_index": 0,
+         "part": {"type": "summary_text", "text": ""}},
+        {"type": "response.reasoning_summary_text.delta", "item_id": "r", "output_index": 1, "summary_index": 0,
+         "delta": "x"},
+        {"type": "response.reasoning_summary_text.done", "item_id": "r", "output_index": 1, "summary_index": 0,
+         "text": "x"},
+        {"type": "response.reasoning_summary_text.delta", "item_id": "r", "output_index": 1, "summary_index": 0,
+         "delta": "late"},
+        completed(),
+    )
+    assert codes == ["item.delta_after_done", "item.delta_before_added", "item.delta_after_done", "item.not_done"]
+
+
+def test_error_then_failed_with_odd_status_is_failed() -> None:
+    asm = Assembler()
+    for e in events(CREATED, {"type": "error", "code": "boom", "message": "m"},
+                    {"type": "response.failed", "response": {"status": "weird"}}):
+        asm.feed(e)
+    assert asm.status() == "failed" and asm.result().error == {"code": "boom", "message": "m"}
+
+
+def test_standalone_checker_fast_path_feeds_its_assembler() -> None:
+    delta = {"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0,
+             "delta": "a"}
+    checker, codes = check_all(
+        CREATED,
+        {"type": "response.output_item.added", "output_index": 0, "item": {"id": "m", "type": "message"}},
+        delta, delta, delta,
+        {"type": "response.output_text.done", "item_id": "m", "output_index": 0, "content_index": 0, "text": "aaa"},
+        {"type": "response.output_item.done", "output_index": 0, "item": {"id": "m", "type": "message"}},
+        completed(),
+    )
+    assert codes == [] and checker.assembler.result().streamed_text == "aaa"
+
+
+def test_unlocatable_events_do_not_crash_the_rules() -> None:
+    _, codes = check_all(
+        CREATED,
+        {"type": "response.output_text.delta", "delta": "x"},
+        {"type": "response.function_call_arguments.done", "arguments": "{}"},
+        {"type": "response.output_item.added", "item": {"id": "n", "type": "message"}},
+        {"type": "response.output_item.done", "item": {"id": "n", "type": "message"}},
+        completed(),
+    )
+    assert codes[:3] == ["envelope.missing_field"] * 3
