@@ -171,3 +171,11 @@ def test_dunder_all_is_complete() -> None:
     public = {name for name in vars(sse) if not name.startswith("_")} - {"annotations", "re", "msgspec"}
     public -= {"BadInputError", "EventTooLarge", "Final", "NoReturn"}
     assert public == set(sse.__all__)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "exact"])
+def test_many_distinct_event_names_past_the_name_cache(fast: bool) -> None:
+    # The name caches are bounded; names past the bound must still decode right.
+    wire = b"".join(b"event: ev%d\ndata: %d\n\n" % (i, i) for i in range(1500))
+    msgs, _, _ = decode([wire], fast=fast)
+    assert [(m.event, m.data) for m in msgs] == [(f"ev{i}", b"%d" % i) for i in range(1500)]

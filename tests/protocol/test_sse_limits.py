@@ -23,7 +23,7 @@ def feed_all(dec: SSEDecoder, chunks: list[bytes]) -> list[bytes]:
 @pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"], ids=["lf", "crlf", "cr"])
 def test_block_exactly_at_the_limit_passes_one_more_byte_fails(step: int, fast: bool, newline: bytes) -> None:
     # Block size = its bytes up to and including its last line's terminator (not the blank line).
-    first = b"data: ok" + newline + newline
+    first = b"data: ok" + newline + newline + newline  # an extra blank line must not count toward the next block
     block = b"event: e" + newline + b"data: " + b"x" * 20 + newline
     limit = len(block)
     for extra, fails in ((b"", False), (b"y", True)):

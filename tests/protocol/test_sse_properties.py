@@ -4,10 +4,13 @@ any chunking, and a tiny independent reference written straight from WHATWG §9.
 from __future__ import annotations
 
 import re
+from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from respstream.protocol import sse
 from respstream.protocol.sse import SSEDecoder, SSEMessage
 
 # Pieces the vectors are made of: field names (right and near-miss), separators, every line ending, BOM, NUL,
@@ -160,3 +163,24 @@ def test_well_formed_streams(blocks: list[tuple[str | None, str | None, str]], c
     got = run(cut(wire, points), fast=True)
     assert ([(m.event, m.text, m.id) for m in got[0]], got[1], got[2]) == expected
     assert got == run([wire], fast=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(wire=STREAM, window=st.integers(min_value=1, max_value=40), points=st.lists(st.integers(0, 10_000), max_size=3))
+def test_small_fast_path_window(wire: bytes, window: int, points: list[int]) -> None:
+    # The fast path splits 64 KiB windows; shrink the window so blocks straddle window edges and outgrow windows.
+    expected = run([wire], fast=False)
+    with mock.patch.object(sse, "_WINDOW", window):
+        assert run([wire], fast=True) == expected
+        assert run(cut(wire, points), fast=True) == expected
+
+
+@pytest.mark.parametrize("delta", [-3, -2, -1, 0, 1, 2])
+def test_blocks_around_the_real_window_size(delta: int) -> None:
+    small = b"event: e\ndata: 1\n\n"
+    big = b"event: big\ndata: " + b"x" * (sse._WINDOW + delta - 18) + b"\n\n"
+    for lead in (0, 1, 17, 1000):
+        wire = small * lead + big + small * 3 + big + small
+        expected = run([wire], fast=False)
+        assert len(expected[0]) == lead + 6
+        assert run([wire], fast=True) == expected

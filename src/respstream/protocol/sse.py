@@ -50,8 +50,13 @@ _LINE_END: Final = re.compile(rb"\r\n?|\n")
 # A partial block up to this size is kept raw and re-joined with the next chunk, so the fast path can see whole
 # blocks; anything bigger is parsed line by line at once so no byte is copied more than a bounded number of times.
 _RAW_TAIL_MAX: Final = 16 * 1024
+# The fast path splits at most this many bytes at a time; a block that does not fit goes to the exact path.
+_WINDOW: Final = 64 * 1024
 _NAME_CACHE_MAX: Final = 512
+# Bytes as ints: `_LF in data` is a memchr (see _fast).
 _LF: Final = 10
+_LF_DATA: Final = b"\ndata: "
+_CRLF_DATA: Final = b"\r\ndata: "
 _CR: Final = 13
 
 
@@ -140,7 +145,7 @@ class SSEDecoder:
     @property
     def retry(self) -> int | None:
         """The reconnection time (ms) set by the last valid ``retry`` field, or ``None``."""
-        if self._block_start < 0 and b"retry" in self._buf:
+        if self._block_start < 0 and self._buf.find(b"retry") >= 0:
             # The fast path leaves a partial block unparsed; a complete retry line in it already counts.
             self._flush()
         return self._retry
@@ -169,25 +174,28 @@ class SSEDecoder:
             skip = 3 if head.startswith(_BOM) else 0
             self._buf = b""
             self._buf_off = skip
-            self._run(head[skip:] if skip else head, skip)
+            self._parse(head[skip:] if skip else head, skip)
             return
         if buf:
-            if b"\n" not in chunk and b"\r" not in chunk:
+            if _LF not in chunk and _CR not in chunk:
                 # No line ends here: nothing new to parse. Stash it instead of re-copying a long pending line.
                 self._parts.append(chunk)
                 start = self._block_start if self._block_start >= 0 else self._buf_off
                 if self.bytes_seen - start > self.max_event_size:
                     self._fail(start)
                 return
+            self._buf = b""
             if self._parts:
                 data = b"".join((buf, *self._parts, chunk))
                 self._parts = []
-            else:
-                data = buf + chunk
-            self._buf = b""
+                # A long line ends here: find its end with memchr (exact path) rather than by splitting the
+                # whole line on a two-byte separator (fast path), which is far slower per byte.
+                self._parse(data, self._buf_off, True)
+                return
+            data = buf + chunk
         else:
             data = chunk
-        self._run(data, self._buf_off)
+        self._parse(data, self._buf_off)
 
     def events(self) -> list[SSEMessage]:
         """Return the messages completed so far, in stream order, and forget them."""
@@ -203,32 +211,27 @@ class SSEDecoder:
         if self._error is None and self._block_start < 0 and self._buf:
             self._flush()
         self._closed = True
-        self._buf = b""
+        self._buf = b""  # drop the unterminated block (feed() refuses more bytes, so no other state matters)
         self._parts = []
         self._data = []
-        self._event = b""
-        self._id_buf = self.last_event_id
-        self._block_start = -1
 
     # -- driver -------------------------------------------------------------------------------------------------
 
-    def _run(self, data: bytes, base: int) -> None:
+    def _parse(self, data: bytes, base: int, slow_first: bool = False) -> None:
         """Parse ``data`` (which starts at a line start, at stream offset ``base``) and keep what stays partial."""
-        try:
-            self._parse(data, base)
-        except EventTooLarge as exc:
-            self._error = exc
-            raise
-
-    def _parse(self, data: bytes, base: int) -> None:
         pos = 0
         n = len(data)
         if self._cr:
             self._cr = False
             if data[0] == _LF:
                 pos = 1  # the LF of a CRLF split across chunks: the line already ended
-        sep = self._fast_sep(data, pos) if self._use_fast else None
-        if sep is not None and self._block_start >= 0 and pos < n:
+        if not self._use_fast:
+            sep = None
+        elif _CR not in data:
+            sep = b"\n"
+        else:
+            sep = self._crlf_only(data, pos)
+        if sep is not None and (self._block_start >= 0 or slow_first) and pos < n:
             # Finish the block the exact path was in the middle of, then go fast from the next block.
             pos, dispatched = self._slow(data, pos, base, True)
             if not dispatched:
@@ -246,10 +249,8 @@ class SSEDecoder:
             self._fail(start)
 
     @staticmethod
-    def _fast_sep(data: bytes, pos: int) -> bytes | None:
-        """The line separator when the whole buffer uses one kind consistently, else ``None`` (exact path)."""
-        if data.find(b"\r", pos) < 0:
-            return b"\n"
+    def _crlf_only(data: bytes, pos: int) -> bytes | None:
+        """``b"\\r\\n"`` when every line end in ``data[pos:]`` is a CRLF (fast path), else ``None`` (exact path)."""
         crlf = data.count(b"\r\n", pos)
         if crlf == data.count(b"\r", pos) and crlf == data.count(b"\n", pos):
             return b"\r\n"
@@ -280,27 +281,51 @@ class SSEDecoder:
     # -- fast path ----------------------------------------------------------------------------------------------
 
     def _fast(self, data: bytes, pos: int, base: int, sep: bytes) -> int:
-        """Parse every complete block of ``data[pos:]``, whose lines all end with ``sep`` (LF, or CRLF).
+        """Parse the complete blocks of ``data[pos:]``, whose lines all end with ``sep`` (LF, or CRLF).
 
-        One ``split`` cuts all blocks out in C. The two shapes servers send (``data: X`` and ``event: T`` +
-        ``data: X``) are recognised with one or two C calls each; any other block goes through the exact field
-        parser (``_line``), a block at a time. Returns the offset in ``data`` of the partial block left over.
+        ``split`` cuts the blocks of a window out in C (windows keep a block too big for one away from the
+        two-byte search, which is slow per byte; the exact path finds its lines with memchr instead). The two shapes
+        servers send (``data: X`` and ``event: T`` + ``data: X``) are recognised with a few C calls each; any other
+        block goes through the exact field parser (``_line``), a block at a time. Returns the offset in ``data``
+        where parsing stopped: the start of a partial block (or, after a huge block, of an unfinished line).
         """
+        n = len(data)
+        k = len(sep)
+        while True:
+            stop = pos + _WINDOW
+            region = data[pos:stop] if stop < n else data[pos:] if pos else data
+            blocks = region.split(sep + sep)
+            tail = blocks.pop()
+            if blocks:
+                self._blocks(blocks, base + pos, sep)
+            pos += len(region) - len(tail)
+            if tail.startswith(sep):
+                pos += k  # a blank line at a block boundary: nothing to do
+            if stop >= n:
+                return pos
+            if not blocks:
+                # The block at pos is longer than a window: the exact path parses it.
+                pos, dispatched = self._slow(data, pos, base, True)
+                if not dispatched:
+                    return pos
+
+    def _blocks(self, blocks: list[bytes], at: int, sep: bytes) -> None:
+        """Dispatch complete blocks (``at``: stream offset of the first one, each followed by two ``sep``)."""
         k = len(sep)
         kk = k + k
-        blocks = (data[pos:] if pos else data).split(sep + sep)
-        tail = blocks.pop()
         emit = self._events.append
         heads = self._heads
         limit = self.max_event_size - k  # a block's size counts its last line's terminator
-        marker = sep + b"data: "
+        marker = _LF_DATA if k == 1 else _CRLF_DATA
+        # Whether a piece holds a line end, as an int: `int in bytes` is a memchr, while `bytes in bytes` first
+        # tries int(needle) and swallows a TypeError (20x slower). In CRLF mode every CR starts a CRLF.
+        end = sep[0]
         last_id = self.last_event_id
-        at = base + pos
         for block in blocks:
             size = len(block)
             if size <= limit:
                 if block.startswith(b"data: "):
-                    if sep not in block:
+                    if end not in block:
                         emit(SSEMessage("message", block[6:], last_id, at))
                         at += size + kk
                         continue
@@ -308,9 +333,9 @@ class SSEDecoder:
                     head, found, payload = block.partition(marker)
                     if found:
                         name = heads.get(head)
-                        if name is None and head.startswith(b"event:") and sep not in head:
+                        if name is None and head.startswith(b"event:") and end not in head:
                             name = self._head(head)
-                        if name is not None and sep not in payload:
+                        if name is not None and end not in payload:
                             emit(SSEMessage(name, payload, last_id, at))
                             at += size + kk
                             continue
@@ -320,9 +345,6 @@ class SSEDecoder:
                 last_id = self.last_event_id
             at += size + kk
         self.last_event_id = self._id_buf = last_id
-        if tail.startswith(sep):
-            return len(data) - len(tail) + k  # a blank line at a block boundary: nothing to do
-        return len(data) - len(tail)
 
     def _head(self, line: bytes) -> str:
         """The event name of a lone ``event:`` line, cached by the whole line."""
@@ -405,7 +427,7 @@ class SSEDecoder:
         elif field == b"event":
             self._event = value
         elif field == b"id":
-            if b"\0" not in value:
+            if 0 not in value:
                 self._id_buf = value.decode("utf-8", "replace")
         elif field == b"retry" and value.isdigit():  # bytes.isdigit(): ASCII 0-9 only, and not empty
             self._retry = _parse_retry(value)
