@@ -115,6 +115,8 @@ class Pipeline:
         self.max_tool_rounds = max_tool_rounds
         self.cancel_code = "cancelled"
         self.cancel_message = "The response was cancelled."
+        self.started = False
+        self.cancel_requested = False
         self._usage = Usage()
         self._on_tool = on_tool
         server_names = tools.names()
@@ -126,8 +128,11 @@ class Pipeline:
     async def run(self) -> None:
         """Produce the whole response; always ends with exactly one terminal event in the store."""
         w = self.writer
+        self.started = True
         try:
             try:
+                if self.cancel_requested:
+                    raise asyncio.CancelledError
                 if not self.pinned:
                     d = self.decision
                     w.routing(model_id=d.model_id, category=d.category, source=d.source, reasoning=d.reasoning)
