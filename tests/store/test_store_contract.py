@@ -146,7 +146,7 @@ async def test_resume_on_another_instance_from_every_point(store_factory: StoreF
 
     async def generate() -> None:
         async with writer_store.hold_lease(record.id):
-            await write_log(writer_store, record.id, total, 5, pause=0.001)
+            await write_log(writer_store, record.id, total, 20, pause=0.002)
 
     writer = asyncio.create_task(generate())
     if phase == "after-finish":

@@ -1,0 +1,381 @@
+"""The Redis store: many gateway instances share logs, a reader resumes on any of them, a crash ends no reader.
+
+How this works:
+- Each response is a Redis Stream whose entry ids are ``0-<seq+1>``, so ``XREAD ... 0-<after+1>`` resumes exactly
+  after a sequence number, on any instance. A batch is one ``EVALSHA`` of ``redis_scripts.APPEND`` (one round trip,
+  checked as a whole before anything is written: duplicates and appends after the terminal are refused).
+- ``tail()`` blocks in ``XREAD BLOCK`` for at most half a lease interval; when that times out it looks at the record:
+  gone -> stop; leased, lease expired, no terminal -> append ``worker_lost`` through the same script in ``lost`` mode,
+  which re-checks everything atomically, so however many readers notice at once there is exactly one terminal, at
+  last + 1. Deleting leaves a tombstone entry so blocked readers wake and stop.
+- Every key gets the retention as TTL (the log inherits the record's remaining TTL on each append); ``expire()``
+  additionally deletes by ``created_at`` and ends lost logs nobody is reading.
+- Redis down: every call raises ``StoreUnavailable`` within the socket timeouts (connect 1 s, commands 2 s);
+  redis-py reconnects on the next call once it is back. Standalone Redis only (not Cluster): a few index keys
+  (responses by age, leased responses, an instance's responses) sit outside the per-response hash tag.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import msgspec
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from respstream.server.store import redis_scripts as lua
+from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, StoreUnavailable
+from respstream.server.store.lease import lost_record, renewing, worker_lost_entries
+from respstream.server.store.redis_watch import StreamWatch
+
+__all__ = ["RedisStore"]
+
+_encode = msgspec.json.Encoder().encode
+_decode_record = msgspec.json.Decoder(ResponseRecord).decode
+_decode_item = msgspec.json.Decoder(dict[str, Any]).decode
+_TAIL_BATCH = 1000
+
+
+@contextlib.contextmanager
+def _guard() -> Iterator[None]:
+    try:
+        yield
+    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        raise StoreUnavailable(f"Redis is unavailable: {exc}") from exc
+
+
+def _entries(raw: list[tuple[bytes, dict[bytes, bytes]]]) -> tuple[list[LogEntry], bool]:
+    """Stream entries -> log entries, and whether a deletion tombstone was among them."""
+    out: list[LogEntry] = []
+    for entry_id, fields in raw:
+        if b"gone" in fields:
+            return out, True
+        seq = int(entry_id.split(b"-", 1)[1]) - 1
+        out.append(LogEntry(seq, fields[b"t"].decode(), fields[b"d"], fields[b"x"] == b"1"))
+    return out, False
+
+
+class RedisStore:
+    """Event logs in Redis Streams. ``instance_id`` names this gateway instance as a lease holder.
+
+    Raises ``StoreUnavailable`` from every method when Redis cannot be reached.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        instance_id: str | None = None,
+        lease_seconds: float = 10.0,
+        retention_seconds: float = 86400,
+        history_limit: int | None = None,
+        prefix: str = "respstream:",
+        max_tails: int = 10_000,
+    ) -> None:
+        self.instance_id = instance_id or uuid.uuid4().hex
+        self.lease_seconds = lease_seconds
+        self.retention_seconds = retention_seconds
+        self.history_limit = history_limit
+        self.prefix = prefix
+        self._lease_ms = max(1, int(lease_seconds * 1000))
+        self._block_ms = max(20, self._lease_ms // 2)
+        common: dict[str, Any] = {"socket_connect_timeout": 1.0, "retry": Retry(NoBackoff(), 1)}
+        # Commands share a bounded pool and wait (up to 2 s) for a free connection under bursts.
+        self._pool = aioredis.BlockingConnectionPool.from_url(
+            url, max_connections=64, timeout=2.0, socket_timeout=2.0, **common
+        )
+        self._r = aioredis.Redis(connection_pool=self._pool, **common)
+        # Every tail blocked in XREAD holds a connection of its own, up to `max_tails`; their socket timeout must
+        # exceed the block time (half a lease).
+        self._rb = aioredis.from_url(
+            url, socket_timeout=self._block_ms / 1000 + 2.0, max_connections=max_tails, **common
+        )
+        self._closed = False
+        self._watches: dict[str, StreamWatch] = {}
+        self._append = self._r.register_script(lua.APPEND)
+        self._delete = self._r.register_script(lua.DELETE)
+        self._update = self._r.register_script(lua.UPDATE)
+        self._take = self._r.register_script(lua.TAKE)
+        self._renew = self._r.register_script(lua.RENEW)
+        self._release = self._r.register_script(lua.RELEASE)
+
+    @contextlib.contextmanager
+    def _io(self) -> Iterator[None]:
+        if self._closed:  # a closed client would quietly reconnect; a closed store must not
+            raise StoreUnavailable("the Redis store is closed")
+        with _guard():
+            yield
+
+    # --- keys -----------------------------------------------------------------------------------------------------
+
+    def _keys(self, response_id: str) -> tuple[str, str, str]:
+        tag = f"{self.prefix}{{{response_id}}}"
+        return f"{tag}:rec", f"{tag}:log", f"{tag}:lease"
+
+    @property
+    def _by_age(self) -> str:
+        return f"{self.prefix}responses"
+
+    @property
+    def _leased(self) -> str:
+        return f"{self.prefix}leased"
+
+    def _instance(self, instance_id: str) -> str:
+        return f"{self.prefix}instance:{instance_id}"
+
+    def _conv(self, conversation_id: str) -> str:
+        return f"{self.prefix}conv:{conversation_id}"
+
+    # --- records --------------------------------------------------------------------------------------------------
+
+    async def create(self, record: ResponseRecord) -> None:
+        rec, _, _ = self._keys(record.id)
+        ttl = int(self.retention_seconds * 1000)
+        with self._io():
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.delete(rec)
+                pipe.hset(rec, mapping={"json": _encode(record), "last": -1})
+                pipe.pexpire(rec, ttl)
+                pipe.zadd(self._by_age, {record.id: record.created_at})
+                if record.instance_id is not None:
+                    pipe.sadd(self._instance(record.instance_id), record.id)
+                    pipe.pexpire(self._instance(record.instance_id), ttl)
+                await pipe.execute()
+
+    async def get(self, response_id: str) -> ResponseRecord | None:
+        with self._io():
+            data = await self._r.hget(self._keys(response_id)[0], "json")
+        return None if data is None else _decode_record(data)
+
+    async def update(self, record: ResponseRecord) -> None:
+        """Replace the record; a no-op when it was deleted meanwhile."""
+        with self._io():
+            await self._update(keys=[self._keys(record.id)[0]], args=[_encode(record)])
+
+    async def delete(self, response_id: str) -> bool:
+        with self._io():
+            existed = await self._delete(keys=list(self._keys(response_id)))
+            await self._r.zrem(self._by_age, response_id)
+        return bool(existed)
+
+    # --- the log --------------------------------------------------------------------------------------------------
+
+    async def _run_append(self, response_id: str, entries: list[LogEntry], mode: str = "append",
+                          expect_last: int = -1, record_json: bytes = b"") -> str:
+        args: list[Any] = [mode, expect_last, record_json, response_id]
+        for e in entries:
+            args += [e.sequence_number, e.type, e.data, "1" if e.terminal else "0"]
+        with self._io():
+            result = await self._append(keys=[*self._keys(response_id), self._leased], args=args)
+        return result.decode() if isinstance(result, bytes) else str(result)
+
+    async def append(self, response_id: str, entries: list[LogEntry]) -> None:
+        if not entries:
+            return
+        result = await self._run_append(response_id, entries)
+        if result == "missing":
+            raise KeyError(response_id)
+        if result == "ended":
+            raise SequenceConflict(f"response {response_id}: the log has already ended")
+        if result == "dup":
+            raise SequenceConflict(
+                f"response {response_id}: sequence numbers {entries[0].sequence_number}.."
+                f"{entries[-1].sequence_number} are not after the last one in the log"
+            )
+
+    async def read(self, response_id: str, after: int = -1, limit: int | None = None) -> list[LogEntry]:
+        rec, log, _ = self._keys(response_id)
+        with self._io():
+            async with self._r.pipeline(transaction=False) as pipe:
+                pipe.exists(rec)
+                pipe.xrange(log, min=f"0-{after + 2}", max="+", count=limit)
+                exists, raw = await pipe.execute()
+        if not exists:
+            return []
+        return _entries(raw)[0]
+
+    async def _state(self, response_id: str) -> tuple[bool, int | None]:
+        """(exists, terminal sequence number)."""
+        with self._io():
+            term = await self._r.hmget(self._keys(response_id)[0], ["last", "term"])
+        return term[0] is not None, None if term[1] is None else int(term[1])
+
+    async def _step(self, response_id: str, after: int) -> tuple[bool, int | None, list[LogEntry], bool]:
+        """One round trip: (exists, terminal seq, entries after ``after``, tombstone seen)."""
+        rec, log, _ = self._keys(response_id)
+        with self._io():
+            async with self._r.pipeline(transaction=False) as pipe:
+                pipe.hmget(rec, ["last", "term"])
+                pipe.xrange(log, min=f"0-{after + 2}", max="+", count=_TAIL_BATCH)
+                (last, term), raw = await pipe.execute()
+        if last is None:  # deleted or expired: the stream may linger a little with its tombstone
+            return False, None, [], True
+        batch, gone = _entries(raw)
+        return True, None if term is None else int(term), batch, gone
+
+    async def tail(self, response_id: str, after: int = -1) -> AsyncIterator[LogEntry]:
+        """See ``Store.tail``. Also ends lost logs (expired lease, no terminal) with ``worker_lost``.
+
+        Catches up with plain reads on the shared pool; readers level with the writer wait on the response's
+        ``StreamWatch`` (one blocking ``XREAD`` per response per process).
+        """
+        last = after
+        while True:
+            exists, term, batch, gone = await self._step(response_id, last)
+            for entry in batch:
+                yield entry
+                last = entry.sequence_number
+                if entry.terminal:
+                    return
+            if gone or not exists or (term is not None and term <= last):
+                return
+            if batch:
+                continue
+            while batch := await self._watch(response_id, last).wait_beyond(last):
+                for entry in batch:
+                    yield entry
+                    last = entry.sequence_number
+                    if entry.terminal:
+                        return
+            # [] : we fell behind the watch's batch, or it ended (terminal, deleted, lost): re-read
+
+    def _watch(self, response_id: str, last: int) -> StreamWatch:
+        watch = self._watches.get(response_id)
+        if watch is None or watch.done:
+            log = self._keys(response_id)[1]
+
+            async def read(top: int) -> tuple[list[LogEntry], bool] | None:
+                with self._io():
+                    reply: Any = await self._rb.xread({log: f"0-{top + 1}"}, count=_TAIL_BATCH, block=self._block_ms)
+                return _entries(reply[0][1]) if reply else None
+
+            async def on_idle() -> bool:  # quiet for half a lease: is the log lost, or gone?
+                await self._end_if_lost(response_id)
+                return (await self._state(response_id))[0]
+
+            def on_exit(done: StreamWatch) -> None:
+                if self._watches.get(response_id) is done:
+                    del self._watches[response_id]
+
+            watch = self._watches[response_id] = StreamWatch(read, on_idle, on_exit, last)
+        return watch
+
+    # --- leases, recovery, retention ------------------------------------------------------------------------------
+
+    async def _end_if_lost(self, response_id: str, *, force: bool = False) -> bool:
+        """Append ``worker_lost`` when the log is lost (or, with ``force``, merely unfinished). True if we did."""
+        rec, _, lease = self._keys(response_id)
+        for _ in range(5):  # only loops when the writer moved between our look and the script
+            with self._io():
+                async with self._r.pipeline(transaction=False) as pipe:
+                    pipe.hmget(rec, ["json", "last", "term", "leased"])
+                    pipe.exists(lease)
+                    (data, last, term, leased), held = await pipe.execute()
+            if data is None or term is not None:
+                return False
+            if not force and (leased != b"1" or held):
+                return False
+            record = _decode_record(data)
+            seq = int(last) + 1
+            entries = worker_lost_entries(record, seq)
+            result = await self._run_append(
+                response_id, entries, "force" if force else "lost", seq - 1, _encode(lost_record(record))
+            )
+            if result != "moved":
+                return result == "ok"
+        return False
+
+    @contextlib.asynccontextmanager
+    async def hold_lease(self, response_id: str) -> AsyncIterator[None]:
+        """See ``Store.hold_lease``. Raises ``KeyError`` when the response does not exist."""
+        rec, _, lease = self._keys(response_id)
+        with self._io():
+            taken = await self._take(keys=[rec, lease, self._leased],
+                                     args=[self.instance_id, self._lease_ms, response_id])
+        if not taken:
+            raise KeyError(response_id)
+
+        async def renew() -> None:
+            with self._io():
+                await self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms])
+
+        try:
+            async with renewing(renew, self.lease_seconds / 3):
+                yield
+        finally:
+            with contextlib.suppress(StoreUnavailable), self._io():
+                await self._release(keys=[lease], args=[self.instance_id])
+
+    async def recover(self, instance_id: str) -> int:
+        key = self._instance(instance_id)
+        with self._io():
+            members: set[bytes] = await self._r.smembers(key)  # type: ignore[assignment]
+        ended = 0
+        for raw in members:
+            response_id = raw.decode()
+            if await self._end_if_lost(response_id, force=True):
+                ended += 1
+            with self._io():
+                await self._r.srem(key, response_id)  # finished, ended now, or gone: nothing left to recover
+        return ended
+
+    async def expire(self, now: float | None = None) -> int:
+        cutoff = (time.time() if now is None else now) - self.retention_seconds
+        with self._io():
+            old: list[bytes] = await self._r.zrangebyscore(self._by_age, "-inf", f"({cutoff}")  # type: ignore[assignment]
+            stale: list[bytes] = await self._r.zrangebyscore(  # type: ignore[assignment]
+                f"{self.prefix}conversations", "-inf", f"({cutoff}"
+            )
+            leased: set[bytes] = await self._r.smembers(self._leased)  # type: ignore[assignment]
+        deleted = 0
+        for raw in old:
+            deleted += await self.delete(raw.decode())
+        with self._io():
+            for raw in stale:
+                await self._r.delete(self._conv(raw.decode()))
+                await self._r.zrem(f"{self.prefix}conversations", raw)
+        for raw in leased:
+            await self._end_if_lost(raw.decode())
+            exists, term = await self._state(raw.decode())
+            if not exists or term is not None:
+                with self._io():
+                    await self._r.srem(self._leased, raw)
+        return deleted
+
+    # --- conversations --------------------------------------------------------------------------------------------
+
+    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
+        with self._io():
+            raw = await self._r.lrange(self._conv(conversation_id), 0, -1)
+        return [_decode_item(item) for item in raw]
+
+    async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
+        if not items:
+            return
+        key = self._conv(conversation_id)
+        with self._io():
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.rpush(key, *[_encode(item) for item in items])
+                if self.history_limit is not None:
+                    pipe.ltrim(key, -self.history_limit, -1)
+                pipe.pexpire(key, int(self.retention_seconds * 1000))
+                pipe.zadd(f"{self.prefix}conversations", {conversation_id: time.time()})
+                await pipe.execute()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for watch in list(self._watches.values()):
+            watch.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch.task
+        await self._r.aclose()
+        await self._pool.aclose()
+        await self._rb.aclose()
