@@ -118,31 +118,31 @@ class ResponseEvent(Event, frozen=True, kw_only=True, omit_defaults=True):
     response: JSONObject | None = None
 
 
-class ResponseCreated(ResponseEvent, tag="response.created"):
+class ResponseCreated(ResponseEvent, tag="response.created", frozen=True):
     pass
 
 
-class ResponseQueued(ResponseEvent, tag="response.queued"):
+class ResponseQueued(ResponseEvent, tag="response.queued", frozen=True):
     pass
 
 
-class ResponseInProgress(ResponseEvent, tag="response.in_progress"):
+class ResponseInProgress(ResponseEvent, tag="response.in_progress", frozen=True):
     pass
 
 
-class ResponseCompleted(ResponseEvent, tag="response.completed"):
+class ResponseCompleted(ResponseEvent, tag="response.completed", frozen=True):
     pass
 
 
-class ResponseIncomplete(ResponseEvent, tag="response.incomplete"):
+class ResponseIncomplete(ResponseEvent, tag="response.incomplete", frozen=True):
     pass
 
 
-class ResponseFailed(ResponseEvent, tag="response.failed"):
+class ResponseFailed(ResponseEvent, tag="response.failed", frozen=True):
     pass
 
 
-class ErrorEvent(Event, tag="error"):
+class ErrorEvent(Event, tag="error", frozen=True):
     """Both wire shapes: flat ``code/message/param`` (spec, seed platform) and nested ``error: {...}`` (OpenAI wire)."""
 
     code: str | None = None
@@ -171,24 +171,24 @@ class ErrorEvent(Event, tag="error"):
 # --- items and parts (spec §2.3) ------------------------------------------------------------------------------------
 
 
-class OutputItemAdded(Event, tag="response.output_item.added"):
+class OutputItemAdded(Event, tag="response.output_item.added", frozen=True):
     output_index: int | None = None
     item: JSONObject | None = None
 
 
-class OutputItemDone(Event, tag="response.output_item.done"):
+class OutputItemDone(Event, tag="response.output_item.done", frozen=True):
     output_index: int | None = None
     item: JSONObject | None = None
 
 
-class ContentPartAdded(Event, tag="response.content_part.added"):
+class ContentPartAdded(Event, tag="response.content_part.added", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     content_index: int | None = None
     part: JSONObject | None = None
 
 
-class ContentPartDone(Event, tag="response.content_part.done"):
+class ContentPartDone(Event, tag="response.content_part.done", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     content_index: int | None = None
@@ -198,7 +198,7 @@ class ContentPartDone(Event, tag="response.content_part.done"):
 # --- text, refusal, annotations (spec §2.4) -------------------------------------------------------------------------
 
 
-class OutputTextDelta(Event, tag="response.output_text.delta"):
+class OutputTextDelta(Event, tag="response.output_text.delta", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     content_index: int | None = None
@@ -207,7 +207,7 @@ class OutputTextDelta(Event, tag="response.output_text.delta"):
     obfuscation: str | None = None
 
 
-class OutputTextDone(Event, tag="response.output_text.done"):
+class OutputTextDone(Event, tag="response.output_text.done", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     content_index: int | None = None
@@ -215,7 +215,7 @@ class OutputTextDone(Event, tag="response.output_text.done"):
     logprobs: list[Any] | None = None
 
 
-class OutputTextAnnotationAdded(Event, tag="response.output_text.annotation.added"):
+class OutputTextAnnotationAdded(Event, tag="response.output_text.annotation.added", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     content_index: int | None = None
@@ -223,7 +223,7 @@ class OutputTextAnnotationAdded(Event, tag="response.output_text.annotation.adde
     annotation: JSONObject | None = None
 
 
-class RefusalDelta(Event, tag="response.refusal.delta"):
+class RefusalDelta(Event, tag="response.refusal.delta", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     content_index: int | None = None
@@ -231,7 +231,7 @@ class RefusalDelta(Event, tag="response.refusal.delta"):
     obfuscation: str | None = None
 
 
-class RefusalDone(Event, tag="response.refusal.done"):
+class RefusalDone(Event, tag="response.refusal.done", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     content_index: int | None = None
@@ -241,28 +241,28 @@ class RefusalDone(Event, tag="response.refusal.done"):
 # --- function calls and custom tools (spec §2.5) --------------------------------------------------------------------
 
 
-class FunctionCallArgumentsDelta(Event, tag="response.function_call_arguments.delta"):
+class FunctionCallArgumentsDelta(Event, tag="response.function_call_arguments.delta", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     delta: str | None = None
     obfuscation: str | None = None
 
 
-class FunctionCallArgumentsDone(Event, tag="response.function_call_arguments.done"):
+class FunctionCallArgumentsDone(Event, tag="response.function_call_arguments.done", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     arguments: str | None = None
     name: str | None = None  # required by the spec, absent in every real capture
 
 
-class CustomToolCallInputDelta(Event, tag="response.custom_tool_call_input.delta"):
+class CustomToolCallInputDelta(Event, tag="response.custom_tool_call_input.delta", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     delta: str | None = None
     obfuscation: str | None = None
 
 
-class CustomToolCallInputDone(Event, tag="response.custom_tool_call_input.done"):
+class CustomToolCallInputDone(Event, tag="response.custom_tool_call_input.done", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     input: str | None = None
@@ -271,14 +271,14 @@ class CustomToolCallInputDone(Event, tag="response.custom_tool_call_input.done")
 # --- reasoning (spec §2.6) ------------------------------------------------------------------------------------------
 
 
-class ReasoningSummaryPartAdded(Event, tag="response.reasoning_summary_part.added"):
+class ReasoningSummaryPartAdded(Event, tag="response.reasoning_summary_part.added", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     summary_index: int | None = None
     part: JSONObject | None = None
 
 
-class ReasoningSummaryPartDone(Event, tag="response.reasoning_summary_part.done"):
+class ReasoningSummaryPartDone(Event, tag="response.reasoning_summary_part.done", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     summary_index: int | None = None
@@ -286,7 +286,7 @@ class ReasoningSummaryPartDone(Event, tag="response.reasoning_summary_part.done"
     status: str | None = None
 
 
-class ReasoningSummaryTextDelta(Event, tag="response.reasoning_summary_text.delta"):
+class ReasoningSummaryTextDelta(Event, tag="response.reasoning_summary_text.delta", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     summary_index: int | None = None
@@ -294,14 +294,14 @@ class ReasoningSummaryTextDelta(Event, tag="response.reasoning_summary_text.delt
     obfuscation: str | None = None
 
 
-class ReasoningSummaryTextDone(Event, tag="response.reasoning_summary_text.done"):
+class ReasoningSummaryTextDone(Event, tag="response.reasoning_summary_text.done", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     summary_index: int | None = None
     text: str | None = None
 
 
-class ReasoningTextDelta(Event, tag="response.reasoning_text.delta"):
+class ReasoningTextDelta(Event, tag="response.reasoning_text.delta", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     content_index: int | None = None
@@ -309,7 +309,7 @@ class ReasoningTextDelta(Event, tag="response.reasoning_text.delta"):
     obfuscation: str | None = None
 
 
-class ReasoningTextDone(Event, tag="response.reasoning_text.done"):
+class ReasoningTextDone(Event, tag="response.reasoning_text.done", frozen=True):
     item_id: str | None = None
     output_index: int | None = None
     content_index: int | None = None
@@ -326,60 +326,60 @@ class _ItemEvent(Event, frozen=True, kw_only=True, omit_defaults=True):
     output_index: int | None = None
 
 
-class WebSearchCallInProgress(_ItemEvent, tag="response.web_search_call.in_progress"):
+class WebSearchCallInProgress(_ItemEvent, tag="response.web_search_call.in_progress", frozen=True):
     pass
 
 
-class WebSearchCallSearching(_ItemEvent, tag="response.web_search_call.searching"):
+class WebSearchCallSearching(_ItemEvent, tag="response.web_search_call.searching", frozen=True):
     pass
 
 
-class WebSearchCallCompleted(_ItemEvent, tag="response.web_search_call.completed"):
+class WebSearchCallCompleted(_ItemEvent, tag="response.web_search_call.completed", frozen=True):
     pass
 
 
-class FileSearchCallInProgress(_ItemEvent, tag="response.file_search_call.in_progress"):
+class FileSearchCallInProgress(_ItemEvent, tag="response.file_search_call.in_progress", frozen=True):
     pass
 
 
-class FileSearchCallSearching(_ItemEvent, tag="response.file_search_call.searching"):
+class FileSearchCallSearching(_ItemEvent, tag="response.file_search_call.searching", frozen=True):
     pass
 
 
-class FileSearchCallCompleted(_ItemEvent, tag="response.file_search_call.completed"):
+class FileSearchCallCompleted(_ItemEvent, tag="response.file_search_call.completed", frozen=True):
     pass
 
 
-class CodeInterpreterCallInProgress(_ItemEvent, tag="response.code_interpreter_call.in_progress"):
+class CodeInterpreterCallInProgress(_ItemEvent, tag="response.code_interpreter_call.in_progress", frozen=True):
     pass
 
 
-class CodeInterpreterCallCodeDelta(_ItemEvent, tag="response.code_interpreter_call_code.delta"):
+class CodeInterpreterCallCodeDelta(_ItemEvent, tag="response.code_interpreter_call_code.delta", frozen=True):
     delta: str | None = None
     obfuscation: str | None = None
 
 
-class CodeInterpreterCallCodeDone(_ItemEvent, tag="response.code_interpreter_call_code.done"):
+class CodeInterpreterCallCodeDone(_ItemEvent, tag="response.code_interpreter_call_code.done", frozen=True):
     code: str | None = None
 
 
-class CodeInterpreterCallInterpreting(_ItemEvent, tag="response.code_interpreter_call.interpreting"):
+class CodeInterpreterCallInterpreting(_ItemEvent, tag="response.code_interpreter_call.interpreting", frozen=True):
     pass
 
 
-class CodeInterpreterCallCompleted(_ItemEvent, tag="response.code_interpreter_call.completed"):
+class CodeInterpreterCallCompleted(_ItemEvent, tag="response.code_interpreter_call.completed", frozen=True):
     pass
 
 
-class ImageGenerationCallInProgress(_ItemEvent, tag="response.image_generation_call.in_progress"):
+class ImageGenerationCallInProgress(_ItemEvent, tag="response.image_generation_call.in_progress", frozen=True):
     pass
 
 
-class ImageGenerationCallGenerating(_ItemEvent, tag="response.image_generation_call.generating"):
+class ImageGenerationCallGenerating(_ItemEvent, tag="response.image_generation_call.generating", frozen=True):
     pass
 
 
-class ImageGenerationCallPartialImage(_ItemEvent, tag="response.image_generation_call.partial_image"):
+class ImageGenerationCallPartialImage(_ItemEvent, tag="response.image_generation_call.partial_image", frozen=True):
     partial_image_b64: str | None = None
     partial_image_index: int | None = None
     background: str | None = None
@@ -388,68 +388,68 @@ class ImageGenerationCallPartialImage(_ItemEvent, tag="response.image_generation
     size: str | None = None
 
 
-class ImageGenerationCallCompleted(_ItemEvent, tag="response.image_generation_call.completed"):
+class ImageGenerationCallCompleted(_ItemEvent, tag="response.image_generation_call.completed", frozen=True):
     pass
 
 
-class McpListToolsInProgress(_ItemEvent, tag="response.mcp_list_tools.in_progress"):
+class McpListToolsInProgress(_ItemEvent, tag="response.mcp_list_tools.in_progress", frozen=True):
     pass
 
 
-class McpListToolsCompleted(_ItemEvent, tag="response.mcp_list_tools.completed"):
+class McpListToolsCompleted(_ItemEvent, tag="response.mcp_list_tools.completed", frozen=True):
     pass
 
 
-class McpListToolsFailed(_ItemEvent, tag="response.mcp_list_tools.failed"):
+class McpListToolsFailed(_ItemEvent, tag="response.mcp_list_tools.failed", frozen=True):
     pass
 
 
-class McpCallInProgress(_ItemEvent, tag="response.mcp_call.in_progress"):
+class McpCallInProgress(_ItemEvent, tag="response.mcp_call.in_progress", frozen=True):
     pass
 
 
-class McpCallArgumentsDelta(_ItemEvent, tag="response.mcp_call_arguments.delta"):
+class McpCallArgumentsDelta(_ItemEvent, tag="response.mcp_call_arguments.delta", frozen=True):
     delta: str | None = None
     obfuscation: str | None = None
 
 
-class McpCallArgumentsDone(_ItemEvent, tag="response.mcp_call_arguments.done"):
+class McpCallArgumentsDone(_ItemEvent, tag="response.mcp_call_arguments.done", frozen=True):
     arguments: str | None = None
 
 
-class McpCallCompleted(_ItemEvent, tag="response.mcp_call.completed"):
+class McpCallCompleted(_ItemEvent, tag="response.mcp_call.completed", frozen=True):
     pass
 
 
-class McpCallFailed(_ItemEvent, tag="response.mcp_call.failed"):
+class McpCallFailed(_ItemEvent, tag="response.mcp_call.failed", frozen=True):
     pass
 
 
-class ShellCallCommandAdded(Event, tag="response.shell_call_command.added"):
+class ShellCallCommandAdded(Event, tag="response.shell_call_command.added", frozen=True):
     output_index: int | None = None
     command_index: int | None = None
     command: str | None = None
 
 
-class ShellCallCommandDelta(Event, tag="response.shell_call_command.delta"):
+class ShellCallCommandDelta(Event, tag="response.shell_call_command.delta", frozen=True):
     output_index: int | None = None
     command_index: int | None = None
     delta: str | None = None
     obfuscation: str | None = None
 
 
-class ShellCallCommandDone(Event, tag="response.shell_call_command.done"):
+class ShellCallCommandDone(Event, tag="response.shell_call_command.done", frozen=True):
     output_index: int | None = None
     command_index: int | None = None
     command: str | None = None
 
 
-class ShellCallOutputContentDelta(_ItemEvent, tag="response.shell_call_output_content.delta"):
+class ShellCallOutputContentDelta(_ItemEvent, tag="response.shell_call_output_content.delta", frozen=True):
     command_index: int | None = None
     delta: JSONObject | None = None
 
 
-class ShellCallOutputContentDone(_ItemEvent, tag="response.shell_call_output_content.done"):
+class ShellCallOutputContentDone(_ItemEvent, tag="response.shell_call_output_content.done", frozen=True):
     command_index: int | None = None
     output: list[Any] | None = None
 
@@ -457,40 +457,40 @@ class ShellCallOutputContentDone(_ItemEvent, tag="response.shell_call_output_con
 # --- audio (spec §2.8; response-level, no item fields) --------------------------------------------------------------
 
 
-class AudioDelta(Event, tag="response.audio.delta"):
+class AudioDelta(Event, tag="response.audio.delta", frozen=True):
     delta: str | None = None
 
 
-class AudioDone(Event, tag="response.audio.done"):
+class AudioDone(Event, tag="response.audio.done", frozen=True):
     pass
 
 
-class AudioTranscriptDelta(Event, tag="response.audio.transcript.delta"):
+class AudioTranscriptDelta(Event, tag="response.audio.transcript.delta", frozen=True):
     delta: str | None = None
 
 
-class AudioTranscriptDone(Event, tag="response.audio.transcript.done"):
+class AudioTranscriptDone(Event, tag="response.audio.transcript.done", frozen=True):
     pass
 
 
 # --- the seed platform's own events (platform-eugpt.md) -------------------------------------------------------------
 
 
-class RoutingCompleted(Event, tag="response.routing.completed"):
+class RoutingCompleted(Event, tag="response.routing.completed", frozen=True):
     model_id: str | None = None
     category: str | None = None
     source: str | None = None
     reasoning: str | None = None
 
 
-class RewriteInProgress(Event, tag="response.rewrite.in_progress"):
+class RewriteInProgress(Event, tag="response.rewrite.in_progress", frozen=True):
     pass
 
 
 # --- anything else --------------------------------------------------------------------------------------------------
 
 
-class UnknownEvent(Event, tag="__unknown__"):
+class UnknownEvent(Event, tag="__unknown__", frozen=True):
     """An event whose ``type`` we do not know (``keepalive``, future events). Ignored by assembly, never fatal."""
 
     event_type: str = ""
