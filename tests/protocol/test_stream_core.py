@@ -191,3 +191,19 @@ def test_violations_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
     core.feed(b"".join(frame({"type": "response.created", "sequence_number": 0}) for _ in range(10)))
     core.close()
     assert len(core.violations) == 3 and core.violations_dropped == 8  # 9 duplicates, 1 field, no_terminal
+
+
+def test_reconnect_continues_across_the_seam_without_duplicates() -> None:
+    body = HEAD + delta(3, "a") + delta(4, "b")
+    core = StreamCore()
+    core.feed(body + delta(5, "c")[:10])  # the connection drops mid-event
+    assert [e.sequence_number for e in core.events()] == [0, 1, 2, 3, 4]
+    core.reconnect()
+    core.feed(delta(4, "b") + delta(5, "c"))  # the resumed stream overlaps by one event
+    core.feed(frame({"type": "response.completed", "sequence_number": 6, "response": {"status": "completed"}}))
+    core.close()
+    assert [e.sequence_number for e in core.events()] == [5, 6]
+    assert core.result.streamed_text == "abc"
+    assert [v.code for v in core.violations] == ["sequence.duplicate", "item.not_done"]
+    with pytest.raises(ValueError, match="after close"):
+        core.reconnect()

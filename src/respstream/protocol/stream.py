@@ -135,6 +135,18 @@ class StreamCore:
         self._report(self.rules.finish())
         self.assembler.compact()
 
+    def reconnect(self) -> None:
+        """A new connection continues the same response (a resume with ``starting_after``): start a fresh SSE
+        decoder (the old connection's unterminated block is dropped) and keep the sequencer, rules and assembly, so
+        events replayed across the seam are dropped as duplicates and nothing is delivered twice."""
+        if self._closed:
+            raise ValueError("StreamCore.reconnect() called after close()")
+        self.decoder.close()
+        self.decoder = SSEDecoder(max_event_size=self.decoder.max_event_size, last_event_id=self.decoder.last_event_id)
+        self._sniffed = False
+        self._sniff_buf = b""
+        self._sniff_off = 0
+
     @property
     def closed(self) -> bool:
         return self._closed
