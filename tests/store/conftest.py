@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +16,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, so `plugins.*` imports like the top conftest's
 
+from store_helpers import LEASE, RETENTION, StoreFactory
+
 from plugins.redis_server import RedisServer, redis_server
 from respstream.server.store.base import Store
 
 __all__ = ["BACKENDS", "redis_server"]
 
 BACKENDS = ["memory", "sqlite", "redis"]
-LEASE = 0.6  # seconds; short so lease-expiry tests stay fast
-RETENTION = 3600.0
-
-StoreFactory = Callable[..., Store]
 
 
 def _memory(**options: Any) -> Store:

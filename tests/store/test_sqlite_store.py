@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from helpers import collect, entries, new_record, write_log
+from store_helpers import collect, entries, new_record, write_log
 
 from respstream.server.store.base import StoreUnavailable
 from respstream.server.store.sqlite import SQLiteStore

@@ -7,8 +7,7 @@ import time
 
 import orjson
 import pytest
-from conftest import RETENTION, StoreFactory
-from helpers import collect, entries, event, new_record, write_log
+from store_helpers import RETENTION, StoreFactory, collect, entries, event, new_record, write_log
 
 from respstream.server.store.base import SequenceConflict, Store
 

@@ -7,8 +7,7 @@ import time
 
 import orjson
 import pytest
-from conftest import LEASE, StoreFactory
-from helpers import collect, entries, new_record, write_log
+from store_helpers import LEASE, StoreFactory, collect, entries, new_record, write_log
 
 from respstream.server.store.base import LogEntry, SequenceConflict
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import orjson
 
 from respstream.server.store.base import LogEntry, ResponseRecord, Store
 
-__all__ = ["collect", "entries", "event", "new_record", "write_log"]
+__all__ = ["LEASE", "RETENTION", "StoreFactory", "collect", "entries", "event", "new_record", "write_log"]
+
+LEASE = 0.6  # seconds; short so lease-expiry tests stay fast
+RETENTION = 3600.0
+
+StoreFactory = Callable[..., Store]
 
 
 def new_record(*, dialect: str = "platform", instance_id: str | None = None, created_at: float | None = None,
