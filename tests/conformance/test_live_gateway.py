@@ -17,7 +17,7 @@ from respstream.conformance import SCENARIOS
 from respstream.server.app import create_app
 from respstream.server.config import Config
 
-from .live_servers import ServerThread
+from .live_servers import ServerThread, known_gateway_bug
 
 UPSTREAM = "scripted:30?delay_ms=3&tool=get_weather"
 
@@ -38,11 +38,9 @@ def test_every_scenario_passes(gateway: tuple[str, str], capsys: pytest.CaptureF
     for scenario in report["scenarios"]:
         assert set(scenario) == {"name", "result", "violations", "detail"}
     not_passed = {s["name"]: s["detail"] for s in report["scenarios"] if s["result"] != "passed"}
-    if dialect == "openai" and set(not_passed) == {"cancel"} and "ended failed" in not_passed["cancel"]:
-        # Known gateway bug (reported): in the openai dialect the cancelled response.failed carries the open
-        # message with empty content, its own writer's rule check calls that completed.output_mismatch, and the
-        # stream ends failed/internal_error instead of cancelled. This turns into a pass once it is fixed.
-        pytest.xfail(f"gateway: openai-dialect cancel ends failed, not cancelled: {not_passed['cancel']}")
+    bug = known_gateway_bug(dialect, not_passed)
+    if bug is not None:
+        pytest.xfail(bug)
     assert not_passed == {}
     assert all(s["violations"] == [] for s in report["scenarios"])
     assert report["ok"] is True

@@ -20,7 +20,7 @@ import pytest
 from respstream.conformance import run
 from respstream.server.upstream.embedded import EmbeddedUpstream
 
-from .live_servers import ServerThread
+from .live_servers import ServerThread, known_gateway_bug
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -64,7 +64,11 @@ def test_gateway_in_front_of_llama_cpp(llama: str, dialect: str) -> None:
     from respstream.server.config import Config
 
     with ServerThread(create_app(Config(dialect=dialect, upstreams=[llama]))) as gateway:
-        code, report = check(gateway.base_url, dialect, QUICK + ",cancel")
-    results = {s["name"]: s["result"] for s in report["scenarios"]}
-    assert results == dict.fromkeys(results, "passed"), report
+        code, report = check(gateway.base_url, dialect, "plain,cancel,bad_request,unknown_model")
+    not_passed = {s["name"]: s["detail"] for s in report["scenarios"] if s["result"] != "passed"}
+    bug = known_gateway_bug(dialect, not_passed)
+    if bug is not None:
+        pytest.xfail(bug)
+    assert not_passed == {}
+    assert all(s["violations"] == [] for s in report["scenarios"])
     assert code == 0

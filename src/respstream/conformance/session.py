@@ -168,9 +168,12 @@ class Session:
         headers = {"User-Agent": USER_AGENT}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
+        # No keep-alive pool: every request gets a fresh connection, so scenarios stay independent and a server that
+        # closes idle connections (llama.cpp: after 5 s) never hands us a dead one.
         self.client = httpx.Client(
             headers=headers,
             timeout=httpx.Timeout(read_timeout, connect=min(read_timeout, 10.0)),
+            limits=httpx.Limits(max_keepalive_connections=0),
             transport=transport,
         )
         self._deadline = float("inf")
