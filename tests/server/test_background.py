@@ -189,3 +189,34 @@ def test_conversation_history_reaches_the_model(server: tuple[str, str]) -> None
     alone = httpx.post(f"{url}/v1/responses", json={"input": "second", "model": "fast", "stream": False}).json()
     assert second["usage"]["input_tokens"] > alone["usage"]["input_tokens"]
     assert second["conversation"] == {"id": conv}
+
+
+def test_x_response_id_header_on_every_create(server: tuple[str, str]) -> None:
+    url, dialect = server
+    with httpx.Client(timeout=20) as c:
+        streamed = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast"})
+        assert streamed.headers["x-response-id"] == decode(streamed.content, dialect=dialect).result.response_id
+        plain = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast", "stream": False})
+        assert plain.headers["x-response-id"] == plain.json()["id"]
+        queued = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast", "background": True})
+        assert queued.headers["x-response-id"] == queued.json()["id"]
+        # The header arrives before any body byte: enough to resume a background stream cut inside event 0.
+        body = {"input": "x", "model": "slow", "background": True, "stream": True}
+        with c.stream("POST", f"{url}/v1/responses", json=body) as r:
+            rid = r.headers["x-response-id"]
+        resumed = c.get(f"{url}/v1/responses/{rid}", params={"stream": "true", "starting_after": -1}).content
+        core = decode(resumed, dialect=dialect)
+        assert core.violations == [] and core.result.status == "completed" and core.result.response_id == rid
+
+
+def test_resume_uses_the_larger_of_starting_after_and_last_event_id(server: tuple[str, str]) -> None:
+    url, _ = server
+    with httpx.Client(timeout=20) as c:
+        rid = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast", "background": True}).json()["id"]
+        _wait_status(c, url, rid, {"completed"})
+        for query, header in ((2, 5), (5, 2)):
+            r = c.get(f"{url}/v1/responses/{rid}", params={"stream": "true", "starting_after": query},
+                      headers={"last-event-id": str(header)})
+            assert r.status_code == 200 and r.content.startswith(b"id: 6\n")
+        bad = c.get(f"{url}/v1/responses/{rid}?stream=true", headers={"last-event-id": "abc"})
+        assert bad.status_code == 400 and "Last-Event-ID" in bad.json()["error"]["message"]

@@ -221,7 +221,8 @@ class _Gateway:
         except msgspec.DecodeError as exc:
             raise HTTPError(400, "invalid_json", f"The request body is not valid JSON: {exc}") from None
 
-    def _stream_response(self, rid: str, after: int, *, foreground: bool) -> EventStreamResponse:
+    def _stream_response(self, rid: str, after: int, *, foreground: bool,
+                         headers: list[tuple[bytes, bytes]] | None = None) -> EventStreamResponse:
         svc = self.svc
         if not self.gate.try_enter():
             raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
@@ -234,7 +235,7 @@ class _Gateway:
 
         return EventStreamResponse(
             store=svc.store, response_id=rid, after=after, dialect=svc.dialect,
-            keepalive_seconds=self.config.keepalive_seconds, headers=[],
+            keepalive_seconds=self.config.keepalive_seconds, headers=headers or [],
             on_disconnect=(lambda: svc.on_client_gone(rid)) if foreground else None, on_close=closed,
         )
 
@@ -252,13 +253,17 @@ class _Gateway:
             raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
                             headers={"Retry-After": "1"})
         record, _ = await svc.start(req, owner=owner)
+        # The id in a header, so a client whose connection drops inside the first event can still resume (or
+        # cancel) a background response.
+        id_header = {"x-response-id": record.id}
         if stream:
-            return self._stream_response(record.id, -1, foreground=not req.background)
+            return self._stream_response(record.id, -1, foreground=not req.background,
+                                         headers=[(b"x-response-id", record.id.encode())])
         if req.background:
-            return JSONResponse(record.response)
+            return JSONResponse(record.response, headers=id_header)
         await svc.wait(record.id)
         final = await svc.store.get(record.id)
-        return JSONResponse(final.response if final is not None else record.response)
+        return JSONResponse(final.response if final is not None else record.response, headers=id_header)
 
     async def _record(self, request: Request) -> Any:
         owner = self.authenticate(request)
@@ -273,14 +278,10 @@ class _Gateway:
         record = await self._record(request)
         if request.query_params.get("stream", "").lower() not in ("true", "1"):
             return JSONResponse(record.response)
-        raw = request.query_params.get("starting_after", request.headers.get("last-event-id", "-1"))
-        try:
-            after = int(raw.strip() or "-1")
-        except ValueError:
-            raise HTTPError(400, "invalid_value", "starting_after must be an integer",
-                            param="starting_after") from None
-        if after < -1:
-            raise HTTPError(400, "invalid_value", "starting_after must be >= -1", param="starting_after")
+        # An EventSource reconnect keeps the original URL (with its starting_after) and adds Last-Event-ID: the
+        # larger cursor is where the client really is.
+        after = max(_cursor(request.query_params.get("starting_after"), "starting_after"),
+                    _cursor(request.headers.get("last-event-id"), "Last-Event-ID"))
         store = self.svc.store
         if not await store.read(record.id, after, limit=1):
             fresh = await store.get(record.id)
@@ -328,6 +329,20 @@ class _Gateway:
 
     def static_dir(self) -> Path:
         return Path(self.config.static_dir) if self.config.static_dir else STATIC_DIR
+
+
+def _cursor(raw: str | None, name: str) -> int:
+    """A resume cursor (``-1`` when absent or empty). Raises a 400 :class:`HTTPError` naming ``name``."""
+    if raw is None or not raw.strip():
+        return -1
+    try:
+        after = int(raw.strip())
+    except ValueError:
+        raise HTTPError(400, "invalid_value", f"{name} must be an integer, not {raw[:40]!r}",
+                        param="starting_after") from None
+    if after < -1:
+        raise HTTPError(400, "invalid_value", f"{name} must be >= -1", param="starting_after")
+    return after
 
 
 def _wants_json_only(accept: str) -> bool:

@@ -13,13 +13,18 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(c): {"description": "Error", "content": {"application/json": {"schema": _ERROR}}} for c in codes}
 
 
-def _response_ok(stream: bool) -> dict[str, Any]:
+def _response_ok(stream: bool, *, id_header: bool = False) -> dict[str, Any]:
     content: dict[str, Any] = {"application/json": {"schema": {"$ref": "#/components/schemas/Response"}}}
     if stream:
         content["text/event-stream"] = {"schema": {"type": "string", "description":
                                                    "SSE frames: id: <sequence_number>, event: message|<type>, "
                                                    "data: <event JSON>; `: keep-alive` comments."}}
-    return {"200": {"description": "The Response (JSON) or its event stream (SSE)", "content": content}}
+    ok: dict[str, Any] = {"description": "The Response (JSON) or its event stream (SSE)", "content": content}
+    if id_header:
+        ok["headers"] = {"x-response-id": {"description": "The new response's id, sent before any event (resume "
+                                                          "or cancel even if the stream breaks inside event 0)",
+                                           "schema": {"type": "string"}}}
+    return {"200": ok}
 
 
 def openapi_document(dialect: str) -> dict[str, Any]:
@@ -67,13 +72,14 @@ def openapi_document(dialect: str) -> dict[str, Any]:
                 "summary": "Create a response (streams by default)",
                 "requestBody": {"required": True, "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/CreateResponse"}}}},
-                "responses": {**_response_ok(True), **_errors(400, 401, 413, 415, 429, 503)}}},
+                "responses": {**_response_ok(True, id_header=True), **_errors(400, 401, 413, 415, 429, 503)}}},
             "/v1/responses/{response_id}": {
                 "get": {"summary": "Retrieve a response, or resume its stream (stream=true&starting_after=N)",
                         "parameters": [id_param,
                                        {"name": "stream", "in": "query", "schema": {"type": "boolean"}},
                                        {"name": "starting_after", "in": "query", "schema": {"type": "integer"}},
-                                       {"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer"}}],
+                                       {"name": "Last-Event-ID", "in": "header", "schema": {"type": "integer"},
+                                        "description": "With starting_after too, the larger one wins"}],
                         "responses": {**_response_ok(True), "204": {"description": "Nothing after starting_after"},
                                       **_errors(400, 401, 404)}},
                 "delete": {"summary": "Delete a stored response", "parameters": [id_param],
