@@ -591,8 +591,13 @@ def decode_event(data: bytes | str) -> Event:
     try:
         obj = _object_decoder.decode(data)
     except msgspec.ValidationError:
-        kind = type(_any_decoder.decode(data)).__name__
+        try:
+            kind = type(_any_decoder.decode(data)).__name__
+        except msgspec.DecodeError as exc:  # e.g. "[DONE]": starts like an array, is not JSON at all
+            raise EventDecodeError(f"event data is not valid JSON: {exc}") from None
         raise EventDecodeError(f"event data is a JSON {_json_kind(kind)}, not an object") from None
+    except msgspec.DecodeError as exc:
+        raise EventDecodeError(f"event data is not valid JSON: {exc}") from None
     return _lenient(obj)
 
 
