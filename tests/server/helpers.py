@@ -11,6 +11,7 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,11 +143,12 @@ class ServerThread:
 def make_app(
     *,
     dialect: str = "platform",
-    upstreams: dict[str, Upstream] | None = None,
+    upstreams: Mapping[str, Upstream] | None = None,
     rewriter: FakeRewriter | None = None,
     **config: Any,
 ) -> Any:
-    ups: dict[str, Upstream] = upstreams or {"scripted-a": ScriptedUpstream(8, name="a", models=["scripted-a"])}
+    default: dict[str, Upstream] = {"scripted-a": ScriptedUpstream(8, name="a", models=["scripted-a"])}
+    ups = dict(upstreams) if upstreams else default
     cfg = Config(dialect=dialect, upstreams=["scripted:8"], **config)
     comps = Components(router=FakeRouter(ups), tools=FakeTools(), rewriter=rewriter or FakeRewriter())
     return create_app(cfg, comps)

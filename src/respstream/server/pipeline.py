@@ -9,8 +9,10 @@ call in ``output``. The ``retrieval`` route searches first and puts the results 
 message goes through the rewriter before its ``output_text.done``.
 
 Every way out ends the stream with exactly one terminal: ``UpstreamError`` -> its code (after failing over to
-another upstream when nothing was shown yet), cancellation -> ``cancelled`` (or ``server_shutdown``), anything else
--> ``internal_error``. Closing the upstream generator (``aclosing``) frees its connection on every path.
+another upstream when nothing was shown yet), cancellation -> ``cancelled`` (or ``server_shutdown``), a server tool
+that raises (instead of returning a failed result) -> its item done with ``status: failed``, then ``tool_error``;
+anything else -> ``internal_error``. A tool that merely fails (status ``failed``) is reported on its item and the model
+carries on. Closing the upstream generator (``aclosing``) frees its connection on every path.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from respstream.server.upstream.base import (
 )
 from respstream.server.writer import ResponseWriter, WriterClosed
 
-__all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolsLike"]
+__all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolCrashed", "ToolsLike"]
 
 log = logging.getLogger("respstream.server")
 
@@ -71,6 +73,10 @@ class ToolsLike(Protocol):
 
 class RewriterLike(Protocol):
     async def rewrite(self, text: str, *, language: str | None) -> str: ...
+
+
+class ToolCrashed(Exception):
+    """A server tool raised instead of returning a failed result: the response ends with ``tool_error``."""
 
 
 @dataclass(slots=True)
@@ -144,6 +150,8 @@ class Pipeline:
                 w.fail(self.cancel_code, self.cancel_message)
             except UpstreamError as exc:
                 w.fail(exc.code, exc.message)
+            except ToolCrashed as exc:
+                w.fail("tool_error", str(exc))
             except WriterClosed:
                 pass  # the writer ended the stream itself (rule violation)
             except Exception as exc:  # the stream must end with a terminal, whatever broke
@@ -287,16 +295,24 @@ class Pipeline:
         w = self.writer
         index = w.server_tool_started(call_id=call_id, name=name, arguments=arguments, query=_query(arguments))
         await w.flush()
+        crashed: Exception | None = None
         if name not in self.server_tools:
             output, status = f"unknown tool {name!r}", "failed"
         else:
-            result = await self.tools.run(name, arguments)
-            output, status = result.output, result.status
+            try:
+                result = await self.tools.run(name, arguments)
+                output, status = result.output, result.status
+            except Exception as exc:  # tools report failures as results; an exception is a broken tool
+                log.exception("server tool %s raised", name)
+                crashed = exc
+                output, status = f"the {name} tool crashed ({type(exc).__name__})", "failed"
         if self._on_tool is not None:
             self._on_tool(name, status)
         w.server_tool_finished(index, output=output, status=status, sources=_sources(output) if name == "web_search"
                                else None)
         await w.flush()
+        if crashed is not None:
+            raise ToolCrashed(output) from crashed
         return output
 
     async def _search_first(self) -> None:

@@ -23,7 +23,7 @@ from respstream.server.metrics import Metrics
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
 from respstream.server.store.base import ResponseRecord, Store, StoreUnavailable
-from respstream.server.writer import ResponseWriter
+from respstream.server.writer import ResponseWriter, WriterClosed
 
 __all__ = ["TERMINAL_STATUSES", "ResponseService", "Running"]
 
@@ -130,8 +130,10 @@ class ResponseService:
             conversation_id=req.conversation_id,
         )
         writer = ResponseWriter(record, dialect=self.dialect, store=self.store, response=response,
-                                check=self.config.check_events, on_flush=self.metrics.count_events)
-        writer.start()
+                                check=self.config.check_events, on_flush=self.metrics.count_events,
+                                max_event_bytes=self.config.max_event_bytes)
+        with contextlib.suppress(WriterClosed):  # response.created over max_event_bytes: the log holds the error
+            writer.start()
         try:
             await self.store.create(record)
             await writer.flush()

@@ -9,7 +9,9 @@ text delta opens its message item and part if none is open; closing a response c
 Each event is turned into JSON exactly once (a byte template for the hot ``output_text.delta``), checked by the
 protocol's incremental rule checker when one is installed, and queued; ``flush()`` appends the queued batch to the
 store in one call, which wakes every reader once per batch. A checker violation puts the writer in an error state:
-it ends the stream with an ``internal_error`` terminal and refuses further events (:class:`WriterClosed`).
+it ends the stream with an ``internal_error`` terminal and refuses further events (:class:`WriterClosed`). An event
+larger than ``max_event_bytes`` is never sent: the stream ends with ``event_too_large`` instead (a terminal that
+would itself be too large carries the Response without its output).
 
 Frames are built by :func:`frame` when sending: ``id: <seq>\\nevent: message|<type>\\ndata: <json>\\n\\n``.
 """
@@ -43,6 +45,7 @@ ERROR_CODES: dict[str, str] = {
     "server_shutdown": "server_error",
     "worker_lost": "server_error",
     "store_unavailable": "server_error",
+    "event_too_large": "server_error",
 }
 
 _encode = msgspec.json.Encoder().encode
@@ -107,6 +110,7 @@ class ResponseWriter:
         response: dict[str, Any],
         check: bool = True,
         on_flush: Callable[[int], None] | None = None,
+        max_event_bytes: int = 16 << 20,
     ) -> None:
         self.record = record
         self.dialect = dialect
@@ -114,6 +118,7 @@ class ResponseWriter:
         self._store = store
         self._checker = RuleChecker(dialect=dialect.name, keep=False) if check else None
         self._on_flush = on_flush
+        self._max_event_bytes = max_event_bytes
         self._seq = 0
         self._pending: list[LogEntry] = []
         self._closed = False
@@ -144,6 +149,11 @@ class ResponseWriter:
         self._queue(event_type, data, terminal)
 
     def _queue(self, event_type: str, data: bytes, terminal: bool, event: Any = None) -> None:
+        if len(data) > self._max_event_bytes:
+            message = (f"event #{self._seq} ({event_type}) would be {len(data)} bytes, over the "
+                       f"{self._max_event_bytes}-byte limit (max_event_bytes)")
+            self.fail("event_too_large", message)
+            raise WriterClosed(message)
         if self._checker is not None:
             problems = self._checker.check(decode_event(data) if event is None else event)
             if problems:
@@ -441,9 +451,15 @@ class ResponseWriter:
                 err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message,
                        "param": None}
                 self._emit("error", {"error": err})
-            self._emit("response.failed", {"response": self.response}, terminal=True)
+            self._emit("response.failed", {"response": self._fitting(self.response)}, terminal=True)
         except WriterClosed:
             pass  # a violation inside the failure path already ended the stream with internal_error
+
+    def _fitting(self, response: dict[str, Any]) -> dict[str, Any]:
+        """``response``, or a copy without its output when the terminal carrying it would exceed the limit."""
+        if len(_encode(response)) + 256 <= self._max_event_bytes:
+            return response
+        return {**response, "output": [], "output_text": "", "tool_calls": []}
 
     def output_text(self) -> str:
         return "".join(
