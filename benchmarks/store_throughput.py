@@ -169,7 +169,7 @@ async def main() -> None:
     for metric in metrics:
         values = [results[name][metric] for name in results]
         unit = "" if metric.endswith("ms") else " ev/s"
-        cells = " | ".join(f"{v:,.1f}" if metric.endswith("ms") else f"{v:,.0f}" for v in values)
+        cells = " | ".join(f"{v:,.2f}" if metric.endswith("ms") else f"{v:,.0f}" for v in values)
         base = results["memory"][metric]
         ratios = " | ".join(f"{results[n][metric] / base:.3g}x" for n in ("sqlite", "redis"))
         print(f"| {metric}{unit} | {cells} | {ratios} |")

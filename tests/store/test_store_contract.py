@@ -121,6 +121,14 @@ async def test_conversations_keep_order(store: Store) -> None:
     assert await store.conversation("conv-y") == [{"role": "user", "content": "other"}]
 
 
+async def test_conversation_history_is_a_sliding_window(store_factory: StoreFactory) -> None:
+    store = store_factory(history_limit=3)
+    for n in range(5):
+        await store.extend_conversation("conv-w", [{"n": n}])
+    await store.extend_conversation("conv-w", [{"n": 5}, {"n": 6}])
+    assert [i["n"] for i in await store.conversation("conv-w")] == [4, 5, 6]
+
+
 async def test_retention_expiry_deletes_old_finished_responses(store: Store) -> None:
     now = time.time()
     old = new_record(created_at=now - 100, status="completed")

@@ -130,8 +130,8 @@ class SQLiteStore:
     """A durable store in one SQLite file.
 
     ``instance_id`` names this process as a lease holder (random when not given); ``lease_seconds`` is how long a
-    lease lasts without renewal; ``poll_interval`` bounds cross-process tail latency. Raises ``StoreUnavailable``
-    when the file cannot be opened.
+    lease lasts without renewal; ``poll_interval`` bounds cross-process tail latency; ``history_limit`` keeps only
+    the newest items of each conversation. Raises ``StoreUnavailable`` when the file cannot be opened.
     """
 
     def __init__(
@@ -142,12 +142,14 @@ class SQLiteStore:
         instance_id: str | None = None,
         lease_seconds: float = 10.0,
         poll_interval: float = 0.2,
+        history_limit: int | None = None,
     ) -> None:
         self.path = path
         self.retention_seconds = retention_seconds
         self.instance_id = instance_id or uuid.uuid4().hex
         self.lease_seconds = lease_seconds
         self.poll_interval = poll_interval
+        self.history_limit = history_limit
         try:
             self._writer = _Writer(path)
         except sqlite3.Error as exc:
@@ -359,6 +361,11 @@ class SQLiteStore:
                 "INSERT INTO conversations VALUES (?, ?, ?, ?)",
                 [(conversation_id, top + 1 + i, blob, now) for i, blob in enumerate(blobs)],
             )
+            if self.history_limit is not None:  # a sliding window: keep the newest `history_limit` items
+                conn.execute(
+                    "DELETE FROM conversations WHERE conversation_id = ? AND position <= ?",
+                    (conversation_id, top + len(blobs) - self.history_limit),
+                )
 
         if blobs:
             await self._write(job)
