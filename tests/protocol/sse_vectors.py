@@ -212,6 +212,28 @@ VECTORS: list[Vector] = [
     v("fast-nul-id-ignored", b"id: 1\ndata: a\n\nid:2\0\ndata:b\n\n", m("a", "1"), m("b", "1"), last_event_id="1"),
     v("fast-then-retry", b"data: a\n\nretry: 7\ndata: b\n\ndata: c\n\n", m("a"), m("b"), m("c"), retry=7),
     v(
+        "fast-id-event-data",
+        b"id: 5\nevent: e\ndata: x\n\nid: 6\ndata: y\n\n",
+        m("x", "5", "e"),
+        m("y", "6"),
+        last_event_id="6",
+    ),
+    v(
+        "fast-id-variants",
+        b"id:  5\nevent:\ndata: x\n\nid: \0\nevent: e\ndata: y\n\n",
+        m("x", " 5"),
+        m("y", " 5", "e"),
+        last_event_id=" 5",
+    ),
+    v(
+        "fast-id-then-other",
+        b"id: 5\nfoo\ndata: x\n\nid: 6\nevent: a\nevent: b\ndata: y\n\nid: 7\nevent\ndata: z\n\n",
+        m("x", "5"),
+        m("y", "6", "b"),
+        m("z", "7"),
+        last_event_id="7",
+    ),
+    v(
         "fast-invalid-utf8-event",
         b"event: \xff\ndata: a\n\nid: \xfe\ndata: b\n\n",
         m("a", event="\ufffd"),

@@ -179,3 +179,14 @@ def test_many_distinct_event_names_past_the_name_cache(fast: bool) -> None:
     wire = b"".join(b"event: ev%d\ndata: %d\n\n" % (i, i) for i in range(1500))
     msgs, _, _ = decode([wire], fast=fast)
     assert [(m.event, m.data) for m in msgs] == [(f"ev{i}", b"%d" % i) for i in range(1500)]
+
+
+def test_read_ending_in_three_line_ends_after_the_first_read() -> None:
+    # A later read of whole events whose last blank line is followed by a third LF (the next read holds the rest).
+    wire = [b"data: a\n\n", b"data: b\n\n\n", b"\ndata: c\n\n", b"data: d\n\n\n", b"data: e\n\n"]
+    for fast in (True, False):
+        msgs, _, _ = decode(wire, fast=fast)
+        joined = b"".join(wire)
+        assert [(m.data, m.offset) for m in msgs] == [
+            (x, joined.index(b"data: " + x)) for x in (b"a", b"b", b"c", b"d", b"e")
+        ]

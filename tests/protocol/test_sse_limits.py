@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pytest
@@ -85,13 +86,14 @@ def _time_feed(chunks: list[bytes]) -> float:
     return best
 
 
+@pytest.mark.skipif(sys.gettrace() is not None, reason="a tracer (coverage, debugger) inflates per-call costs")
 @pytest.mark.parametrize("shape", ["one-line", "many-lines"])
 def test_huge_event_in_small_chunks_is_linear(shape: str) -> None:
     # #62: 8 MiB fed in 1 KiB chunks costs about what it costs fed whole. A quadratic decoder (rescanning or
-    # re-copying the pending buffer per chunk) would be ~1000x slower here, so 3x (x2 slack for noise) is a real bar.
+    # re-copying the pending buffer per chunk) would be ~1000x slower here; 3x plus 20 ms for scheduler noise.
     payload = b"a" * (8 << 20) if shape == "one-line" else (b"b" * 1023 + b"\n") * (8 << 10)
     wire = b"data: " + payload.replace(b"\n", b"\ndata: ") + b"\n\n"
     chunks = [wire[i : i + 1024] for i in range(0, len(wire), 1024)]
     whole = _time_feed([wire])
     chunked = _time_feed(chunks)
-    assert chunked <= 6 * whole + 0.05, f"whole {whole * 1e3:.1f} ms, 1 KiB chunks {chunked * 1e3:.1f} ms"
+    assert chunked <= 3 * whole + 0.02, f"whole {whole * 1e3:.1f} ms, 1 KiB chunks {chunked * 1e3:.1f} ms"

@@ -46,7 +46,9 @@ ALPHABET = [
     b"\xff",
 ]
 # Mostly well-formed LF blocks so the fast path's shapes are hit often, mixed with anything at all.
+_PREFIX = st.sampled_from([b"", b"id: 2\n", b"id:  3\n", b"id: 4\0\n"])
 BLOCK = st.tuples(
+    _PREFIX,
     st.sampled_from(
         [b"", b"event: e\n", b"event:\n", b"id: 1\n", b"id: \0\n", b": c\n", b"retry: 5\n", b"event: f\r\n"]
     ),
@@ -148,14 +150,18 @@ def test_byte_by_byte_equals_whole(wire: bytes) -> None:
         max_size=20,
     ),
     crlf=st.booleans(),
+    id_first=st.booleans(),
     points=st.lists(st.integers(min_value=0, max_value=5_000), max_size=4),
 )
-def test_well_formed_streams(blocks: list[tuple[str | None, str | None, str]], crlf: bool, points: list[int]) -> None:
+def test_well_formed_streams(
+    blocks: list[tuple[str | None, str | None, str]], crlf: bool, id_first: bool, points: list[int]
+) -> None:
     # The shapes servers actually send, LF or CRLF framed: the fast path takes most of them.
     nl = "\r\n" if crlf else "\n"
     wire = "".join(
-        (f"event: {ev}{nl}" if ev is not None else "")
-        + (f"id: {i}{nl}" if i is not None else "")
+        (f"id: {i}{nl}" if i is not None and id_first else "")
+        + (f"event: {ev}{nl}" if ev is not None else "")
+        + (f"id: {i}{nl}" if i is not None and not id_first else "")
         + f"data: {d}{nl}{nl}"
         for ev, i, d in blocks
     ).encode()

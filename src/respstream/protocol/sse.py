@@ -350,11 +350,21 @@ class SSEDecoder:
                         continue
                 else:
                     head, found, payload = block.partition(marker)
-                    if found:
+                    if found and end not in payload:
                         name = heads.get(head)
-                        if name is None and head.startswith(b"event:") and end not in head:
-                            name = self._head(head)
-                        if name is not None and end not in payload:
+                        if name is None:
+                            if head.startswith(b"id: "):
+                                # Our own gateway's framing: "id: N" [+ "event: T"] + "data: X".
+                                line, _, rest = head.partition(sep)
+                                if 0 not in line and end not in rest:
+                                    name = heads.get(rest) if rest else "message"
+                                    if name is None and rest.startswith(b"event:"):
+                                        name = self._head(rest)
+                                    if name is not None:
+                                        last_id = line[4:].decode("utf-8", "replace")
+                            elif head.startswith(b"event:") and end not in head:
+                                name = self._head(head)
+                        if name is not None:
                             emit(SSEMessage(name, payload, last_id, at))
                             at += size + kk
                             continue
