@@ -1,0 +1,172 @@
+"""SIGTERM to a ``respstream serve`` subprocess: stop accepting, end open streams, keep background work.
+
+The gateway runs as a real process (sqlite store in a temp folder, the SIMULATED scripted upstream with a delay so
+responses are mid-flight when the signal lands, ``shutdown_grace_seconds = 1``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from faults.helpers import check
+
+GRACE = 1.0
+SERVE = [sys.executable, "-m", "respstream", "serve"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Gateway:
+    def __init__(self, tmp: Path, upstream: str) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = tmp / "gateway.toml"
+        config.write_text(f"shutdown_grace_seconds = {GRACE}\n")
+        self.proc = subprocess.Popen(
+            [*SERVE, "--port", str(self.port), "--config", str(config), "--store", f"sqlite:///{tmp / 'store.db'}",
+             "--upstream", upstream],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError("gateway did not start")
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+        assert self.proc.stderr is not None
+        self.proc.stderr.close()
+
+
+@dataclass
+class Reader:
+    """A foreground stream read in a thread; ``first`` is set once some events arrived."""
+
+    url: str
+    raw: bytearray = field(default_factory=bytearray)
+    first: threading.Event = field(default_factory=threading.Event)
+    ended_at: float | None = None
+
+    def run(self) -> None:
+        try:
+            with httpx.Client(timeout=30) as client, client.stream(
+                "POST", f"{self.url}/v1/responses", json={"input": "tell me a long story"}
+            ) as response:
+                for chunk in response.iter_bytes():
+                    self.raw += chunk
+                    if self.raw.count(b"\n\n") >= 5:
+                        self.first.set()
+        except httpx.HTTPError:
+            pass  # a cut connection is what the test inspects
+        finally:
+            self.ended_at = time.monotonic()
+            self.first.set()
+
+
+@pytest.fixture
+def gateway(tmp_path: Path) -> Iterator[Gateway]:
+    gw = Gateway(tmp_path, "scripted:600?delay_ms=10")
+    try:
+        yield gw
+    finally:
+        gw.kill()
+
+
+def _start_reader(gw: Gateway) -> tuple[Reader, threading.Thread]:
+    reader = Reader(gw.url)
+    thread = threading.Thread(target=reader.run, daemon=True)
+    thread.start()
+    assert reader.first.wait(10), "the foreground stream did not start"
+    return reader, thread
+
+
+def _refused(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return False
+    except OSError:
+        return True
+
+
+def test_sigterm_stops_accepting_and_background_work_resumes_after_restart(gateway: Gateway, tmp_path: Path) -> None:
+    created = httpx.post(f"{gateway.url}/v1/responses", json={"input": "hi", "background": True}, timeout=10)
+    assert created.status_code == 200
+    rid = created.json()["id"]
+    _reader, thread = _start_reader(gateway)
+    sent = time.monotonic()
+    gateway.proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 2
+    while not _refused(gateway.port) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _refused(gateway.port), "new connections are still accepted after SIGTERM"
+    gateway.proc.wait(timeout=GRACE + 10)
+    assert time.monotonic() - sent < GRACE + 8
+    thread.join(timeout=5)
+    assert not thread.is_alive(), "a client stream hangs after the server exited"
+
+    # Restart on the same sqlite file: the background response is there, ended, and resumable from any cursor.
+    again = Gateway(tmp_path, "scripted:4")
+    try:
+        record = httpx.get(f"{again.url}/v1/responses/{rid}", timeout=10).json()
+        assert record["error"]["code"] == "server_shutdown"
+        full = httpx.get(f"{again.url}/v1/responses/{rid}", params={"stream": "true"}, timeout=10)
+        core = check(full.content)
+        assert core.violations == []
+        assert core.result.error is not None and core.result.error["code"] == "server_shutdown"
+        last = core.result.last_sequence_number
+        assert last is not None and last > 5
+        tail = httpx.get(f"{again.url}/v1/responses/{rid}", params={"stream": "true", "starting_after": "3"},
+                         timeout=10)
+        tail_core = check(tail.content, starting_after=3)
+        assert tail_core.violations == []
+        assert tail_core.result.last_sequence_number == last
+        done = httpx.get(f"{again.url}/v1/responses/{rid}", params={"stream": "true", "starting_after": str(last)},
+                         timeout=10)
+        assert done.status_code == 204
+    finally:
+        again.kill()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="uvicorn waits timeout_graceful_shutdown for open connections BEFORE the lifespan shutdown that runs "
+    "ResponseService.shutdown(), then cancels the stream tasks: an open foreground stream is cut without a terminal "
+    "event (truncated) and 'server_shutdown' is only written to the store afterwards. Needs serve.py/app.py to end "
+    "running responses when the shutdown signal arrives (e.g. a uvicorn.Server subclass whose shutdown() calls "
+    "ResponseService.shutdown() before waiting for connections).",
+)
+def test_sigterm_ends_open_streams_with_server_shutdown_within_grace(gateway: Gateway) -> None:
+    reader, thread = _start_reader(gateway)
+    sent = time.monotonic()
+    gateway.proc.send_signal(signal.SIGTERM)
+    thread.join(timeout=GRACE + 10)
+    assert reader.ended_at is not None
+    core = check(bytes(reader.raw))
+    assert core.violations == []
+    assert core.result.error is not None and core.result.error["code"] == "server_shutdown"
+    assert reader.ended_at - sent < GRACE + 0.5, f"stream ended {reader.ended_at - sent:.2f} s after SIGTERM"
