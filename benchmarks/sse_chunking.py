@@ -3,11 +3,12 @@
 Run: ``.venv/bin/python benchmarks/sse_chunking.py [--events N] [--repeat R]``
 
 1. One 8 MiB ``data:`` line fed whole vs in 1 KiB chunks (the decoder must stay linear: ratio close to 1).
-2. A stream of typical ~200-byte ``event: <type>`` + ``data: {json}`` blocks (OpenAI framing), and the same as
-   ``data:``-only blocks, decoded by: respstream's fast path; respstream's exact path (fast path switched off);
-   and the peer **httpx-sse** (its ``SSELineDecoder`` + ``SSEDecoder``, fed ``str`` chunks from an incremental
-   UTF-8 decoder, which is what ``EventSource.iter_sse`` does on top of ``httpx.Response.iter_text``). Each is fed
-   the same bytes in 64 KiB chunks (many events per read) and one event per chunk (a server writing each event).
+2. A stream of typical ~200-byte ``event: <type>`` + ``data: {json}`` blocks (OpenAI framing), the same as
+   ``data:``-only blocks, and with an ``id: N`` line first (respstream's gateway framing), decoded by:
+   respstream's fast path; respstream's exact path (fast path switched off); and the peer **httpx-sse** (its
+   ``SSELineDecoder`` + ``SSEDecoder``, fed ``str`` chunks from an incremental UTF-8 decoder, which is what
+   ``EventSource.iter_sse`` does on top of ``httpx.Response.iter_text``). Each is fed the same bytes in 64 KiB
+   chunks (many events per read) and one event per chunk (a server writing each event on its own).
 
 Best of R runs each; time.perf_counter; nothing but the decoders runs in the timed loop.
 """
@@ -63,7 +64,7 @@ def race(repeat: int, contenders: dict[str, Callable[[], int]]) -> dict[str, tup
     return best
 
 
-def sample_stream(n: int, with_event: bool) -> tuple[bytes, int]:
+def sample_stream(n: int, shape: str) -> tuple[bytes, int]:
     blocks = []
     for i in range(n):
         payload = json.dumps(
@@ -78,7 +79,9 @@ def sample_stream(n: int, with_event: bool) -> tuple[bytes, int]:
             },
             separators=(",", ":"),
         ).encode()
-        head = b"event: response.output_text.delta\n" if with_event else b""
+        head = b"event: response.output_text.delta\n" if shape != "data" else b""
+        if shape == "id":
+            head = b"id: %d\n" % i + head
         blocks.append(head + b"data: " + payload + b"\n\n")
     wire = b"".join(blocks)
     return wire, len(wire) // n
@@ -110,9 +113,9 @@ def linear_time(repeat: int) -> None:
 
 def throughput(n: int, repeat: int) -> None:
     print(f"2) {n} events; events/s (higher is better); ratios against httpx-sse 0.4.3 on the same bytes")
-    for with_event in (True, False):
-        wire, size = sample_stream(n, with_event)
-        shape = "event:+data:" if with_event else "data: only  "
+    shapes = {"event": "event:+data:     ", "data": "data: only       ", "id": "id:+event:+data: "}
+    for key, shape in shapes.items():
+        wire, size = sample_stream(n, key)
         per_read = [wire[i : i + 65536] for i in range(0, len(wire), 65536)]
         per_event = [block + b"\n\n" for block in wire.split(b"\n\n")[:-1]]
         for feed_name, chunks in (("64 KiB reads ", per_read), ("1 event/read ", per_event)):
