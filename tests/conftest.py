@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# Fixtures for real services the tests start themselves (a redis-server on a loopback port).
+pytest_plugins = ["plugins.redis_server"]
+
 TRANSCRIPTS = Path(__file__).parent / "transcripts"
 
 
