@@ -1,0 +1,82 @@
+"""Fixtures for the bounded load tests: a ``respstream serve`` subprocess and the benchmark load generator."""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_loadgen() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("respstream_bench_loadgen", ROOT / "benchmarks" / "loadgen.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def loadgen() -> ModuleType:
+    return _load_loadgen()
+
+
+class ServeProcess:
+    def __init__(self, upstream: str) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.url = f"{self.base}/v1/responses"
+        self.proc = subprocess.Popen([sys.executable, "-m", "respstream", "serve", "--port", str(self.port),
+                                      "--upstream", upstream], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"{self.base}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("respstream serve did not start")
+            time.sleep(0.05)
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmRSS")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[str], ServeProcess]]:
+    started: list[ServeProcess] = []
+
+    def start(upstream: str) -> ServeProcess:
+        proc = ServeProcess(upstream)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
