@@ -119,7 +119,8 @@ def free_port() -> int:
 class ServerThread:
     """A real uvicorn server on 127.0.0.1:<random port> in a background thread."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, *, start_timeout: float = 10.0) -> None:
+        self.start_timeout = start_timeout
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
@@ -128,7 +129,7 @@ class ServerThread:
 
     def __enter__(self) -> ServerThread:
         self.thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + self.start_timeout
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
                 raise RuntimeError("uvicorn did not start")

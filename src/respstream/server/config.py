@@ -1,8 +1,8 @@
 """Gateway configuration: one dataclass, loaded from a TOML or JSON file, overridden by CLI flags.
 
 Every key is documented in docs/configuration.md. Unknown keys are an error naming the key (a typo must not silently
-fall back to a default). Sub-tables ``router``, ``tools`` and ``rewrite`` are handed as-is to the components that
-own them.
+fall back to a default). Sub-tables ``router``, ``upstream_options``, ``tools`` and ``rewrite`` are handed as-is to
+the components that own them.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class Config:
     check_events: bool = True  # run the protocol rule checker on every emitted event
     static_dir: str = ""  # empty: the packaged playground (server/static)
     router: dict[str, Any] = field(default_factory=dict)
+    upstream_options: dict[str, Any] = field(default_factory=dict)  # timeouts, retries... for every upstream
     tools: dict[str, Any] = field(default_factory=dict)
     rewrite: dict[str, Any] = field(default_factory=dict)
 

@@ -1,0 +1,56 @@
+"""The real model path: the gateway with its embedded upstream (SmolLM2-135M-Instruct through llama.cpp, xllamacpp)
+and the real router, tools and rewriter, streamed over loopback HTTP. Structure is asserted, not words."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from respstream.server.app import Components, create_app
+from respstream.server.config import Config
+from respstream.server.upstream.embedded import EmbeddedUpstream
+
+from .helpers import ServerThread, decode, post_stream
+
+pytestmark = pytest.mark.model
+
+if not EmbeddedUpstream.available():
+    pytest.skip("embedded model not installed (run `make install-model`)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[str]:
+    upstream = EmbeddedUpstream(n_parallel=2, n_ctx=2048)
+    app = create_app(Config(upstreams=["embedded"]), Components(upstreams=[upstream]))
+    with ServerThread(app, start_timeout=120) as srv:
+        yield srv.url
+
+
+def test_real_answer_streams_through_the_gateway(gateway: str) -> None:
+    d = post_stream(gateway, {"input": "Name one colour of the sky.", "max_output_tokens": 16, "temperature": 0},
+                    dialect="platform")
+    assert d.status_code == 200 and d.headers["content-type"].startswith("text/event-stream")
+    assert d.violations == [], d.violations
+    result = d.core.result
+    assert result.status in ("completed", "incomplete"), result.error
+    assert result.output_text.strip()
+    assert result.usage is not None and 0 < result.usage["output_tokens"] <= 16
+    assert result.model == "smollm2-135m-instruct"
+    types = d.types
+    assert types[0] == "response.created" and types[1] == "response.routing.completed"
+    assert types.count("response.output_text.delta") >= 2  # streamed token by token, not in one piece
+
+
+def test_real_answer_as_background_then_replayed(gateway: str) -> None:
+    with httpx.Client(timeout=60) as c:
+        body = {"input": "Say hello.", "model": "smollm2-135m-instruct", "max_output_tokens": 8,
+                "background": True, "stream": True}
+        live = c.post(f"{gateway}/v1/responses", json=body)
+        rid = live.headers["x-response-id"]
+        replay = c.get(f"{gateway}/v1/responses/{rid}", params={"stream": "true"})
+    first, second = decode(live.content, dialect="platform"), decode(replay.content, dialect="platform")
+    assert first.violations == [] and second.violations == []
+    assert live.content == replay.content  # the log is the stream
+    assert first.result.output_text.strip() and first.result.status in ("completed", "incomplete")
