@@ -207,6 +207,7 @@ VECTORS: list[Vector] = [
         m("b", "9"),
         last_event_id="9",
     ),
+    v("fast-event-no-space", b"event:e\ndata: x\n\nevent:e\ndata: y\n\n", m("x", event="e"), m("y", event="e")),
     v("fast-event-no-data", b"event: e\nid: 4\n\ndata: x\n\n", m("x", "4"), last_event_id="4"),
     v("fast-event-then-comment", b"event: e\n: c\ndata:  x\n\n", m(" x", event="e")),
     v("fast-nul-id-ignored", b"id: 1\ndata: a\n\nid:2\0\ndata:b\n\n", m("a", "1"), m("b", "1"), last_event_id="1"),

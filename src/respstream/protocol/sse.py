@@ -191,10 +191,10 @@ class SSEDecoder:
         ):
             # The commonest read of all: whole LF-framed events and nothing pending. Skip the general driver.
             blocks = chunk.split(b"\n\n")
-            if not blocks.pop():
-                self._blocks(blocks, self._buf_off, b"\n")
-                self._buf_off += len(chunk)
-                return
+            blocks.pop()  # "" or, after a third LF, "\n": a blank line at a block boundary, which does nothing
+            self._blocks(blocks, self._buf_off, b"\n")
+            self._buf_off += len(chunk)
+            return
         if buf:
             if _LF not in chunk and _CR not in chunk:
                 # No line ends here: nothing new to parse. Stash it instead of re-copying a long pending line.
@@ -207,11 +207,8 @@ class SSEDecoder:
             if self._parts:
                 data = b"".join((buf, *self._parts, chunk))
                 self._parts = []
-                # A long line ends here: find its end with memchr (exact path) rather than by splitting the
-                # whole line on a two-byte separator (fast path), which is far slower per byte.
-                self._parse(data, self._buf_off, True)
-                return
-            data = buf + chunk
+            else:
+                data = buf + chunk
         else:
             data = chunk
         self._parse(data, self._buf_off)
@@ -236,7 +233,7 @@ class SSEDecoder:
 
     # -- driver -------------------------------------------------------------------------------------------------
 
-    def _parse(self, data: bytes, base: int, slow_first: bool = False) -> None:
+    def _parse(self, data: bytes, base: int) -> None:
         """Parse ``data`` (which starts at a line start, at stream offset ``base``) and keep what stays partial."""
         pos = 0
         n = len(data)
@@ -251,7 +248,7 @@ class SSEDecoder:
         else:
             sep = self._crlf_only(data, pos)
         more = pos < n
-        if more and sep is not None and (self._block_start >= 0 or slow_first):
+        if more and sep is not None and self._block_start >= 0:
             # Finish the block the exact path is in the middle of, then go fast from the next block.
             pos, more = self._slow(data, pos, base, True)
         if more:
