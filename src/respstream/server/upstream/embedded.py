@@ -66,7 +66,9 @@ def locate_model() -> Path:
     )
 
 
-def _start_server(model_path: Path, n_ctx: int, n_parallel: int, n_threads: int | None) -> tuple[Any, str]:
+def _start_server(
+    model_path: Path, n_ctx: int, n_parallel: int, n_threads: int | None, poll: int | None
+) -> tuple[Any, str]:
     """Start llama.cpp's HTTP server in-process (blocking: loads the model). Returns (server, base address)."""
     try:
         import xllamacpp
@@ -80,9 +82,18 @@ def _start_server(model_path: Path, n_ctx: int, n_parallel: int, n_threads: int 
     params.port = 0  # a random free port; read back from listening_address
     params.ui = False
     params.verbosity = -1  # llama.cpp logs every request to stderr otherwise
+    if not n_threads:
+        # One core stays free for the gateway's event loop: on a 2-core machine two llama.cpp threads competing with
+        # the HTTP side measured 10x slower than one (see docs/benchmarks.md).
+        n_threads = max(1, (os.cpu_count() or 2) - 1)
     if n_threads:
         params.cpuparams.n_threads = n_threads
         params.cpuparams_batch.n_threads = n_threads
+    if poll is not None:
+        # llama.cpp's worker threads spin-wait (poll 0..100); on a busy shared machine spinning threads starve
+        # each other, so a lower value trades a little idle-machine speed for much better behaviour under load.
+        params.cpuparams.poll = poll
+        params.cpuparams_batch.poll = poll
     server = xllamacpp.Server(params)
     address = str(server.listening_address or "").rstrip("/")
     if not address:
@@ -94,7 +105,9 @@ class EmbeddedUpstream:
     """SmolLM2-135M-Instruct in-process. ``options`` go to the inner :class:`ChatCompletionsUpstream`.
 
     ``model_path`` overrides the packaged GGUF (any llama.cpp chat model works). ``n_ctx`` is the context per slot,
-    ``n_parallel`` the number of concurrent generations llama.cpp runs (more queue in the adapter).
+    ``n_parallel`` the number of concurrent generations llama.cpp runs (more queue in the adapter). ``n_threads``
+    defaults to CPU count - 1 (at least 1); ``poll`` sets llama.cpp's spin-wait level (0-100, llama.cpp default 50).
+    Extra API: ``await start()``, ``available()``, ``address`` (the llama.cpp server URL once started).
     """
 
     def __init__(
@@ -106,6 +119,7 @@ class EmbeddedUpstream:
         n_ctx: int = 4096,
         n_parallel: int = 2,
         n_threads: int | None = None,
+        poll: int | None = None,
         connect_timeout: float = 5.0,
         idle_timeout: float = 60.0,
         max_concurrency: int | None = None,
@@ -118,6 +132,7 @@ class EmbeddedUpstream:
         self.n_ctx = n_ctx
         self.n_parallel = n_parallel
         self.n_threads = n_threads
+        self.poll = poll
         self._adapter_options: dict[str, Any] = {
             "connect_timeout": connect_timeout,
             "idle_timeout": idle_timeout,
@@ -156,7 +171,7 @@ class EmbeddedUpstream:
             if not path.is_file():
                 raise EmbeddedModelMissing(f"model file {path} does not exist")
             self._server, self.address = await asyncio.to_thread(
-                _start_server, path, self.n_ctx, self.n_parallel, self.n_threads
+                _start_server, path, self.n_ctx, self.n_parallel, self.n_threads, self.poll
             )
             self._adapter = ChatCompletionsUpstream(
                 f"{self.address}/v1", name=self.name, models=self.models, **self._adapter_options
