@@ -186,7 +186,6 @@ class SSEDecoder:
             and _CR not in chunk
             and len(chunk) <= _WINDOW
             and self._use_fast
-            and self._bom_done
             and not self._cr
         ):
             # The commonest read of all: whole LF-framed events and nothing pending. Skip the general driver.
