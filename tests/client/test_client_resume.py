@@ -170,3 +170,35 @@ def test_an_x_response_id_header_makes_even_a_cut_before_created_resumable(mode:
     assert seen.error is None
     assert seen.seqs == list(range(N))
     assert requests == [("POST", None), ("GET", None)]  # nothing delivered yet: replay from the start
+
+
+TOOL = tool_transcript("resp_tool_bg", background=True)
+
+
+CURSORS = [(t, after) for t in (BACKGROUND, TOOL) for after in range(-1, len(t.events) - 1)]
+
+
+@pytest.mark.parametrize(("transcript", "after"), CURSORS, ids=[f"{t.response_id}-{a}" for t, a in CURSORS])
+def test_resume_by_id_at_every_cursor_has_no_false_violations(transcript: Any, after: int) -> None:
+    # A fresh core that starts mid-stream never saw the items' `added` events or their first deltas: nothing that
+    # depends on them is judged, and the terminal response still gives the whole answer.
+    with ReplayServer(transcript) as srv:
+        full = RUNNERS["sync"](srv.base_url, input="hi", background=True)
+        seen = RUNNERS["sync"](srv.base_url, resume=(transcript.response_id, after))
+    assert full.result is not None and seen.result is not None, seen.error
+    assert seen.seqs == list(range(after + 1, len(transcript.events)))
+    assert seen.result.violations == []
+    assert seen.result.status == "completed"
+    assert seen.result.output_text == full.result.output_text
+    assert seen.result.tool_calls == full.result.tool_calls
+
+
+@pytest.mark.parametrize("cut", range(1, len(TOOL.events)))
+def test_tool_transcript_cut_anywhere_continues_the_same_core_cleanly(cut: int) -> None:
+    with ReplayServer(TOOL) as srv:
+        srv.add(Plan(cut_after=cut, cut_mode="reset"))
+        seen = RUNNERS["sync"](srv.base_url, input="6*7?", background=True)
+    assert seen.error is None, seen.error
+    assert seen.seqs == list(range(len(TOOL.events)))
+    assert seen.result is not None and seen.result.violations == []
+    assert seen.result.tool_calls[0]["arguments"] == '{"expression":"6*7"}'

@@ -104,7 +104,7 @@ def test_done_item_with_odd_parts_and_content_in_added() -> None:
 
 
 def test_output_mismatch_details() -> None:
-    base = [
+    base: list[dict[str, Any]] = [
         CREATED,
         {"type": "response.output_item.added", "output_index": 0,
          "item": {"id": "f", "type": "function_call", "call_id": "c", "name": "a", "arguments": ""}},
@@ -176,3 +176,70 @@ def test_unlocatable_events_do_not_crash_the_rules() -> None:
         completed(),
     )
     assert codes[:3] == ["envelope.missing_field"] * 3
+
+
+# --- resumed streams (expect_created=False): only what was seen whole is judged -------------------------------------
+
+MSG_ADDED = {"type": "response.output_item.added", "output_index": 1,
+             "item": {"id": "m1", "type": "message", "role": "assistant", "content": []}}
+
+
+def _text(oi: int, ci: int, kind: str, value: str) -> dict[str, Any]:
+    field = "delta" if kind.endswith("delta") else "text"
+    return {"type": f"response.output_text.{kind}", "item_id": f"m{oi}", "output_index": oi, "content_index": ci,
+            field: value}
+
+
+def test_resumed_done_is_compared_only_for_parts_seen_from_their_start() -> None:
+    stream = (
+        _text(0, 0, "delta", "tail"),  # part 0 began before the cursor: its done is not compared
+        _text(0, 0, "done", "whole text with tail"),
+        {"type": "response.content_part.added", "item_id": "m0", "output_index": 0, "content_index": 1,
+         "part": {"type": "output_text", "text": ""}},
+        _text(0, 1, "delta", "abc"),
+        _text(0, 1, "done", "abX"),  # part 1 opened after the cursor: judged
+        MSG_ADDED,
+        _text(1, 0, "delta", "x"),
+        _text(1, 0, "done", "y"),  # item 1 added after the cursor: judged
+    )
+    _, codes = check_all(*stream, expect_created=False)
+    assert codes == ["text.done_mismatch", "text.done_mismatch", "lifecycle.no_terminal"]
+    _, codes = check_all(CREATED, *stream)  # the same events as a whole stream: every done is judged
+    assert codes.count("text.done_mismatch") == 3 and "item.delta_before_added" in codes
+
+
+def test_resumed_output_mismatch_compares_whole_items_by_index() -> None:
+    fc = {"id": "fc", "type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}
+    msg = {"id": "m1", "type": "message", "content": [{"type": "output_text", "text": "hi"}]}
+    partial_item = [{"type": "response.output_item.done", "output_index": 0, "item": fc}]  # added before cursor
+    whole_item = [MSG_ADDED, _text(1, 0, "delta", "hi"), {"type": "response.output_item.done", "output_index": 1,
+                                                         "item": msg}]
+    ok = completed(output=[{**fc, "arguments": "{\"old\":1}"}, msg], output_text="ignored: covers item 0 too")
+    assert check_all(*partial_item, *whole_item, ok, expect_created=False)[1] == []
+    wrong_text = completed(output=[fc, {**msg, "content": [{"type": "output_text", "text": "other"}]}])
+    codes = check_all(*partial_item, *whole_item, wrong_text, expect_created=False)[1]
+    assert codes == ["completed.output_mismatch"]
+    checker, codes = check_all(*whole_item, completed(output=[fc]), expect_created=False)
+    assert codes == ["completed.output_mismatch"]
+    assert "output item 1 was streamed but the terminal output has 1 items" in checker.violations[0].message
+    only_text = completed(output_text="anything: output_text alone is not judged after a cursor")
+    assert check_all(*partial_item, only_text, expect_created=False)[1] == []
+
+
+def test_resumed_output_text_is_judged_when_every_item_was_seen_whole() -> None:
+    msg = {"id": "m0", "type": "message", "content": [{"type": "output_text", "text": "hi"}]}
+    head = [{**MSG_ADDED, "output_index": 0, "item": msg}, _text(0, 0, "delta", "hi"),
+            {"type": "response.output_item.done", "output_index": 0, "item": msg}]
+    assert check_all(*head, completed(output=[msg], output_text="hi"), expect_created=False)[1] == []
+    codes = check_all(*head, completed(output=[msg], output_text="ho"), expect_created=False)[1]
+    assert codes == ["completed.output_mismatch"]
+
+
+def test_resumed_items_still_must_be_done_at_completed() -> None:
+    args = {"type": "response.function_call_arguments.delta", "item_id": "fc", "output_index": 0, "delta": "{"}
+    seed_text = {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "a"}
+    seed_done = {"type": "response.output_text.done", "output_index": 1, "content_index": 0, "text": "xa"}
+    # A call first seen mid-arguments and never done is open; the seed's message (parts only) is done by its parts.
+    seed = {"expect_created": False, "dialect": "platform"}
+    assert check_all(args, seed_text, seed_done, completed(), **seed)[1] == ["item.not_done"]
+    assert check_all(seed_text, completed(), **seed)[1] == ["item.not_done"]

@@ -252,7 +252,7 @@ class Assembler:
 
     def materialize(self) -> list[JSONObject]:
         """The output items as assembled from the events (not from the terminal response), in output order."""
-        return [self._materialize_item(oi) for oi in sorted(self._items)]
+        return [self.materialize_item(oi) for oi in sorted(self._items)]
 
     # --- result -------------------------------------------------------------------------------------------------
 
@@ -679,7 +679,8 @@ class Assembler:
 
     # --- materialising ------------------------------------------------------------------------------------------
 
-    def _materialize_item(self, oi: int) -> JSONObject:
+    def materialize_item(self, oi: int) -> JSONObject:
+        """One output item (``oi`` must have been seen) as assembled from the events."""
         item = dict(self._items[oi])
         slots = self._slots
         cis = self._part_index.get(oi)

@@ -10,9 +10,13 @@ API (incremental; the server's writer checks each event *before* it encodes it):
 
 ``RuleChecker(assembler=shared)`` reuses an :class:`Assembler` the caller feeds itself (``StreamCore`` does: call
 ``check(event)`` first, then ``assembler.feed(event)``); without one, ``check`` feeds its own. ``expect_created=False``
-for resumed streams (no ``response.created`` is replayed). ``dialect="platform"`` accepts the seed's deltas without
-``item_id`` when the indices are there. ``check`` never raises on stream content. ``keep=False`` stops
-``violations`` from growing (the caller keeps what ``check`` returns).
+for resumed streams (``starting_after = N``): no ``response.created`` is replayed, and nothing that depends on events
+at or before N is judged. An item whose ``output_item.added`` was not seen may have been added before the cursor, so
+its ``done`` or deltas are not ``item.*_before/without_added``; a ``*.done`` is compared with its deltas only when the
+part's (or its item's) opening event was seen; ``completed.output_mismatch`` compares only the output items whose
+whole life was seen, by ``output_index`` (and ``output_text`` only when that covers every item).
+``dialect="platform"`` accepts the seed's deltas without ``item_id`` when the indices are there. ``check`` never
+raises on stream content. ``keep=False`` stops ``violations`` from growing (the caller keeps what ``check`` returns).
 
 The tables below are the rules: which fields each event must carry, and what each event does to the life of an
 item or a part (``None`` -> open -> done). Reports are bounded: ``delta_before_added`` and ``index_mismatch`` once per
@@ -166,6 +170,10 @@ class RuleChecker:
         self._items: dict[int, int] = {}
         self._ids: dict[int, str] = {}
         self._parts: dict[tuple[int, Any], int] = {}
+        # Resumed streams only: items whose output_item.added was seen, and parts whose opening event was seen
+        # (their whole life is after the cursor, so their deltas are all ours to compare).
+        self._whole_items: set[int] = set()
+        self._whole_parts: set[tuple[int, Any]] = set()
         self._once: set[tuple[Any, ...]] = set()
         # Fast path: the last text delta that was clean; an identical target needs no checks.
         self._ok: tuple[str | None, int | None, int | None] | None = None
@@ -282,12 +290,17 @@ class RuleChecker:
 
     def _not_done(self, seq: int | None, out: list[Violation]) -> None:
         # DESIGN §3: only a completed response must have closed every item; the seed's implicitly opened
-        # messages have no output_item.done, so their parts must be done instead.
+        # messages have no output_item.done, so their parts must be done instead. An item first seen mid-life in a
+        # resumed stream may be such a message: with parts, those must be done; without, the item must be.
         for oi, state in sorted(self._items.items()):
-            if state in (_OPEN, _RESUMED) or (
-                state == _IMPLICIT
-                and any(s == _PART_OPEN for (o, _), s in self._parts.items() if o == oi)
-            ):
+            if state == _OPEN:
+                still_open = True
+            elif state in (_IMPLICIT, _RESUMED):
+                parts = [s for (o, _), s in self._parts.items() if o == oi]
+                still_open = _PART_OPEN in parts or (state == _RESUMED and not parts)
+            else:
+                continue
+            if still_open:
                 out.append(Violation("item.not_done", seq, f"output item {oi} is still open at response.completed"))
 
     def _output_matches(self, event: ev.Event, seq: int | None, out: list[Violation]) -> None:
@@ -298,29 +311,39 @@ class RuleChecker:
         text = response.get("output_text")
         if not (isinstance(final, list) and final) and not (isinstance(text, str) and text):
             return  # absent or empty output is fine (DESIGN §3)
-        assembled = self.assembler.materialize()
         problems: list[str] = []
-        if isinstance(final, list) and final:
-            if len(final) != len(assembled):
-                problems.append(f"{len(final)} output items, {len(assembled)} assembled")
-            for index, (got, mine) in enumerate(zip(final, assembled, strict=False)):
-                if not isinstance(got, dict):
-                    problems.append(f"output[{index}] is not an object")
-                    continue
-                for key in ("type", "id", "call_id", "name", "arguments"):
-                    a, b = got.get(key), mine.get(key)
-                    if a is not None and b is not None and a != b:
-                        problems.append(f"output[{index}].{key} differs")
-                if (
-                    got.get("type") == "message"
-                    and isinstance(got.get("content"), list)
-                    and _texts([got], "output_text", "text") != _texts([mine], "output_text", "text")
-                ):
-                    problems.append(f"output[{index}] text differs")
-        if isinstance(text, str) and text and text != "".join(_texts(assembled, "output_text", "text")):
-            problems.append("output_text differs")
+        if not self.expect_created:
+            self._resumed_output_matches(final, text, problems)
+        else:
+            assembled = self.assembler.materialize()
+            if isinstance(final, list) and final:
+                if len(final) != len(assembled):
+                    problems.append(f"{len(final)} output items, {len(assembled)} assembled")
+                for index, (got, mine) in enumerate(zip(final, assembled, strict=False)):
+                    _item_problems(index, got, mine, problems)
+            if isinstance(text, str) and text and text != "".join(_texts(assembled, "output_text", "text")):
+                problems.append("output_text differs")
         if problems:
             out.append(Violation("completed.output_mismatch", seq, f"{event.type}: " + "; ".join(problems[:5])))
+
+    def _resumed_output_matches(self, final: Any, text: Any, problems: list[str]) -> None:
+        # Only items whose output_item.added came after the cursor were seen whole; compare those by index.
+        if not (isinstance(final, list) and final):
+            return  # output_text alone covers items added before the cursor: not ours to judge
+        whole = sorted(self._whole_items)
+        for oi in whole:
+            mine = self.assembler.materialize_item(oi)
+            if oi >= len(final):
+                problems.append(f"output item {oi} was streamed but the terminal output has {len(final)} items")
+                continue
+            _item_problems(oi, final[oi], mine, problems)
+        if (
+            isinstance(text, str)
+            and text
+            and whole == list(range(len(final)))
+            and text != "".join(_texts(self.assembler.materialize(), "output_text", "text"))
+        ):
+            problems.append("output_text differs")
 
     def _locate(self, event: Any, role: str = "") -> int | None:
         if role in ("item.added", "item.done"):
@@ -341,6 +364,7 @@ class RuleChecker:
             if oi in self._items or (isinstance(iid, str) and iid in self._ids.values()):
                 out.append(Violation("item.duplicate_added", seq, f"output item {oi} was already added"))
             self._items[oi] = _OPEN
+            self._whole_items.add(oi)
             if isinstance(iid, str):
                 self._ids[oi] = iid
             return
@@ -353,7 +377,7 @@ class RuleChecker:
         self._index_rule(oi, item_id, seq, out)
         state = self._items.get(oi)
         if role == "item.done":
-            if state is None:
+            if state is None and self.expect_created:
                 out.append(Violation("item.done_without_added", seq, f"output item {oi} is done but was never added"))
             elif state == _DONE:
                 out.append(Violation("item.delta_after_done", seq, f"output item {oi} is done a second time"))
@@ -383,6 +407,7 @@ class RuleChecker:
                 else:
                     self._before_added(oi, event, seq, out)
             self._parts[key] = _PART_OPEN
+            self._whole_parts.add(key)
             return
         if state is None and part is None:
             self._before_added(oi, event, seq, out)
@@ -420,13 +445,32 @@ class RuleChecker:
         if value is None:
             return
         oi = self._locate(event)
-        if oi is None or self._items.get(oi) == _RESUMED:
+        if oi is None:
             return
         if value_field == "arguments":
             key: tuple[int, Any] = (oi, "arguments")
         else:
             key = (oi, event.content_index if event.content_index is not None else 0)
+        if not self.expect_created and oi not in self._whole_items and key not in self._whole_parts:
+            return  # began before the cursor: the deltas we saw are only its tail
         streamed = self.assembler.streamed_value(key)
         if streamed is not None and streamed != value:
             out.append(Violation("text.done_mismatch", seq, f"{event.type} {value_field} differs from its deltas "
                                  f"joined ({len(value)} vs {len(streamed)} characters)"))
+
+
+def _item_problems(index: int, got: Any, mine: dict[str, Any], problems: list[str]) -> None:
+    """Differences between a terminal response's output item and the assembled one (DESIGN §3 fields)."""
+    if not isinstance(got, dict):
+        problems.append(f"output[{index}] is not an object")
+        return
+    for key in ("type", "id", "call_id", "name", "arguments"):
+        a, b = got.get(key), mine.get(key)
+        if a is not None and b is not None and a != b:
+            problems.append(f"output[{index}].{key} differs")
+    if (
+        got.get("type") == "message"
+        and isinstance(got.get("content"), list)
+        and _texts([got], "output_text", "text") != _texts([mine], "output_text", "text")
+    ):
+        problems.append(f"output[{index}] text differs")

@@ -45,9 +45,10 @@ _decode_fast: Final = msgspec.json.Decoder(Union[EVENT_CLASSES]).decode  # type:
 class StreamCore:
     """The sans-IO protocol core for one response stream. See the module docstring.
 
-    Options: ``starting_after`` (a resumed stream: numbering starts at N+1 and no ``response.created`` is
-    expected), ``window`` (reorder window, default 64), ``max_event_size`` (default 16 MiB), ``dialect``
-    (``"platform"`` / ``"openai"``: also check the SSE ``event:`` names and the dialect's envelope; ``None``: neither).
+    Options: ``starting_after`` (a resumed stream: numbering starts at N+1, no ``response.created`` is expected and
+    nothing that depends on events at or before N is judged; ``-1`` is the whole stream), ``window`` (reorder
+    window, default 64), ``max_event_size`` (default 16 MiB), ``dialect`` (``"platform"`` / ``"openai"``: also
+    check the SSE ``event:`` names and the dialect's envelope; ``None``: neither).
     """
 
     def __init__(
@@ -60,12 +61,16 @@ class StreamCore:
     ) -> None:
         if dialect is not None and dialect not in DIALECTS:
             raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(DIALECTS)}")
+        if starting_after is not None and starting_after < -1:
+            raise ValueError(f"starting_after must be -1 or more, not {starting_after}")
+        # -1 (or None) is the whole stream: response.created first, every rule judged.
+        resumed = starting_after is not None and starting_after >= 0
         self.dialect = dialect
         self.decoder = SSEDecoder(max_event_size=max_event_size)
         self.sequencer = Sequencer(starting_after=starting_after, window=window)
         self.assembler = Assembler()
         self.rules = RuleChecker(
-            self.assembler, expect_created=starting_after is None, dialect=dialect, keep=False
+            self.assembler, expect_created=not resumed, dialect=dialect, keep=False
         )
         self.violations: list[Violation] = []
         self.violations_dropped = 0
