@@ -36,7 +36,6 @@ from respstream.errors import (
 )
 from respstream.protocol.assembler import AssembledResponse
 from respstream.protocol.events import Event, ResponseEvent
-from respstream.protocol.sse import SSEDecoder
 from respstream.protocol.stream import StreamCore
 
 __all__ = [
@@ -177,7 +176,8 @@ class StreamDriver:
         if self.response_id is None and response_id:
             self.response_id = response_id
         if self.connections:
-            _new_connection(self.core, self.config.max_event_size)
+            # The dropped body's unterminated block must not be glued to the next body's first line.
+            self.core.reconnect()
         self.connections += 1
         self._delivered_this_connection = 0
         if content_type is not None and "event-stream" not in content_type.lower():
@@ -311,18 +311,3 @@ class StreamDriver:
     def error(self) -> RespstreamError | None:
         """The outcome's exception once finished (``None`` for a completed response or while streaming)."""
         return self._error
-
-
-
-def _new_connection(core: StreamCore, max_event_size: int) -> None:
-    """Give ``core`` a fresh SSE decoder for the next body, keeping its sequencer, rules and assembler.
-
-    The bytes of a dropped body are gone: its unterminated block must not be glued to the next body's first line.
-    Uses ``StreamCore.new_connection()`` when the protocol core offers it.
-    """
-    method = getattr(core, "new_connection", None)
-    if callable(method):
-        method()
-        return
-    old = core.decoder
-    core.decoder = SSEDecoder(max_event_size=max_event_size, last_event_id=old.last_event_id)
