@@ -39,7 +39,7 @@ from respstream.server.config import Config
 from respstream.server.upstream.embedded import EmbeddedUpstream
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 120.0  # seconds per scenario: a 135M model on 2 cores is fast, but the machine may be shared
+TIMEOUT = 300.0  # seconds per scenario: a 135M model on 2 cores is fast, but the machine may be shared
 
 # Short reading of each code, for the "what differs" list (DESIGN §3 has the full definitions).
 MEANING = {

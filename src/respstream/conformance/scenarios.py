@@ -126,7 +126,7 @@ def plain(session: Session) -> str:
 
 def long_answer(session: Session) -> str:
     """A long answer: many text deltas, and the rules hold over all of them."""
-    body = session.request_body(input=LONG_PROMPT, stream=True, max_output_tokens=250)
+    body = session.request_body(input=LONG_PROMPT, stream=True, max_output_tokens=160)
     response = session.open("POST", "/responses", body=body)
     run = session.collect(session.stream(response, "stream").finish())
     _finished(run)
@@ -144,7 +144,7 @@ def function_tool_round_trip(session: Session) -> str:
         tool_choice="required",
         stream=True,
         store=True,
-        max_output_tokens=200,
+        max_output_tokens=100,
     )
     response = _start_stream(session, body, "stream", "client function tools", "tool", "function")
     first = session.collect(session.stream(response, "first stream").finish())
@@ -169,7 +169,7 @@ def function_tool_round_trip(session: Session) -> str:
         tools=[TOOL],
         stream=True,
         store=True,
-        max_output_tokens=200,
+        max_output_tokens=100,
     )
     response = _start_stream(session, follow_up, "second stream", "previous_response_id", "previous_response")
     second = session.collect(session.stream(response, "second stream").finish())
@@ -180,7 +180,7 @@ def function_tool_round_trip(session: Session) -> str:
 
 def background_resume(session: Session) -> str:
     """Background + stream: drop the connection early, resume at several ``starting_after`` values, compare."""
-    body = session.request_body(input=LONG_PROMPT, background=True, stream=True, store=True, max_output_tokens=200)
+    body = session.request_body(input=LONG_PROMPT, background=True, stream=True, store=True, max_output_tokens=120)
     head = session.stream(_start_stream(session, body, "stream", "background mode", "background"), "first stream")
     head.read_until(lambda events: _deltas(events) >= 3)
     head.drop()
@@ -248,7 +248,7 @@ def _resume_past_end(session: Session, path: str, after: int) -> None:
 
 def cancel(session: Session) -> str:
     """Background + stream, cancel mid-way: the stream ends cancelled (per dialect) and GET shows it."""
-    body = session.request_body(input=LONG_PROMPT, background=True, stream=True, store=True, max_output_tokens=400)
+    body = session.request_body(input=LONG_PROMPT, background=True, stream=True, store=True, max_output_tokens=300)
     reader = session.stream(_start_stream(session, body, "stream", "background mode", "background"), "stream")
     reader.read_until(lambda events: _deltas(events) >= 2)
     response_id = _response_id(reader.events)
