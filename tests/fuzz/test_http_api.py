@@ -88,9 +88,11 @@ def _body_strategy(spec: dict[str, Any]) -> st.SearchStrategy[Any]:
 
 def _unhashable_item_type(body: Any) -> bool:
     """The known 500 (see test_input_item_with_a_non_string_type_is_a_400), kept out so fuzzing finds new ones."""
-    items = body.get("input") if isinstance(body, dict) else None
-    return isinstance(items, list) and any(
+    if not isinstance(body, dict):
+        return False
+    return any(isinstance(items, list) and any(
         isinstance(i, dict) and any(isinstance(i.get(k), list | dict) for k in ("type", "role")) for i in items)
+        for items in (body.get("input"), body.get("tools")))
 
 
 @pytest.mark.xfail(strict=True, reason="server/requests.py _input_items: a list/dict item `type` or `role` reaches a "
@@ -105,6 +107,15 @@ def test_input_item_with_a_non_string_type_is_a_400(open_gateway: tuple[str, htt
     assert response.status_code == 400
     assert_envelope(response)
     assert response.json()["error"]["param"].startswith("input[0]")
+
+
+@pytest.mark.xfail(strict=True, reason="server/requests.py: a list/dict `type` in a `tools` entry raises TypeError "
+                   "(unhashable) -> 500; needs an isinstance(..., str) check -> 400 naming tools[0].type")
+def test_tool_with_a_non_string_type_is_a_400(open_gateway: tuple[str, httpx.Client]) -> None:
+    _, client = open_gateway
+    response = client.post("/v1/responses", json={"input": "hi", "tools": [{"type": []}]})
+    assert response.status_code == 400
+    assert_envelope(response)
 
 
 @pytest.mark.slow
