@@ -62,7 +62,9 @@ class ServerThread:
         self.sock.close()
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: sync_playwright keeps an asyncio loop running in this thread while it is open, and
+# every asyncio.run() / async test collected after tests/browser would fail with "a loop is already running".
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is not installed")
