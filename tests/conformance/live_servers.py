@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["FakeResponses", "ServerThread", "known_gateway_bug"]
+__all__ = ["FakeResponses", "ServerThread"]
 
 MODEL = "fake-model"
 WORDS = ("Once", " upon", " a", " time", " there", " was", " a", " bicycle", " that", " rode", " far", " away", ".")
@@ -69,18 +69,6 @@ class ServerThread:
         self.server.should_exit = True
         self.thread.join(timeout=5)
         self.sock.close()
-
-
-def known_gateway_bug(dialect: str, not_passed: dict[str, str]) -> str | None:
-    """The reason, when the only scenario that did not pass is a known, reported gateway bug; else None.
-
-    openai dialect cancel: the cancelled ``response.failed`` carries the open message with empty content, the
-    gateway's own writer rule check calls that ``completed.output_mismatch`` and ends the stream failed
-    (``internal_error``) instead of cancelled. Tests using this turn into plain passes once it is fixed.
-    """
-    if dialect == "openai" and set(not_passed) == {"cancel"} and "ended failed" in not_passed["cancel"]:
-        return f"gateway: openai-dialect cancel ends failed, not cancelled: {not_passed['cancel']}"
-    return None
 
 
 def _error(status: int, code: str, message: str, param: str | None = None) -> JSONResponse:

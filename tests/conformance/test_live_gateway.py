@@ -17,7 +17,7 @@ from respstream.conformance import SCENARIOS
 from respstream.server.app import create_app
 from respstream.server.config import Config
 
-from .live_servers import ServerThread, known_gateway_bug
+from .live_servers import ServerThread
 
 UPSTREAM = "scripted:30?delay_ms=3&tool=get_weather"
 
@@ -38,9 +38,6 @@ def test_every_scenario_passes(gateway: tuple[str, str], capsys: pytest.CaptureF
     for scenario in report["scenarios"]:
         assert set(scenario) == {"name", "result", "violations", "detail"}
     not_passed = {s["name"]: s["detail"] for s in report["scenarios"] if s["result"] != "passed"}
-    bug = known_gateway_bug(dialect, not_passed)
-    if bug is not None:
-        pytest.xfail(bug)
     assert not_passed == {}
     assert all(s["violations"] == [] for s in report["scenarios"])
     assert report["ok"] is True

@@ -20,7 +20,7 @@ import pytest
 from respstream.conformance import run
 from respstream.server.upstream.embedded import EmbeddedUpstream
 
-from .live_servers import ServerThread, known_gateway_bug
+from .live_servers import ServerThread
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -66,9 +66,6 @@ def test_gateway_in_front_of_llama_cpp(llama: str, dialect: str) -> None:
     with ServerThread(create_app(Config(dialect=dialect, upstreams=[llama]))) as gateway:
         code, report = check(gateway.base_url, dialect, "plain,cancel,bad_request,unknown_model")
     not_passed = {s["name"]: s["detail"] for s in report["scenarios"] if s["result"] != "passed"}
-    bug = known_gateway_bug(dialect, not_passed)
-    if bug is not None:
-        pytest.xfail(bug)
     assert not_passed == {}
     assert all(s["violations"] == [] for s in report["scenarios"])
     assert code == 0
