@@ -39,10 +39,12 @@ from respstream.server.pipeline import RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import parse_request
 from respstream.server.responses_service import TERMINAL_STATUSES, ResponseService
 from respstream.server.sse_response import EventStreamResponse
-from respstream.server.store.base import Store
-from respstream.server.store.factory import open_store
+from respstream.server.store.base import Store, StoreUnavailable
+from respstream.server.store.factory import is_memory_url, open_store
+from respstream.server.store.memory import MemoryStore
+from respstream.server.store.split import SplitStore, backend_of
 
-__all__ = ["Components", "GatewayApp", "create_app"]
+__all__ = ["Components", "GatewayApp", "build_store", "create_app"]
 
 log = logging.getLogger("respstream.server")
 STATIC_DIR = Path(__file__).parent / "static"
@@ -59,10 +61,33 @@ class Components:
     upstreams: list[Any] = field(default_factory=list)
 
 
+def build_store(config: Config) -> Store:
+    """The store of ``config``: ``store`` for everything; with ``store = memory``, background responses and
+    conversations go to the durable ``resolved_background_store()`` (SQLite under the data dir by default) through
+    a :class:`SplitStore`. Raises ``ValueError`` / ``StoreUnavailable`` for a store that cannot be opened, except
+    the implicit default SQLite file: if that cannot be opened the gateway warns and keeps everything in memory."""
+    options: dict[str, Any] = {"instance_id": config.instance_id, "retention_seconds": config.retention_seconds,
+                               "lease_seconds": config.lease_seconds}
+    main = open_store(config.store, **options)
+    if not is_memory_url(config.store):
+        return main
+    background = config.resolved_background_store()
+    if is_memory_url(background):
+        return main
+    assert isinstance(main, MemoryStore)
+    try:
+        durable = open_store(background, **options)
+    except (StoreUnavailable, ValueError) as exc:
+        if config.background_store:
+            raise
+        log.warning("background store %s cannot be opened (%s); background responses stay in memory", background, exc)
+        return main
+    return SplitStore(main, durable)
+
+
 async def build_components(config: Config, given: Components) -> Components:
     """Fill in what ``given`` lacks: upstreams from ``config.upstreams``, the router, tools, rewriter, store."""
-    store = given.store or open_store(config.store, instance_id=config.instance_id,
-                                      retention_seconds=config.retention_seconds)
+    store = given.store or build_store(config)
     upstreams = list(given.upstreams)
     router = given.router
     if router is None:
@@ -149,6 +174,8 @@ class _Gateway:
         self.components = comps
         with contextlib.suppress(Exception):
             await comps.store.recover(self.config.instance_id)
+        with contextlib.suppress(Exception):  # end what died with an earlier instance, drop what is past retention
+            await comps.store.expire()
         self.service = ResponseService(config=self.config, store=comps.store, router=comps.router,
                                        tools=comps.tools, rewriter=comps.rewriter, metrics=self.metrics)
         self._expire_task = asyncio.create_task(self._expire_loop(comps.store))
@@ -164,8 +191,10 @@ class _Gateway:
                 await comps.store.aclose()
 
     async def _expire_loop(self, store: Store) -> None:
+        # Every minute, or more often for a short retention/lease (lost logs nobody reads are ended here).
+        interval = min(60.0, max(0.2, min(self.config.retention_seconds, self.config.lease_seconds) / 4))
         while True:
-            await asyncio.sleep(60)
+            await asyncio.sleep(interval)
             with contextlib.suppress(Exception):
                 await store.expire()
 
@@ -236,7 +265,7 @@ class _Gateway:
             self.metrics.active_streams = self.gate.open
 
         return EventStreamResponse(
-            store=svc.store, response_id=rid, after=after, dialect=svc.dialect,
+            store=backend_of(svc.store, rid), response_id=rid, after=after, dialect=svc.dialect,
             keepalive_seconds=self.config.keepalive_seconds, headers=headers or [],
             on_disconnect=(lambda: svc.on_client_gone(rid)) if foreground else None, on_close=closed,
         )
@@ -353,6 +382,12 @@ def _wants_json_only(accept: str) -> bool:
     return bool(types) and types <= {"application/json"}
 
 
+async def _on_store_unavailable(request: Request, exc: Exception) -> Response:
+    log.warning("store unavailable on %s: %s", request.url.path, exc)
+    return error_response(HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
+                                    headers={"Retry-After": "1"}))
+
+
 async def _on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPError)
     return error_response(exc)
@@ -392,6 +427,7 @@ def create_app(config: Config | None = None, components: Components | None = Non
         routes=routes,
         lifespan=gw.lifespan,
         exception_handlers={HTTPError: _on_http_error, StarletteHTTPException: _on_starlette_error,
+                            StoreUnavailable: _on_store_unavailable,
                             Exception: _on_crash},
     )
     app.state.gateway = gw

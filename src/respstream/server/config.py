@@ -29,6 +29,10 @@ class Config:
     dialect: str = "platform"  # platform | openai
     upstreams: list[str] = field(default_factory=lambda: ["embedded"])
     store: str = "memory"
+    # Where background responses and conversations go when `store` is memory ("" = SQLite in data_dir).
+    background_store: str = ""
+    data_dir: str = ""  # empty: $RESPSTREAM_DATA_DIR, else $XDG_DATA_HOME/respstream (~/.local/share/respstream)
+    lease_seconds: float = 10.0  # generation lease in shared stores (a dead instance is noticed within this)
     keys_file: str = ""  # JSON file of hashed API keys (respstream keys ...); empty: RESPSTREAM_KEYS_FILE or none
     instance_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     max_body_bytes: int = 1 << 20
@@ -59,11 +63,32 @@ class Config:
                 raise ConfigError(f"{name} must be at least 1")
         if self.keepalive_seconds <= 0:
             raise ConfigError("keepalive_seconds must be positive")
+        if self.lease_seconds <= 0 or self.retention_seconds <= 0:
+            raise ConfigError("lease_seconds and retention_seconds must be positive")
         if self.max_tool_rounds < 0 or self.rate_limit_per_minute < 0:
             raise ConfigError("max_tool_rounds and rate_limit_per_minute must not be negative")
 
     def resolved_keys_file(self) -> str:
         return self.keys_file or os.environ.get("RESPSTREAM_KEYS_FILE", "")
+
+    def resolved_data_dir(self) -> Path:
+        """``data_dir``, else ``$RESPSTREAM_DATA_DIR``, else ``$XDG_DATA_HOME/respstream`` (``~/.local/share``)."""
+        if self.data_dir:
+            return Path(self.data_dir).expanduser()
+        base = os.environ.get("RESPSTREAM_DATA_DIR")
+        if base:
+            return Path(base).expanduser()
+        xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        return Path(xdg) / "respstream"
+
+    def resolved_background_store(self) -> str:
+        """The store URL for background responses and conversations: ``background_store``; else, when ``store``
+        is ``memory``, the SQLite file ``<data dir>/respstream.db``; else ``store`` itself."""
+        if self.background_store:
+            return self.background_store
+        if self.store in ("memory", "memory:", "memory://"):
+            return f"sqlite:///{self.resolved_data_dir() / 'respstream.db'}"
+        return self.store
 
 
 _FIELDS = {f.name: f for f in fields(Config)}

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from respstream.server.requests import ResponseRequest
+from respstream.server.store.base import SequenceConflict, StoreUnavailable
 from respstream.server.upstream.base import (
     Finish,
     GenerationRequest,
@@ -152,6 +153,13 @@ class Pipeline:
                 w.fail(exc.code, exc.message)
             except ToolCrashed as exc:
                 w.fail("tool_error", str(exc))
+            except StoreUnavailable as exc:  # the log could not take our events; the terminal is retried later
+                w.fail("store_unavailable", f"The response store failed while generating: {exc}")
+            except SequenceConflict:
+                # The log was ended behind our back (lease lost -> worker_lost, or cancelled from another
+                # instance): it has its terminal, so stop writing.
+                w.abandon()
+                return
             except WriterClosed:
                 pass  # the writer ended the stream itself (rule violation)
             except Exception as exc:  # the stream must end with a terminal, whatever broke

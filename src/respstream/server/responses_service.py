@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -22,10 +23,13 @@ from respstream.server.http_errors import HTTPError
 from respstream.server.metrics import Metrics
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
-from respstream.server.store.base import ResponseRecord, Store, StoreUnavailable
+from respstream.server.store.base import ResponseRecord, SequenceConflict, Store, StoreUnavailable
+from respstream.server.store.split import SplitStore
 from respstream.server.writer import ResponseWriter, WriterClosed
 
 __all__ = ["TERMINAL_STATUSES", "ResponseService", "Running"]
+
+log = logging.getLogger("respstream.server")
 
 TERMINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"})
 
@@ -129,7 +133,8 @@ class ResponseService:
             response=response, request={"context": [i.to_json() for i in items], "store": req.store},
             conversation_id=req.conversation_id,
         )
-        writer = ResponseWriter(record, dialect=self.dialect, store=self.store, response=response,
+        target = self.store.backend_for(record) if isinstance(self.store, SplitStore) else self.store
+        writer = ResponseWriter(record, dialect=self.dialect, store=target, response=response,
                                 check=self.config.check_events, on_flush=self.metrics.count_events,
                                 max_event_bytes=self.config.max_event_bytes)
         with contextlib.suppress(WriterClosed):  # response.created over max_event_bytes: the log holds the error
@@ -144,32 +149,61 @@ class ResponseService:
             messages=items_to_messages(req.instructions, items), router=self.router, tools=self.tools,
             rewriter=self.rewriter, max_tool_rounds=self.config.max_tool_rounds, on_tool=self.metrics.tool,
         )
-        task = asyncio.create_task(self._run(pipeline, record, req, items), name=f"response {rid}")
+        task = asyncio.create_task(self._run(pipeline, record, req, target), name=f"response {rid}")
         running = Running(task, pipeline, req.background)
         self.running[rid] = running
         self.metrics.running_responses = len(self.running)
         return record, running
 
-    async def _run(self, pipeline: Pipeline, record: ResponseRecord, req: ResponseRequest,
-                   items: list[InputItem]) -> None:
+    async def _run(self, pipeline: Pipeline, record: ResponseRecord, req: ResponseRequest, store: Store) -> None:
+        writer = pipeline.writer
         try:
-            if req.background:
-                pipeline.writer.mark_in_progress()
-                await self.store.update(record)
-            async with self.store.hold_lease(record.id):
-                await pipeline.run()
+            try:
+                if req.background:
+                    writer.mark_in_progress()
+                    await store.update(record)
+                async with store.hold_lease(record.id):
+                    try:
+                        await pipeline.run()
+                    except StoreUnavailable:
+                        await self._flush_terminal(writer)  # inside the lease: readers wait for our terminal
+            except StoreUnavailable as exc:  # could not mark it running or take the lease
+                writer.fail("store_unavailable", f"The response store failed: {exc}")
+                await self._flush_terminal(writer)
             self.metrics.responses[record.status] += 1
             if req.conversation_id and record.status in ("completed", "incomplete"):
                 new = [i.to_json() for i in req.input]
-                new += [i.to_json() for i in output_to_items(pipeline.writer.response.get("output", []))]
+                new += [i.to_json() for i in output_to_items(writer.response.get("output", []))]
                 await self.store.extend_conversation(req.conversation_id, new)
         except Exception:
-            pipeline.writer.fail("internal_error", "the response could not be stored")
+            log.exception("response %s: storing it failed", record.id)
+            writer.fail("internal_error", "the response could not be stored")
             with contextlib.suppress(Exception):
-                await pipeline.writer.flush()
+                await writer.flush()
         finally:
             self.running.pop(record.id, None)
             self.metrics.running_responses = len(self.running)
+
+    async def _flush_terminal(self, writer: ResponseWriter) -> None:
+        """Keep trying to append what the writer holds (its terminal last) while the store is down, for about a
+        lease: if the store comes back in time, readers get our terminal; if not, the lease has run out and the
+        first reader to notice ends the log with ``worker_lost`` (our late append then gets SequenceConflict)."""
+        deadline = time.monotonic() + self.config.lease_seconds * 1.5
+        pause = 0.05
+        while True:
+            try:
+                await writer.flush()
+                return
+            except SequenceConflict:
+                writer.abandon()  # someone else ended the log meanwhile
+                return
+            except StoreUnavailable:
+                if time.monotonic() > deadline:
+                    log.warning("response %s: the store stayed unavailable; its log ends when the lease expires",
+                                writer.record.id)
+                    return
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)
 
     # -- control ---------------------------------------------------------------------------------------------------
     def cancel_running(self, response_id: str, code: str = "cancelled", message: str | None = None) -> bool:

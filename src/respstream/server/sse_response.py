@@ -2,7 +2,10 @@
 
 How this works: it reads every entry after the cursor, sends each as one frame (one ``send`` per event: live tokens
 arrive one at a time), and when it has caught up waits for the next appended batch with a keep-alive timeout; a
-timeout sends ``: keep-alive``. It ends after the terminal entry, or when the response is deleted. A watcher task
+timeout sends ``: keep-alive``. It ends after the terminal entry. A stream never ends without a terminal: when the
+response is deleted before its terminal reached this reader, or the store fails mid-stream, the reader gets an
+``error`` of its own (``cancelled`` / ``store_unavailable``, see :func:`writer.reader_terminal_frame`) and the stream
+closes. A watcher task
 reads ``receive()``: ``http.disconnect`` stops the sender and calls ``on_disconnect`` (the service then cancels a
 foreground generation; a background one runs on).
 
@@ -18,8 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 from respstream.server.dialects import Dialect
-from respstream.server.store.base import LogEntry, Store
-from respstream.server.writer import frame
+from respstream.server.store.base import LogEntry, Store, StoreUnavailable
+from respstream.server.writer import frame, reader_terminal_frame
 
 __all__ = ["SSE_HEADERS", "EventStreamResponse"]
 
@@ -54,6 +57,7 @@ class EventStreamResponse:
         self.headers = SSE_HEADERS + headers
         self.on_disconnect = on_disconnect
         self.on_close = on_close
+        self.last = after  # the last sequence number sent
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         disconnected = False
@@ -73,10 +77,7 @@ class EventStreamResponse:
         try:
             await send({"type": "http.response.start", "status": 200, "headers": self.headers})
             send = scope.get("state", {}).get("raw_send", send)
-            if hasattr(self.store, "wait_beyond"):
-                await self._follow_memory(send)
-            else:
-                await self._follow_tail(send)
+            await self._follow(send)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
             if not disconnected:
@@ -94,27 +95,44 @@ class EventStreamResponse:
             if self.on_close is not None:
                 self.on_close()
 
-    async def _follow_memory(self, send: Any) -> None:
+    async def _follow(self, send: Any) -> None:
+        """Send the log; never end without a terminal unless the log ended at or before the cursor."""
+        self.last = self.after
+        try:
+            if hasattr(self.store, "wait_beyond"):
+                done = await self._follow_memory(send)
+            else:
+                done = await self._follow_tail(send)
+            if done or await self.store.get(self.response_id) is not None:
+                return  # sent the terminal, or the log had ended at or before the cursor
+            code, message = "cancelled", "The response was deleted."
+        except StoreUnavailable as exc:
+            code, message = "store_unavailable", f"The response store failed while streaming: {exc}"
+        await send({"type": "http.response.body", "more_body": True,
+                    "body": reader_terminal_frame(self.dialect, self.last + 1, code, message)})
+
+    async def _follow_memory(self, send: Any) -> bool:
         store: Any = self.store
         rid, dialect, after = self.response_id, self.dialect, self.after
         while True:
             entries: list[LogEntry] = await store.read(rid, after)
             for entry in entries:
                 await send({"type": "http.response.body", "body": frame(dialect, entry), "more_body": True})
+                self.last = entry.sequence_number
                 if entry.terminal:
-                    return
+                    return True
             if entries:
                 after = entries[-1].sequence_number
                 continue
             if store.is_ended(rid):
-                return  # deleted (or ended with nothing more to send)
+                return False  # deleted (or ended with nothing more to send)
             try:
                 async with asyncio.timeout(self.keepalive):
                     await store.wait_beyond(rid, after)
             except TimeoutError:
                 await send(_KEEPALIVE)
 
-    async def _follow_tail(self, send: Any) -> None:
+    async def _follow_tail(self, send: Any) -> bool:
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=1024)
 
         async def pump() -> None:
@@ -135,10 +153,11 @@ class EventStreamResponse:
                     continue
                 if item is _END:
                     task.result() if task.done() else None  # surface a store failure
-                    return
+                    return False
                 await send({"type": "http.response.body", "body": frame(self.dialect, item), "more_body": True})
+                self.last = item.sequence_number
                 if item.terminal:
-                    return
+                    return True
         finally:
             task.cancel()
             with contextlib.suppress(BaseException):

@@ -28,10 +28,10 @@ import msgspec
 from respstream.protocol.events import OutputTextDelta, decode_event
 from respstream.protocol.rules import RuleChecker
 from respstream.server.dialects import Dialect
-from respstream.server.store.base import LogEntry, ResponseRecord, Store
+from respstream.server.store.base import LogEntry, ResponseRecord, Store, StoreUnavailable
 from respstream.server.upstream.base import Usage
 
-__all__ = ["ERROR_CODES", "ResponseWriter", "WriterClosed", "frame"]
+__all__ = ["ERROR_CODES", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_frame"]
 
 # Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
 ERROR_CODES: dict[str, str] = {
@@ -58,6 +58,20 @@ def frame(dialect: Dialect, entry: LogEntry) -> bytes:
     """The SSE frame for one log entry in ``dialect``."""
     name = entry.type.encode() if dialect.event_line_is_type else b"message"
     return b"id: %d\nevent: %b\ndata: %b\n\n" % (entry.sequence_number, name, entry.data)
+
+
+def reader_terminal_frame(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
+    """A terminal ``error`` frame for ONE reader whose stream cannot go on (the store failed, or the response was
+    deleted before its terminal reached this reader). It is not in the log, so it has no ``id:`` line: an
+    EventSource reconnect resumes from the last real event. Numbered ``last sent + 1`` so the sequence stays whole."""
+    if dialect.separate_terminal_types:
+        err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
+        data = _encode({"type": "error", "sequence_number": sequence_number, "error": err})
+    else:
+        data = _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
+                        "param": None})
+    name = b"error" if dialect.event_line_is_type else b"message"
+    return b"event: %b\ndata: %b\n\n" % (name, data)
 
 
 def usage_object(usage: Usage | None) -> dict[str, Any] | None:
@@ -127,6 +141,7 @@ class ResponseWriter:
         self._tool_summary: list[dict[str, Any]] = []
         self._append_nowait: Callable[[str, list[LogEntry]], None] | None = getattr(store, "append_nowait", None)
         self._soon: asyncio.Handle | None = None
+        self._inflight: asyncio.Future[None] | None = None
 
     # -- low level -------------------------------------------------------------------------------------------------
     @property
@@ -181,16 +196,55 @@ class ResponseWriter:
                 self._on_flush(len(batch))
 
     async def flush(self) -> None:
-        """Append the queued events to the store in one batch (wakes every reader once)."""
+        """Append the queued events to the store in one batch (wakes every reader once).
+
+        Raises what the store raises. On ``StoreUnavailable`` the batch stays queued, so a later ``flush()``
+        appends it without a gap in the sequence numbers. A cancellation never interrupts a store write half way
+        (the write finishes in the background and the next ``flush()`` waits for it first), so batches land in
+        order and none is lost.
+        """
+        if self._inflight is not None:
+            await self._settle()
         if not self._pending:
             return
         batch, self._pending = self._pending, []
-        if batch[-1].terminal:
-            self.record.response = self.response
-            await self._store.update(self.record)
-        await self._store.append(self.record.id, batch)
+        if self._append_nowait is not None:  # memory: the coroutines below never suspend, nothing to protect
+            await self._store_batch(batch)
+            return
+        task = asyncio.ensure_future(self._store_batch(batch))
+        self._inflight = task
+        try:
+            await asyncio.shield(task)
+        finally:
+            if task.done():  # else cancelled while writing: the next flush() settles it
+                self._inflight = None
+
+    async def _settle(self) -> None:
+        """Wait for a write a cancellation left running; its ``StoreUnavailable`` put the batch back already."""
+        task, self._inflight = self._inflight, None
+        if task is None:
+            return
+        try:
+            await asyncio.shield(task)
+        except StoreUnavailable:
+            pass
+
+    async def _store_batch(self, batch: list[LogEntry]) -> None:
+        try:
+            if batch[-1].terminal:
+                self.record.response = self.response
+                await self._store.update(self.record)
+            await self._store.append(self.record.id, batch)
+        except StoreUnavailable:
+            self._pending = batch + self._pending
+            raise
         if self._on_flush is not None:
             self._on_flush(len(batch))
+
+    def abandon(self) -> None:
+        """Stop without a terminal of our own: the log was ended by someone else (``SequenceConflict``)."""
+        self._closed = True
+        self._pending = []
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -434,15 +488,17 @@ class ResponseWriter:
         self._emit(event_type, {"response": self.response}, terminal=True)
 
     def fail(self, code: str, message: str) -> None:
-        """End the response with an error ``code`` (``cancelled`` is a cancel). Open items stay as they are."""
+        """End the response with an error ``code`` (``cancelled`` is a cancel). Open items get no ``done`` event;
+        the terminal's output shows them as streamed so far."""
         if self._closed:
             return
         cancelled = code == "cancelled"
         status = "cancelled" if cancelled else "failed"
+        self._snapshot_open_item()
+        self._item = None
         self.response.update(status=status, error={"code": code, "message": message},
                              output_text=self.output_text(), tool_calls=self._tool_summary)
         self.record.status = status
-        self._item = None
         try:
             if not self.dialect.separate_terminal_types:
                 self._emit("error", {"code": code, "message": message, "param": None}, terminal=True)
@@ -454,6 +510,20 @@ class ResponseWriter:
             self._emit("response.failed", {"response": self._fitting(self.response)}, terminal=True)
         except WriterClosed:
             pass  # a violation inside the failure path already ended the stream with internal_error
+
+    def _snapshot_open_item(self) -> None:
+        """An item still open at a failure goes into ``output`` with what was streamed of it (status
+        ``incomplete``), so the terminal's output agrees with the deltas a client saw."""
+        item = self._item
+        if item is None:
+            return
+        content = list(item.content)
+        if item.part is not None:
+            content.append(_part(item.part.kind, item.part.joined()))
+        snapshot = {**self._output[item.output_index], "content": content}
+        if item.kind == "message":
+            snapshot["status"] = "incomplete"
+        self._output[item.output_index] = snapshot
 
     def _fitting(self, response: dict[str, Any]) -> dict[str, Any]:
         """``response``, or a copy without its output when the terminal carrying it would exceed the limit."""

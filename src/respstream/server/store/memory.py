@@ -57,6 +57,10 @@ class MemoryStore:
         self._records[record.id] = replace(record)
         self._logs[record.id] = _Log()
 
+    def has(self, response_id: str) -> bool:
+        """True when this store holds ``response_id`` (no copy, no await: the split store's routing test)."""
+        return response_id in self._records
+
     async def get(self, response_id: str) -> ResponseRecord | None:
         record = self._records.get(response_id)
         return None if record is None else replace(record)
