@@ -209,3 +209,14 @@ def test_summary_table_groups_violations_by_code() -> None:
     ])
     assert "sequence.gap: 2" in table
     assert table.endswith("NOT OK: 1 violations, 1 unsupported")
+
+
+def test_background_resume_when_the_answer_ends_before_the_drop() -> None:
+    with ServerThread(FakeResponses(deltas=1).app) as server:  # the whole answer arrives before a second delta
+        code, report, _ = check(server.base_url, scenario="background_resume,cancel")
+    by_name = {s["name"]: s for s in report["scenarios"]}
+    assert by_name["background_resume"]["result"] == "passed", by_name["background_resume"]["detail"]
+    # Too short to cancel mid-way: the checker says the stream completed instead of pretending it cancelled.
+    assert by_name["cancel"]["result"] == "failed"
+    assert "ended completed, not cancelled" in by_name["cancel"]["detail"]
+    assert code == 1
