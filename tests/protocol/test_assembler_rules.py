@@ -243,3 +243,44 @@ def test_resumed_items_still_must_be_done_at_completed() -> None:
     seed = {"expect_created": False, "dialect": "platform"}
     assert check_all(args, seed_text, seed_done, completed(), **seed)[1] == ["item.not_done"]
     assert check_all(seed_text, completed(), **seed)[1] == ["item.not_done"]
+
+
+def test_shell_command_events_without_values_keep_what_came_before() -> None:
+    asm = Assembler()
+    for e in events(
+        {"type": "response.shell_call_command.added", "output_index": 0, "command_index": 0, "command": "l"},
+        {"type": "response.shell_call_command.delta", "output_index": 0, "command_index": 0},  # no delta
+        {"type": "response.shell_call_command.delta", "output_index": 0, "command_index": 0, "delta": "s"},
+        {"type": "response.shell_call_command.done", "output_index": 0, "command_index": 0},  # no command
+    ):
+        asm.feed(e)
+    assert asm.result().output[0]["action"] == {"commands": ["l"]}  # the added command is final; deltas streamed
+    assert asm.streamed_value((0, ("command", 0))) == "s"
+
+
+def test_output_text_reads_only_well_formed_message_parts() -> None:
+    odd_output = [
+        {"type": "message", "content": "not a list"},
+        {"type": "message", "content": ["not a part", {"type": "refusal", "refusal": "no"},
+                                        {"type": "output_text", "text": 5}, {"type": "output_text", "text": "ok"}]},
+        {"type": "function_call", "content": [{"type": "output_text", "text": "not a message"}]},
+    ]
+    checker, codes = check_all(CREATED, completed(output=odd_output))
+    result = checker.assembler.result()
+    assert (result.output_text, result.refusal) == ("ok", "no")
+    assert codes == ["completed.output_mismatch"]  # three items in the terminal, none assembled
+
+
+def test_resumed_output_item_that_is_not_an_object() -> None:
+    whole = [{**MSG_ADDED, "output_index": 0}, {"type": "response.output_item.done", "output_index": 0,
+                                               "item": MSG_ADDED["item"]}]
+    checker, codes = check_all(*whole, completed(output=["x"]), expect_created=False)
+    assert codes == ["completed.output_mismatch"]
+    assert "output[0] is not an object" in checker.violations[0].message
+
+
+def test_done_that_cannot_be_located_is_not_compared() -> None:
+    # No output_index and an item_id never seen: nothing to compare with (envelope.missing_field says so).
+    lost = {"type": "response.output_text.done", "item_id": "ghost", "content_index": 0, "text": "x"}
+    _, codes = check_all(CREATED, _text(0, 0, "delta", "y"), lost, completed())
+    assert codes == ["item.delta_before_added", "envelope.missing_field", "item.not_done"]

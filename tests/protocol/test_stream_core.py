@@ -207,3 +207,10 @@ def test_reconnect_continues_across_the_seam_without_duplicates() -> None:
     assert [v.code for v in core.violations] == ["sequence.duplicate", "item.not_done"]
     with pytest.raises(ValueError, match="after close"):
         core.reconnect()
+
+
+def test_starting_after_below_minus_one_is_refused_and_minus_one_is_the_whole_stream() -> None:
+    with pytest.raises(ValueError, match="starting_after must be -1 or more"):
+        StreamCore(starting_after=-2)
+    assert StreamCore(starting_after=-1).rules.expect_created is True
+    assert StreamCore(starting_after=0).rules.expect_created is False

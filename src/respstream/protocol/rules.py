@@ -28,7 +28,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from respstream.protocol import events as ev
-from respstream.protocol.assembler import Assembler, _texts
+from respstream.protocol.assembler import Assembler
+from respstream.protocol.output_check import output_problems
 from respstream.protocol.sequencer import Violation
 
 __all__ = ["ITEM_ROLES", "REQUIRED_FIELDS", "TERMINAL_TYPES", "RuleChecker", "Violation", "event_name_violation"]
@@ -307,43 +308,10 @@ class RuleChecker:
         response = getattr(event, "response", None)
         if not isinstance(response, dict):
             return
-        final = response.get("output")
-        text = response.get("output_text")
-        if not (isinstance(final, list) and final) and not (isinstance(text, str) and text):
-            return  # absent or empty output is fine (DESIGN §3)
-        problems: list[str] = []
-        if not self.expect_created:
-            self._resumed_output_matches(final, text, problems)
-        else:
-            assembled = self.assembler.materialize()
-            if isinstance(final, list) and final:
-                if len(final) != len(assembled):
-                    problems.append(f"{len(final)} output items, {len(assembled)} assembled")
-                for index, (got, mine) in enumerate(zip(final, assembled, strict=False)):
-                    _item_problems(index, got, mine, problems)
-            if isinstance(text, str) and text and text != "".join(_texts(assembled, "output_text", "text")):
-                problems.append("output_text differs")
+        whole = None if self.expect_created else self._whole_items
+        problems = output_problems(response, self.assembler, whole)
         if problems:
             out.append(Violation("completed.output_mismatch", seq, f"{event.type}: " + "; ".join(problems[:5])))
-
-    def _resumed_output_matches(self, final: Any, text: Any, problems: list[str]) -> None:
-        # Only items whose output_item.added came after the cursor were seen whole; compare those by index.
-        if not (isinstance(final, list) and final):
-            return  # output_text alone covers items added before the cursor: not ours to judge
-        whole = sorted(self._whole_items)
-        for oi in whole:
-            mine = self.assembler.materialize_item(oi)
-            if oi >= len(final):
-                problems.append(f"output item {oi} was streamed but the terminal output has {len(final)} items")
-                continue
-            _item_problems(oi, final[oi], mine, problems)
-        if (
-            isinstance(text, str)
-            and text
-            and whole == list(range(len(final)))
-            and text != "".join(_texts(self.assembler.materialize(), "output_text", "text"))
-        ):
-            problems.append("output_text differs")
 
     def _locate(self, event: Any, role: str = "") -> int | None:
         if role in ("item.added", "item.done"):
@@ -457,20 +425,3 @@ class RuleChecker:
         if streamed is not None and streamed != value:
             out.append(Violation("text.done_mismatch", seq, f"{event.type} {value_field} differs from its deltas "
                                  f"joined ({len(value)} vs {len(streamed)} characters)"))
-
-
-def _item_problems(index: int, got: Any, mine: dict[str, Any], problems: list[str]) -> None:
-    """Differences between a terminal response's output item and the assembled one (DESIGN §3 fields)."""
-    if not isinstance(got, dict):
-        problems.append(f"output[{index}] is not an object")
-        return
-    for key in ("type", "id", "call_id", "name", "arguments"):
-        a, b = got.get(key), mine.get(key)
-        if a is not None and b is not None and a != b:
-            problems.append(f"output[{index}].{key} differs")
-    if (
-        got.get("type") == "message"
-        and isinstance(got.get("content"), list)
-        and _texts([got], "output_text", "text") != _texts([mine], "output_text", "text")
-    ):
-        problems.append(f"output[{index}] text differs")
