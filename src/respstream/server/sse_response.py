@@ -34,6 +34,7 @@ SSE_HEADERS = [
 ]
 _KEEPALIVE = {"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True}
 _END = object()
+STORE_RETRY_SECONDS = 3.0  # how long a reader retries a failing store before its terminal `store_unavailable`
 
 
 class EventStreamResponse:
@@ -98,22 +99,34 @@ class EventStreamResponse:
     async def _follow(self, send: Any) -> None:
         """Send the log; never end without a terminal unless the log ended at or before the cursor."""
         self.last = self.after
-        try:
-            if hasattr(self.store, "wait_beyond"):
-                done = await self._follow_memory(send)
-            else:
-                done = await self._follow_tail(send)
-            if done or await self.store.get(self.response_id) is not None:
-                return  # sent the terminal, or the log had ended at or before the cursor
-            code, message = "cancelled", "The response was deleted."
-        except StoreUnavailable as exc:
-            code, message = "store_unavailable", f"The response store failed while streaming: {exc}"
+        retry_until: float | None = None
+        pause = 0.05
+        while True:
+            try:
+                if hasattr(self.store, "wait_beyond"):
+                    done = await self._follow_memory(send)
+                else:
+                    done = await self._follow_tail(send)
+                if done or await self.store.get(self.response_id) is not None:
+                    return  # sent the terminal, or the log had ended at or before the cursor
+                code, message = "cancelled", "The response was deleted."
+                break
+            except StoreUnavailable as exc:
+                # A blip (a busy connection pool, a reconnect) must not end a stream: carry on from the last
+                # event sent for a few seconds before telling the reader the store is gone.
+                now = asyncio.get_running_loop().time()
+                retry_until = now + STORE_RETRY_SECONDS if retry_until is None else retry_until
+                if now >= retry_until:
+                    code, message = "store_unavailable", f"The response store failed while streaming: {exc}"
+                    break
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.5)
         await send({"type": "http.response.body", "more_body": True,
                     "body": reader_terminal_frame(self.dialect, self.last + 1, code, message)})
 
     async def _follow_memory(self, send: Any) -> bool:
         store: Any = self.store
-        rid, dialect, after = self.response_id, self.dialect, self.after
+        rid, dialect, after = self.response_id, self.dialect, self.last
         while True:
             entries: list[LogEntry] = await store.read(rid, after)
             for entry in entries:
@@ -137,7 +150,7 @@ class EventStreamResponse:
 
         async def pump() -> None:
             try:
-                async for entry in self.store.tail(self.response_id, self.after):
+                async for entry in self.store.tail(self.response_id, self.last):
                     await queue.put(entry)
             finally:
                 await queue.put(_END)

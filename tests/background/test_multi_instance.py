@@ -1,0 +1,121 @@
+"""Two `respstream serve` processes sharing one redis-server: resume anywhere, and a killed instance never leaves a
+reader hanging. The upstream is the SIMULATED in-process `scripted:` backend."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from plugins.redis_server import RedisServer
+
+from .gateways import GatewayProcess, frames, stream_core, wait_status
+
+pytestmark = pytest.mark.redis
+
+CONCURRENT_READERS = 120  # per test client; the rest queue and start later (still during generation for many)
+
+
+@pytest.fixture(scope="module")
+def pair(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    tmp = tmp_path_factory.mktemp("pair")
+    with GatewayProcess(tmp, store=redis_server.url) as a, GatewayProcess(tmp, store=redis_server.url) as b:
+        yield a.url, b.url
+
+
+async def _read_all(jobs: list[tuple[str, str, int]]) -> list[tuple[int, bytes]]:
+    """GET every (base url, id, starting_after) stream at once; (status, body) each."""
+    limits = httpx.Limits(max_connections=CONCURRENT_READERS)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        async def one(url: str, rid: str, after: int) -> tuple[int, bytes]:
+            r = await client.get(f"{url}/v1/responses/{rid}", params={"stream": "true", "starting_after": after})
+            return r.status_code, r.content
+
+        return list(await asyncio.gather(*(one(*job) for job in jobs)))
+
+
+def _check_resumes(full: list[bytes], jobs: list[tuple[str, str, int]], got: list[tuple[int, bytes]]) -> None:
+    last = len(full) - 1
+    for (url, _, after), (status, body) in zip(jobs, got, strict=True):
+        if after >= last:
+            assert status in (200, 204) and frames(body) == [], (url, after)
+            continue
+        assert status == 200, (url, after, status)
+        # What the reader had (events 0..after) followed by what it got is exactly the log.
+        assert full[: after + 1] + frames(body) == full, (url, after)
+
+
+def test_resume_from_every_cursor_on_both_instances_while_generating_and_after(pair: tuple[str, str]) -> None:
+    a, b = pair
+    with httpx.Client(timeout=30) as c:
+        created = c.post(f"{a}/v1/responses", json={"input": "tell me a long story", "background": True})
+        rid = created.json()["id"]
+        assert created.status_code == 200 and created.headers["x-response-id"] == rid
+        assert c.get(f"{b}/v1/responses/{rid}").json()["status"] in ("queued", "in_progress")
+        # While generating: a reader at every cursor, alternating between the two instances.
+        live_jobs = [(a if n % 2 else b, rid, n) for n in range(-1, 330)]
+        live = asyncio.run(_read_all(live_jobs))
+        final = wait_status(c, b, rid, {"completed"})
+        full_raw = c.get(f"{b}/v1/responses/{rid}", params={"stream": "true"}).content
+    core = stream_core(full_raw)
+    assert core.violations == [] and core.result.status == "completed"
+    assert core.result.output_text == final["output_text"] and len(core.result.streamed_text.split()) == 300
+    full = frames(full_raw)
+    assert len(full) > 300
+    _check_resumes(full, live_jobs, live)
+    # After it finished: every cursor again on the other instance, every third one on the generating instance.
+    done_jobs = [(b, rid, n) for n in range(-1, len(full) + 1)] + [(a, rid, n) for n in range(-1, len(full) + 1, 3)]
+    _check_resumes(full, done_jobs, asyncio.run(_read_all(done_jobs)))
+
+
+def test_killed_instance_ends_in_worker_lost_for_readers_elsewhere(
+    pair: tuple[str, str], redis_server: RedisServer, tmp_path: Path
+) -> None:
+    _, b = pair
+    doomed = GatewayProcess(tmp_path, store=redis_server.url, upstream="scripted:400?delay_ms=20")
+    with doomed, httpx.Client(timeout=30) as c:
+        rid = c.post(f"{doomed.url}/v1/responses", json={"input": "x", "background": True}).json()["id"]
+        with c.stream("GET", f"{b}/v1/responses/{rid}", params={"stream": "true"}) as live:
+            seen = b""
+            chunks = live.iter_raw()
+            while seen.count(b"output_text.delta") < 10:
+                seen += next(chunks)
+            doomed.kill()
+            killed_at = time.monotonic()
+            for chunk in chunks:
+                seen += chunk
+            waited = time.monotonic() - killed_at
+        record = c.get(f"{b}/v1/responses/{rid}").json()
+        replay = c.get(f"{b}/v1/responses/{rid}", params={"stream": "true"}).content
+    assert waited < 1.0 * 4, f"the reader waited {waited:.1f} s for worker_lost (lease 1 s)"
+    core = stream_core(seen)
+    assert core.violations == []
+    assert core.result.error is not None and core.result.error["code"] == "worker_lost"
+    assert record["status"] == "failed" and record["error"]["code"] == "worker_lost"
+    assert frames(replay) == frames(seen)
+
+
+def test_restarted_instance_recovers_its_own_unfinished_logs(
+    pair: tuple[str, str], redis_server: RedisServer, tmp_path: Path
+) -> None:
+    # A long lease, so only the restart's recover(instance_id) can end the log quickly.
+    _, b = pair
+    doomed = GatewayProcess(tmp_path, store=redis_server.url, upstream="scripted:400?delay_ms=20",
+                            instance_id="recover-me", lease_seconds=30.0)
+    with doomed, httpx.Client(timeout=30) as c:
+        rid = c.post(f"{doomed.url}/v1/responses", json={"input": "x", "background": True}).json()["id"]
+        wait_status(c, b, rid, {"in_progress"})
+        doomed.kill()
+        assert c.get(f"{b}/v1/responses/{rid}").json()["status"] == "in_progress"
+        started = time.monotonic()
+        doomed.start()
+        record = wait_status(c, b, rid, {"failed"}, timeout=10)
+        assert time.monotonic() - started < 15  # well before the 30 s lease would run out
+        assert record["error"]["code"] == "worker_lost"
+        replay = c.get(f"{b}/v1/responses/{rid}", params={"stream": "true"}).content
+    core = stream_core(replay)
+    assert core.violations == [] and core.result.error is not None and core.result.error["code"] == "worker_lost"
