@@ -39,6 +39,7 @@ from respstream.server.config import Config
 from respstream.server.upstream.embedded import EmbeddedUpstream
 
 ROOT = Path(__file__).resolve().parents[1]
+SIMULATED = "scripted:40?delay_ms=2&tool=get_weather"  # in-process scripted backend: no model, calls the tool
 TIMEOUT = 300.0  # seconds per scenario: a 135M model on 2 cores is fast, but the machine may be shared
 
 # Short reading of each code, for the "what differs" list (DESIGN §3 has the full definitions).
@@ -119,6 +120,12 @@ def collect() -> list[tuple[str, dict[str, Any]]]:
                 reports.append((f"respstream gateway (`{dialect}`)", check(gateway.base_url, dialect)))
     finally:
         asyncio.run(upstream.aclose())
+    # The same gateway without a model: the scripted upstream always calls the client tool, so the tool round trip
+    # (which SmolLM2-135M does not do) is exercised too. Labelled as simulated everywhere it appears.
+    app = create_app(Config(dialect="openai", upstreams=[SIMULATED], store="memory"))
+    with ServerThread(app) as gateway:
+        print(f"\n== respstream gateway, openai dialect, SIMULATED upstream {SIMULATED}", file=sys.stderr)
+        reports.append(("gateway (`openai`), SIMULATED upstream", check(gateway.base_url, "openai")))
     return reports
 
 
@@ -151,7 +158,9 @@ def render(reports: list[tuple[str, dict[str, Any]]]) -> str:
         "protocol violations), `unsupported` (the server clearly does not offer the feature: a 4xx refusal, no "
         "background mode, no tool call), `failed` (the server broke the contract: 5xx, hang, wrong status, no "
         "terminal event). The number in brackets counts violations. A scenario the *model* cannot do (SmolLM2-135M "
-        "rarely calls tools) shows up as `unsupported` on both sides.",
+        "rarely calls tools) shows up as `unsupported` on both sides. The last column is the same gateway with the "
+        f"SIMULATED in-process scripted upstream (`{SIMULATED}`, no model): it always calls the client tool, so it "
+        "shows the protocol side of the tool round trip the small model cannot do.",
         "",
         "## Scenario results",
         "",
@@ -188,16 +197,21 @@ def _differences(reports: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """One bullet per violation code llama.cpp has and the gateway does not, with a first example."""
     (_, llama), *gateways = reports
     ours = {v["code"] for _, report in gateways for s in report["scenarios"] for v in s["violations"]}
-    examples: dict[str, dict[str, Any]] = {}
+    examples: dict[str, list[str]] = {}
     for s in llama["scenarios"]:
         for v in s["violations"]:
-            examples.setdefault(v["code"], v)
+            # Drop the "stream label: " prefix so the same finding in several streams is listed once.
+            message = str(v["message"]).split(": ", 1)[-1]
+            seen = examples.setdefault(v["code"], [])
+            if message not in seen:
+                seen.append(message)
     bullets = []
-    for code, example in sorted(examples.items()):
+    for code, messages in sorted(examples.items()):
         if code in ours:
             continue
         meaning = MEANING.get(code, code)
-        bullets.append(f"- `{code}`: {meaning}. First seen: {_escape(str(example['message']))}")
+        found = "; ".join(_escape(m) for m in messages[:4])
+        bullets.append(f"- `{code}`: {meaning}. Found: {found}")
     ours_results = {s["name"]: s["result"] for _, report in gateways[:1] for s in report["scenarios"]}
     for s in llama["scenarios"]:
         if s["result"] in ("unsupported", "failed") and ours_results.get(s["name"]) == "passed":
