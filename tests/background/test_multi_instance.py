@@ -119,3 +119,25 @@ def test_restarted_instance_recovers_its_own_unfinished_logs(
         replay = c.get(f"{b}/v1/responses/{rid}", params={"stream": "true"}).content
     core = stream_core(replay)
     assert core.violations == [] and core.result.error is not None and core.result.error["code"] == "worker_lost"
+
+
+def test_delete_on_another_instance_while_generating(pair: tuple[str, str]) -> None:
+    a, b = pair
+    with httpx.Client(timeout=30) as c:
+        rid = c.post(f"{a}/v1/responses", json={"input": "x", "background": True}).json()["id"]
+        with c.stream("GET", f"{a}/v1/responses/{rid}", params={"stream": "true"}) as live:
+            seen = b""
+            chunks = live.iter_raw()
+            while seen.count(b"output_text.delta") < 3:
+                seen += next(chunks)
+            assert c.delete(f"{b}/v1/responses/{rid}").json()["deleted"] is True
+            started = time.monotonic()
+            for chunk in chunks:
+                seen += chunk
+            closed_after = time.monotonic() - started
+        gone = (c.get(f"{a}/v1/responses/{rid}").status_code, c.get(f"{b}/v1/responses/{rid}").status_code)
+    core = stream_core(seen)
+    # The reader on the generating instance gets a terminal of its own (the log is gone), then the stream closes.
+    assert core.violations == [] and core.result.status == "cancelled" and closed_after < 5
+    assert core.result.error is not None and "deleted" in core.result.error["message"]
+    assert gone == (404, 404)

@@ -38,7 +38,7 @@ from respstream.server.upstream.base import (
     UpstreamError,
     Usage,
 )
-from respstream.server.writer import ResponseWriter, WriterClosed
+from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
 __all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolCrashed", "ToolsLike"]
 
@@ -155,9 +155,9 @@ class Pipeline:
                 w.fail("tool_error", str(exc))
             except StoreUnavailable as exc:  # the log could not take our events; the terminal is retried later
                 w.fail("store_unavailable", f"The response store failed while generating: {exc}")
-            except SequenceConflict:
-                # The log was ended behind our back (lease lost -> worker_lost, or cancelled from another
-                # instance): it has its terminal, so stop writing.
+            except (SequenceConflict, ResponseDeleted):
+                # The log was ended behind our back (lease lost -> worker_lost) or deleted (perhaps from another
+                # instance): there is nothing left to write to, so stop.
                 w.abandon()
                 return
             except WriterClosed:

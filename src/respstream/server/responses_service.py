@@ -25,7 +25,7 @@ from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, Tools
 from respstream.server.requests import InputItem, ResponseRequest
 from respstream.server.store.base import ResponseRecord, SequenceConflict, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore
-from respstream.server.writer import ResponseWriter, WriterClosed
+from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
 __all__ = ["TERMINAL_STATUSES", "ResponseService", "Running"]
 
@@ -113,7 +113,8 @@ class ResponseService:
         try:
             items = await self._context(req, owner)
         except StoreUnavailable as exc:
-            raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}") from exc
+            raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
+                            headers={"Retry-After": "1"}) from exc
         pinned = req.model != "auto"
         try:
             decision = await self.router.route(req.input_text, req.model if pinned else None)
@@ -143,7 +144,8 @@ class ResponseService:
             await self.store.create(record)
             await writer.flush()
         except StoreUnavailable as exc:
-            raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}") from exc
+            raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
+                            headers={"Retry-After": "1"}) from exc
         pipeline = Pipeline(
             writer=writer, request=req, decision=decision, pinned=pinned,
             messages=items_to_messages(req.instructions, items), router=self.router, tools=self.tools,
@@ -194,8 +196,8 @@ class ResponseService:
             try:
                 await writer.flush()
                 return
-            except SequenceConflict:
-                writer.abandon()  # someone else ended the log meanwhile
+            except (SequenceConflict, ResponseDeleted):
+                writer.abandon()  # someone else ended or deleted the log meanwhile
                 return
             except StoreUnavailable:
                 if time.monotonic() > deadline:

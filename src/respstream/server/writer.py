@@ -31,7 +31,7 @@ from respstream.server.dialects import Dialect
 from respstream.server.store.base import LogEntry, ResponseRecord, Store, StoreUnavailable
 from respstream.server.upstream.base import Usage
 
-__all__ = ["ERROR_CODES", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_frame"]
+__all__ = ["ERROR_CODES", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_frame"]
 
 # Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
 ERROR_CODES: dict[str, str] = {
@@ -49,6 +49,10 @@ ERROR_CODES: dict[str, str] = {
 }
 
 _encode = msgspec.json.Encoder().encode
+
+class ResponseDeleted(Exception):
+    """The store no longer has this response (deleted, e.g. from another instance, or expired): stop writing."""
+
 
 class WriterClosed(RuntimeError):
     """An event was offered after the terminal, or after a rule violation ended the stream."""
@@ -238,6 +242,8 @@ class ResponseWriter:
         except StoreUnavailable:
             self._pending = batch + self._pending
             raise
+        except KeyError:
+            raise ResponseDeleted(self.record.id) from None
         if self._on_flush is not None:
             self._on_flush(len(batch))
 
