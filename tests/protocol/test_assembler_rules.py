@@ -284,3 +284,21 @@ def test_done_that_cannot_be_located_is_not_compared() -> None:
     lost = {"type": "response.output_text.done", "item_id": "ghost", "content_index": 0, "text": "x"}
     _, codes = check_all(CREATED, _text(0, 0, "delta", "y"), lost, completed())
     assert codes == ["item.delta_before_added", "envelope.missing_field", "item.not_done"]
+
+
+def test_done_and_partial_image_events_without_values() -> None:
+    asm = Assembler()
+    for e in events(
+        {"type": "response.refusal.delta", "item_id": "m", "output_index": 0, "content_index": 0, "delta": "no"},
+        {"type": "response.refusal.done", "item_id": "m", "output_index": 0, "content_index": 0},  # no refusal
+        {"type": "response.image_generation_call.partial_image", "item_id": "ig", "output_index": 1,
+         "partial_image_index": 0},  # no image
+        {"type": "response.output_item.done", "output_index": 1,
+         "item": {"id": "ig", "type": "image_generation_call", "result": "final-b64"}},
+        {"type": "response.image_generation_call.partial_image", "item_id": "ig", "output_index": 1,
+         "partial_image_index": 1, "partial_image_b64": "late"},  # the final result is already there
+    ):
+        asm.feed(e)
+    output = asm.result().output
+    assert output[0]["content"] == [{"type": "refusal", "refusal": "no"}]
+    assert output[1]["result"] == "final-b64" and "partial_image_b64" not in output[1]

@@ -12,9 +12,8 @@ import json
 import sys
 from typing import Any
 
-from respstream.commands.replay import make_core, read_into
+from respstream.commands.replay import add_stream_options, make_core, read_into
 from respstream.errors import BadInputError
-from respstream.protocol.sequencer import DEFAULT_WINDOW
 from respstream.protocol.stream import DIALECTS
 
 __all__ = ["register", "run"]
@@ -32,10 +31,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object (schema_version 1)")
     parser.add_argument("--dialect", choices=DIALECTS, default=None,
                         help="also check the SSE event names and envelope of this dialect")
-    parser.add_argument("--starting-after", type=int, default=None, metavar="N",
-                        help="the transcript is a resumed stream: numbering starts at N+1")
-    parser.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="W",
-                        help=f"reorder window in events (default {DEFAULT_WINDOW})")
+    add_stream_options(parser)
     parser.set_defaults(func=run)
 
 

@@ -17,7 +17,7 @@ from respstream.protocol.assembler import AssembledResponse
 from respstream.protocol.sequencer import DEFAULT_WINDOW
 from respstream.protocol.stream import StreamCore
 
-__all__ = ["CHUNK_SIZE", "EXIT_CODES", "exit_code", "read_into", "register", "run"]
+__all__ = ["CHUNK_SIZE", "EXIT_CODES", "add_stream_options", "exit_code", "make_core", "read_into", "register", "run"]
 
 CHUNK_SIZE: Final = 256 * 1024
 EXIT_CODES: Final[dict[str, int]] = {
@@ -43,11 +43,25 @@ def register(subparsers: Any) -> None:
     parser.add_argument("file", metavar="FILE", help="the transcript, or - for stdin")
     parser.add_argument("--json", action="store_true", help="print one JSON object (schema_version 1)")
     parser.add_argument("--strict", action="store_true", help="exit 7 when any protocol violation was found")
-    parser.add_argument("--starting-after", type=int, default=None, metavar="N",
-                        help="the transcript is a resumed stream: numbering starts at N+1")
-    parser.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="W",
-                        help=f"reorder window in events (default {DEFAULT_WINDOW})")
+    add_stream_options(parser)
     parser.set_defaults(func=run)
+
+
+STARTING_AFTER_HELP: Final = (
+    "the transcript is a resumed stream (GET ...?starting_after=N): numbering starts at N+1, no response.created is "
+    "expected, and nothing that depends on events at or before N is judged; events numbered N or less count as "
+    "already delivered (sequence.duplicate, dropped). -1 means the whole stream"
+)
+WINDOW_HELP: Final = (
+    f"reorder window: how many early events may wait for a missing one (at least 1; default {DEFAULT_WINDOW}). When "
+    "more wait, the missing range is reported as sequence.gap and the stream moves on"
+)
+
+
+def add_stream_options(parser: argparse.ArgumentParser) -> None:
+    """``--starting-after N`` and ``--window W``, shared by ``replay`` and ``check``."""
+    parser.add_argument("--starting-after", type=int, default=None, metavar="N", help=STARTING_AFTER_HELP)
+    parser.add_argument("--window", type=int, default=DEFAULT_WINDOW, metavar="W", help=WINDOW_HELP)
 
 
 def read_into(core: StreamCore, path: str) -> None:
@@ -87,11 +101,17 @@ def exit_code(result: AssembledResponse, *, strict: bool) -> int:
 
 
 def make_core(args: argparse.Namespace, dialect: str | None = None) -> StreamCore | None:
-    try:
-        return StreamCore(starting_after=args.starting_after, window=args.window, dialect=dialect)
-    except ValueError as exc:
-        print(f"respstream {args.command}: {exc}", file=sys.stderr)
+    """The protocol core for ``--starting-after`` / ``--window``; ``None`` (after one line on stderr) when an
+    option is out of range."""
+    problem = None
+    if args.window < 1:
+        problem = f"--window must be at least 1, not {args.window}"
+    elif args.starting_after is not None and args.starting_after < -1:
+        problem = f"--starting-after must be -1 or more, not {args.starting_after}"
+    if problem is not None:
+        print(f"respstream {args.command}: {problem}", file=sys.stderr)
         return None
+    return StreamCore(starting_after=args.starting_after, window=args.window, dialect=dialect)
 
 
 def run(args: argparse.Namespace) -> int:

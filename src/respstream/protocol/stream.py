@@ -10,8 +10,9 @@ for a terminal event); ``result`` is the :class:`AssembledResponse` and ``violat
 
 Bad input raises :class:`respstream.errors.BadInputError` (``event_number`` is 1-based, ``byte_offset`` where the
 event starts): a body that starts with ``<`` (an HTML error page), an event whose ``data`` is not a JSON object, an
-event larger than ``max_event_size`` (:class:`EventTooLarge`), or no JSON event at all by EOF. ``data: [DONE]``
-(sent by some bridges) is skipped. Everything else, however broken, is a violation, never an exception.
+event larger than ``max_event_size`` (:class:`EventTooLarge`), a gzip-compressed capture, or no JSON event at all by
+EOF. ``data: [DONE]`` (sent by some bridges) and events with empty data (keep-alives) are skipped. Everything else,
+however broken, is a violation, never an exception.
 
 Speed (DESIGN §6): the common event (next sequence number, nothing waiting, a text delta to the same part as the
 previous one) takes an inlined path: one decode, two compares, two list appends.
@@ -37,6 +38,7 @@ MAX_VIOLATIONS: Final = 10_000  # beyond this we count them (``violations_droppe
 _COMPACT_EVERY: Final = 8192
 _WHITESPACE: Final = b" \t\r\n\x0b\x0c"
 _BOM: Final = b"\xef\xbb\xbf"
+_GZIP: Final = b"\x1f\x8b"  # gzip's magic number: a compressed capture (the sniff says so instead of "no JSON")
 # The strict tagged-union decoder (what decode_event tries first); anything it rejects takes decode_event's lenient
 # path, which also produces the bad-input errors.
 _decode_fast: Final = msgspec.json.Decoder(Union[EVENT_CLASSES]).decode  # type: ignore[valid-type]  # noqa: UP007
@@ -194,12 +196,19 @@ class StreamCore:
                 offset = 3
         head = buf.lstrip(_WHITESPACE)
         offset += len(buf) - len(head)
-        if not head:
-            self._sniff_buf = b""
+        if not head or head == _GZIP[:1]:
+            self._sniff_buf = head  # blanks only so far, or maybe gzip's magic split across chunks
             self._sniff_off = offset
             return
         self._sniffed = True
         self._sniff_buf = b""
+        if head[:2] == _GZIP:
+            raise BadInputError(
+                f"event 1 at byte {offset}: the input is gzip-compressed, not a Server-Sent Event stream "
+                "(decompress it first)",
+                event_number=1,
+                byte_offset=offset,
+            )
         if head[:1] == b"<":
             raise BadInputError(
                 f"event 1 at byte {offset}: the input is a markup (HTML/XML) document, not a Server-Sent Event "
@@ -296,9 +305,11 @@ class StreamCore:
             return decode_event(msg.data)
         except (EventDecodeError, msgspec.MsgspecError) as exc:
             # (decode_event may let a raw msgspec error through for some non-object payloads.)
-            if msg.data.strip() == b"[DONE]":
+            if msg.data.strip() in (b"[DONE]", b""):
+                # A bridge's end sentinel (DESIGN §2), or an event with empty data (a keep-alive some servers send
+                # as `event: ping` + `data:`): it carries nothing, so it is not an event.
                 self.json_events -= 1
-                return None  # a bridge's end sentinel, not an event (DESIGN §2)
+                return None
             detail = str(exc) if isinstance(exc, EventDecodeError) else f"event data is not valid JSON: {exc}"
             raise BadInputError(
                 f"event {number} at byte {msg.offset}: {detail}",
