@@ -13,8 +13,9 @@ Fairness: greedy decoding (``temperature: 0``) and one llama.cpp slot, so both p
 request at a time; the two paths alternate per prompt (direct first on even runs, gateway first on odd ones) so
 drift on a shared machine hits both. Server-side tools are disabled in the gateway's config so the model sees the
 same prompt (the script checks that prompt token counts match and says so). Both clients parse SSE the same plain way
-(line split + ``json.loads``). TTFT = request sent -> first text token received; tokens/s = (text chunks - 1) /
-(last chunk - first chunk), per request. Added TTFT is the median of the per-prompt paired differences.
+(line split + ``json.loads``), each request on a fresh loopback connection. TTFT = request sent -> first text token
+received; tokens/s = (text chunks - 1) / (last chunk - first chunk), per request. Added TTFT is the median of the
+per-prompt paired differences.
 """
 
 from __future__ import annotations
@@ -174,7 +175,9 @@ def main() -> int:
 def measure(llama: str, ours: str, runs: int, max_tokens: int) -> dict[str, list[Sample]]:
     results: dict[str, list[Sample]] = {"direct": [], "gateway": []}
     paths = {"direct": (direct, llama), "gateway": (gateway, ours)}
-    with httpx.Client(timeout=120) as client:
+    # A fresh connection per request on both paths: llama.cpp drops idle keep-alive connections, and a stale pooled
+    # one would fail or add a reconnect to one side only.
+    with httpx.Client(timeout=120, limits=httpx.Limits(max_keepalive_connections=0)) as client:
         for name, (call, base) in paths.items():  # warm-up: model pages, connection pools, first-request costs
             for prompt in PROMPTS[:2]:
                 call(client, base, prompt, max_tokens)
