@@ -139,3 +139,27 @@ def test_encode_puts_type_first_and_omits_defaults() -> None:
         "output_index": 0,
         "delta": "Hi",
     }
+
+
+def test_unknown_type_followed_by_malformed_json_is_a_decode_error() -> None:
+    # The tagged decoder stops at the unknown tag; the malformed rest is found by the generic decoder.
+    with pytest.raises(EventDecodeError, match="not valid JSON"):
+        decode_event(b'{"type":"keepalive","sequence_number":}')
+
+
+def test_when_the_bad_field_cannot_be_named_only_the_sequence_number_is_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ev, "_offending_field", lambda message, fields: None)
+    event = decode_event(b'{"type":"response.output_text.delta","sequence_number":9,"delta":1,"item_id":"m"}')
+    assert isinstance(event, OutputTextDelta)
+    assert (event.sequence_number, event.delta, event.item_id) == (9, None, None)
+    assert set(event.invalid_fields) == {"delta", "item_id"}
+
+
+def test_offending_field_reads_msgspec_paths() -> None:
+    fields = {"delta": 1, "logprobs": "x"}
+    assert ev._offending_field("Expected `str | null`, got `int` - at `$.delta`", fields) == "delta"
+    assert ev._offending_field("Expected `array`, got `str` - at `$.logprobs[0]`", fields) == "logprobs"
+    assert ev._offending_field("Expected `str`, got `int` - at `$.other`", fields) is None
+    assert ev._offending_field("no path in this message", fields) is None
