@@ -220,3 +220,14 @@ def test_background_resume_when_the_answer_ends_before_the_drop() -> None:
     assert by_name["cancel"]["result"] == "failed"
     assert "ended completed, not cancelled" in by_name["cancel"]["detail"]
     assert code == 1
+
+
+def test_cli_flags_reach_the_live_suite(good: ServerThread, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main([
+        "check", "--url", good.base_url, "--json", "--scenario", "plain,bad_request", "--timeout", "20",
+        "--api-key", "sk-test", "--model", "auto",
+    ])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [s["name"] for s in report["scenarios"]] == ["plain", "bad_request"]
+    assert all(s["result"] == "passed" for s in report["scenarios"])

@@ -31,6 +31,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object (schema_version 1)")
     parser.add_argument("--dialect", choices=DIALECTS, default=None,
                         help="also check the SSE event names and envelope of this dialect")
+    live = parser.add_argument_group("live suite (--url)")
+    live.add_argument("--api-key", metavar="KEY", help="bearer key (default: $RESPSTREAM_API_KEY or $OPENAI_API_KEY)")
+    live.add_argument("--model", metavar="M", help="model to request (default: the server's default)")
+    live.add_argument("--timeout", metavar="SECONDS", type=float, help="deadline per scenario (default 60)")
+    live.add_argument("--scenario", metavar="NAME", action="append",
+                      help="run only these scenarios (repeatable or comma-separated)")
     add_stream_options(parser)
     parser.set_defaults(func=run)
 
