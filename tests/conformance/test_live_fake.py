@@ -225,9 +225,16 @@ def test_background_resume_when_the_answer_ends_before_the_drop() -> None:
 def test_cli_flags_reach_the_live_suite(good: ServerThread, capsys: pytest.CaptureFixture[str]) -> None:
     code = main([
         "check", "--url", good.base_url, "--json", "--scenario", "plain,bad_request", "--timeout", "20",
-        "--api-key", "sk-test", "--model", "auto",
+        "--api-key", "sk-test", "--model", "fake-model",
     ])
     report = json.loads(capsys.readouterr().out)
     assert code == 0
     assert [s["name"] for s in report["scenarios"]] == ["plain", "bad_request"]
     assert all(s["result"] == "passed" for s in report["scenarios"])
+
+
+def test_cli_model_flag_is_sent(good: ServerThread, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", "--url", good.base_url, "--json", "--scenario", "plain", "--model", "no-such-model"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert "model_not_found" in report["scenarios"][0]["detail"]
