@@ -137,7 +137,33 @@ def test_delete_on_another_instance_while_generating(pair: tuple[str, str]) -> N
             closed_after = time.monotonic() - started
         gone = (c.get(f"{a}/v1/responses/{rid}").status_code, c.get(f"{b}/v1/responses/{rid}").status_code)
     core = stream_core(seen)
-    # The reader on the generating instance gets a terminal of its own (the log is gone), then the stream closes.
+    # Delete cancels first (through the log, the generator is elsewhere), so the reader on the generating instance
+    # gets the cancel terminal (or, had it been slower than the delete, a terminal of its own), then the stream closes.
     assert core.violations == [] and core.result.status == "cancelled" and closed_after < 5
-    assert core.result.error is not None and "deleted" in core.result.error["message"]
+    assert core.result.error is not None and core.result.error["code"] == "cancelled"
     assert gone == (404, 404)
+
+
+def test_cancel_on_another_instance_ends_the_log_and_stops_the_generator(pair: tuple[str, str]) -> None:
+    a, b = pair
+    with httpx.Client(timeout=30) as c:
+        rid = c.post(f"{a}/v1/responses", json={"input": "x", "background": True}).json()["id"]
+        with c.stream("GET", f"{a}/v1/responses/{rid}", params={"stream": "true"}) as live:
+            seen = b""
+            chunks = live.iter_raw()
+            while seen.count(b"output_text.delta") < 3:
+                seen += next(chunks)
+            answered = c.post(f"{b}/v1/responses/{rid}/cancel").json()
+            for chunk in chunks:
+                seen += chunk
+        deadline = time.monotonic() + 5
+        while c.get(f"{a}/healthz").json()["running"] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        running = c.get(f"{a}/healthz").json()["running"]
+        records = [c.get(f"{url}/v1/responses/{rid}").json()["status"] for url in (a, b)]
+        replay = c.get(f"{b}/v1/responses/{rid}", params={"stream": "true"}).content
+    core = stream_core(seen)
+    assert core.violations == [] and core.result.status == "cancelled"
+    assert answered["status"] == "cancelled" and records == ["cancelled", "cancelled"]
+    assert running == 0  # the generator on A noticed and stopped
+    assert frames(replay) == frames(seen) and len(frames(seen)) < 300

@@ -24,7 +24,7 @@ from respstream.server.metrics import Metrics
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
 from respstream.server.store.base import ResponseRecord, SequenceConflict, Store, StoreUnavailable
-from respstream.server.store.split import SplitStore
+from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
 __all__ = ["TERMINAL_STATUSES", "ResponseService", "Running"]
@@ -235,10 +235,39 @@ class ResponseService:
             await asyncio.shield(running.task)
 
     async def cancel(self, response_id: str) -> None:
-        """Cancel and wait until the terminal is written (idempotent)."""
+        """Cancel and wait until the terminal is written (idempotent). A response generating on another gateway
+        instance (shared store) is cancelled through its log: we append the cancel terminal; its writer's next
+        append is refused and it stops. Raises ``StoreUnavailable``."""
         if self.cancel_running(response_id):
             with contextlib.suppress(asyncio.CancelledError):
                 await self.wait(response_id)
+            return
+        await self._cancel_elsewhere(response_id)
+
+    async def _cancel_elsewhere(self, response_id: str) -> None:
+        target = backend_of(self.store, response_id)
+        for _ in range(8):  # only loops while the other instance keeps appending between our read and write
+            record = await target.get(response_id)
+            if record is None or record.status in TERMINAL_STATUSES or response_id in self.running:
+                return
+            last = -1
+            while batch := await target.read(response_id, last, limit=1000):
+                last = batch[-1].sequence_number
+                if batch[-1].terminal:
+                    return
+            writer = ResponseWriter.continuing(record, dialect=get_dialect(record.dialect), store=target,
+                                               next_sequence_number=last + 1)
+            writer.fail("cancelled", "The response was cancelled.")
+            entries = writer.take_pending()
+            try:
+                await target.append(response_id, entries)
+            except SequenceConflict:
+                continue
+            except KeyError:
+                return  # deleted meanwhile
+            writer.record.response = writer.response
+            await target.update(writer.record)
+            return
 
     async def shutdown(self) -> None:
         """End every running response with ``server_shutdown`` and wait for the terminals."""

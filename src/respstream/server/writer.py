@@ -28,10 +28,11 @@ import msgspec
 from respstream.protocol.events import OutputTextDelta, decode_event
 from respstream.protocol.rules import RuleChecker
 from respstream.server.dialects import Dialect
-from respstream.server.store.base import LogEntry, ResponseRecord, Store, StoreUnavailable
+from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, Store, StoreUnavailable
 from respstream.server.upstream.base import Usage
 
-__all__ = ["ERROR_CODES", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_frame"]
+__all__ = ["ERROR_CODES", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_frame",
+           "terminal_outcome"]
 
 # Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
 ERROR_CODES: dict[str, str] = {
@@ -76,6 +77,17 @@ def reader_terminal_frame(dialect: Dialect, sequence_number: int, code: str, mes
                         "param": None})
     name = b"error" if dialect.event_line_is_type else b"message"
     return b"event: %b\ndata: %b\n\n" % (name, data)
+
+
+def terminal_outcome(entry: LogEntry) -> tuple[str, dict[str, Any] | None]:
+    """``(record status, error)`` that a terminal log entry stands for (any dialect)."""
+    data = msgspec.json.decode(entry.data)
+    if entry.type == "error":
+        err = data.get("error") if isinstance(data.get("error"), dict) else data
+        code, message = err.get("code"), err.get("message")
+        return ("cancelled" if code == "cancelled" else "failed"), {"code": code, "message": message}
+    response = data.get("response") or {}
+    return str(response.get("status") or "failed"), response.get("error")
 
 
 def usage_object(usage: Usage | None) -> dict[str, Any] | None:
@@ -244,8 +256,38 @@ class ResponseWriter:
             raise
         except KeyError:
             raise ResponseDeleted(self.record.id) from None
+        except SequenceConflict:
+            if batch[-1].terminal:  # our terminal lost to another (worker_lost, a cancel from another instance)
+                await self._adopt_log_terminal(batch[0].sequence_number - 1)
+            raise
         if self._on_flush is not None:
             self._on_flush(len(batch))
+
+    async def _adopt_log_terminal(self, after: int) -> None:
+        """The log ended with someone else's terminal while ours was refused, but our record update may have
+        landed after theirs: make the record say what the log says (the log is the truth)."""
+        entries = await self._store.read(self.record.id, after)
+        terminal = next((e for e in entries if e.terminal), None)
+        if terminal is None:
+            return
+        status, error = terminal_outcome(terminal)
+        self.record.status = status
+        self.record.response = {**self.response, "status": status, "error": error}
+        await self._store.update(self.record)
+
+    @classmethod
+    def continuing(cls, record: ResponseRecord, *, dialect: Dialect, store: Store, next_sequence_number: int
+                   ) -> ResponseWriter:
+        """A writer for the end of a log some other writer started (no rule checks: it did not see the start).
+        Used to cancel a response generating on another gateway instance."""
+        writer = cls(record, dialect=dialect, store=store, response=dict(record.response), check=False)
+        writer._seq = next_sequence_number
+        return writer
+
+    def take_pending(self) -> list[LogEntry]:
+        """The queued entries, handed to the caller to append itself (the queue is emptied)."""
+        batch, self._pending = self._pending, []
+        return batch
 
     def abandon(self) -> None:
         """Stop without a terminal of our own: the log was ended by someone else (``SequenceConflict``)."""
