@@ -162,16 +162,21 @@ class MemoryStore:
 
     # -- retention -------------------------------------------------------------------------------------------------
     def _evict(self, now: float | None = None, room: int = 0) -> None:
-        """Drop finished responses past retention, and the oldest finished ones past ``max_responses``."""
+        """Drop finished responses past retention, and the oldest finished ones past ``max_responses``.
+
+        Walks from the oldest and stops at the first finished response it keeps, so the usual call (nothing to drop)
+        costs one look, not a copy of every retained id."""
         now = time.time() if now is None else now
         over = len(self._records) - self._max_responses + room
-        for response_id in list(self._records):
-            record = self._records[response_id]
+        victims: list[str] = []
+        for response_id, record in self._records.items():
             if record.status not in _FINISHED:
                 continue
             if over > 0 or now - record.created_at > self._retention:
-                del self._records[response_id]
-                self._logs.pop(response_id, None)
+                victims.append(response_id)
                 over -= 1
             else:
                 break
+        for response_id in victims:
+            del self._records[response_id]
+            self._logs.pop(response_id, None)
