@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     from respstream.server.app import create_app
 
     app = create_app(config)
-    print(banner(config.host, config.port), flush=True)
+    print(banner(config.host, config.port) + f"  store: {config.store}; background responses and conversations: "
+          f"{config.resolved_background_store()}\n", flush=True)
     uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level, lifespan="on",
                 timeout_graceful_shutdown=int(config.shutdown_grace_seconds) + 1)
     return 0
