@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from respstream.server.tools.specs import TOOL_SPECS
 from respstream.server.upstream.base import (
     Chunk,
     Finish,
@@ -37,7 +38,8 @@ async def test_text_deltas() -> None:
 
 async def test_server_tool_call_then_text_after_tool_result() -> None:
     upstream = ScriptedUpstream.from_spec("scripted:2?tool=calculator")
-    chunks = await run(upstream, GenerationRequest(model="scripted", messages=USER))
+    offered = [TOOL_SPECS["calculator"]]
+    chunks = await run(upstream, GenerationRequest(model="scripted", messages=USER, tools=offered))
     calls = [c for c in chunks if isinstance(c, ToolCallDelta)]
     assert calls[0].name == "calculator" and calls[0].call_id and calls[0].index == 0
     assert json.loads("".join(c.arguments for c in calls)) == {"expression": "2+2"}
@@ -48,7 +50,7 @@ async def test_server_tool_call_then_text_after_tool_result() -> None:
         {"role": "assistant", "tool_calls": []},
         {"role": "tool", "tool_call_id": "x", "content": "4"},
     ]
-    chunks = await run(upstream, GenerationRequest(model="scripted", messages=followup))
+    chunks = await run(upstream, GenerationRequest(model="scripted", messages=followup, tools=offered))
     assert [c for c in chunks if isinstance(c, TextDelta)] == [TextDelta("The"), TextDelta(" quick")]
 
 

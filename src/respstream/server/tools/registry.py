@@ -28,12 +28,11 @@ from respstream.server.tools.calculator import CalculatorError, evaluate, format
 from respstream.server.tools.clock import TimeZoneError, current_datetime
 from respstream.server.tools.netguard import AddressPolicy, FetchRefused
 from respstream.server.tools.search_index import DEFAULT_CORPUS, default_index_path
+from respstream.server.tools.specs import TOOL_NAMES, TOOL_SPECS
 from respstream.server.tools.web_fetch import FetchError, fetch_url
 from respstream.server.tools.web_search import DdgsSearch, EmbeddedSearch, SearchError, SearchProvider, SearxngSearch
 
 __all__ = ["TOOL_NAMES", "ToolRegistry", "ToolResult", "ToolsConfig"]
-
-TOOL_NAMES = ("web_search", "web_fetch", "calculator", "current_datetime")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,45 +78,6 @@ class ToolsConfig:
         return config
 
 
-def _function(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": properties, "required": required},
-        },
-    }
-
-
-_SPECS: dict[str, dict[str, Any]] = {
-    "web_search": _function(
-        "web_search",
-        "Search the web for current or factual information. Returns a JSON list of {title, url, snippet}.",
-        {"query": {"type": "string", "description": "What to search for."}},
-        ["query"],
-    ),
-    "web_fetch": _function(
-        "web_fetch",
-        "Fetch one web page (http or https) and return its readable text.",
-        {"url": {"type": "string", "description": "The absolute URL of the page."}},
-        ["url"],
-    ),
-    "calculator": _function(
-        "calculator",
-        "Evaluate an arithmetic expression exactly, e.g. '(12.5 * 4) / 3' or 'sqrt(2) ** 3'.",
-        {"expression": {"type": "string", "description": "Numbers, + - * / // % ** ( ), sqrt, log, sin, pi, ..."}},
-        ["expression"],
-    ),
-    "current_datetime": _function(
-        "current_datetime",
-        "The current date and time (ISO 8601) in an IANA time zone.",
-        {"timezone": {"type": "string", "description": "IANA time zone, e.g. Europe/Amsterdam. Default UTC."}},
-        [],
-    ),
-}
-
-
 def _string_arg(args: dict[str, Any], key: str, *, required: bool = True) -> str | None:
     value = args.get(key)
     if value is None and not required:
@@ -146,7 +106,7 @@ class ToolRegistry:
 
     def specs(self) -> list[dict[str, Any]]:
         """Chat Completions ``tools`` entries for the enabled tools."""
-        return [_SPECS[name] for name in TOOL_NAMES if name in self.config.enabled]
+        return [TOOL_SPECS[name] for name in TOOL_NAMES if name in self.config.enabled]
 
     def names(self) -> set[str]:
         return {name for name in TOOL_NAMES if name in self.config.enabled}

@@ -1,29 +1,44 @@
 """SIMULATED backend: an in-process, deterministic :class:`Upstream` for tests and benchmarks. Not a model.
 
-Spec: ``scripted:N[?delay_ms=D&tool=NAME&fail_at=K&reasoning=R]``
+Spec: ``scripted:N[?delay_ms=D&tool=NAME&fail_at=K&reasoning=R&text=T]``
 
 - ``N`` text deltas (short words, the first without a leading space), ``D`` ms apart. With ``D = 0`` the chunks are
   prebuilt and yielded with no timer: this is the benchmark backend, so per-chunk cost is one ``yield`` (plus a
   ``sleep(0)`` every 64 chunks so one stream cannot starve the event loop).
-- ``tool=NAME``: unless the last message is a tool result, the turn is one tool call to ``NAME`` and
-  ``Finish("tool_calls")``. Arguments suit the server tools (``calculator`` -> ``{"expression": "2+2"}``,
-  ``web_search`` -> the last user text as query, ``web_fetch``, ``current_datetime``); for a client function tool
-  of that name, arguments are built from its JSON schema. After a tool result it answers with text, so loops end.
+- ``text=T`` (URL-encoded, e.g. ``text=%3Cimg%20src%3Dx%3E`` or ``text=**bold**+and+more``): the answer is exactly
+  ``T``, split into ``N`` deltas of near-equal length (at most one character each when ``T`` is shorter than ``N``),
+  or, when ``N`` is 0 or absent, into word-ish pieces (each word with the whitespace before it; trailing whitespace
+  stays on the last piece). Joining the deltas always gives ``T`` back. An empty ``T`` streams no text at all.
+- ``tool=NAME``: the first turn (any turn whose last message is not a tool result) calls ``NAME`` when that makes
+  sense, decided from the tools the request offers (``GenerationRequest.tools``; the gateway's pipeline puts the
+  enabled server tools and the client's function tools there, and offers none when ``tool_choice`` is ``none`` or
+  the tool rounds are used up):
+
+  * ``NAME`` is offered as a client function tool: arguments are built from its JSON schema;
+  * ``NAME`` is offered as a server tool (``web_search``, ``web_fetch``, ``calculator``, ``current_datetime`` with
+    the gateway's own schema): arguments the real tool accepts (``{"expression": "2+2"}``, ``{"query": <last user
+    text>}``, ``{"url": "https://example.com/"}``, ``{"timezone": "UTC"}``);
+  * ``NAME`` is not offered (or ``tool_choice`` is ``none``): no call; the turn is the text answer.
+
+  A call is one :class:`ToolCallDelta` pair and ``Finish("tool_calls")``. After a tool result it answers with
+  text, so tool loops end.
 - ``fail_at=K``: raise ``UpstreamError("upstream_error")`` after ``K`` text deltas (``before_first_token`` only when
   ``K = 0``).
 - ``reasoning=R``: ``R`` reasoning deltas before the text.
-- ``max_output_tokens`` in the request below ``N`` stops early with ``Finish("length")``.
+- ``max_output_tokens`` in the request below the number of text deltas stops early with ``Finish("length")``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncGenerator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import msgspec
 
+from respstream.server.tools.specs import TOOL_NAMES, is_server_tool_spec
 from respstream.server.upstream.base import (
     Chunk,
     Finish,
@@ -35,14 +50,18 @@ from respstream.server.upstream.base import (
     Usage,
 )
 
-__all__ = ["ScriptedUpstream", "parse_scripted_spec"]
+__all__ = ["ScriptedUpstream", "parse_scripted_spec", "split_text"]
 
 _WORDS = ("The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "and", "runs", "far", "away.")
 _YIELD_EVERY = 64
+_WORDISH = re.compile(r"\s*\S+")
 
 
 def parse_scripted_spec(spec: str) -> dict[str, Any]:
-    """``scripted:N?delay_ms=D&tool=NAME&fail_at=K&reasoning=R`` -> constructor keywords. Raises ValueError."""
+    """``scripted:N?delay_ms=D&tool=NAME&fail_at=K&reasoning=R&text=T`` -> constructor keywords.
+
+    Raises ValueError naming the bad part.
+    """
     if not spec.startswith("scripted"):
         raise ValueError(f"not a scripted upstream spec: {spec!r}")
     rest = spec[len("scripted") :].lstrip(":")
@@ -60,11 +79,38 @@ def parse_scripted_spec(spec: str) -> dict[str, Any]:
         raise ValueError(f"scripted upstream spec {spec!r}: N, delay_ms, fail_at, reasoning must be integers") from None
     if "tool" in query:
         options["tool"] = query.pop("tool")[-1] or None
+    if "text" in query:
+        options["text"] = query.pop("text")[-1]  # parse_qs already undid the URL encoding
     if query:
         raise ValueError(f"scripted upstream spec {spec!r}: unknown option(s) {', '.join(sorted(query))}")
     if options.get("deltas", 0) < 0 or options.get("delay_ms", 0) < 0:
         raise ValueError(f"scripted upstream spec {spec!r}: N and delay_ms must be >= 0")
     return options
+
+
+def split_text(text: str, parts: int) -> list[str]:
+    """``text`` as ``parts`` near-equal pieces, or word-ish pieces when ``parts`` is 0. ``"".join`` gives it back."""
+    if not text:
+        return []
+    if parts <= 0:
+        pieces = _WORDISH.findall(text)
+        consumed = sum(map(len, pieces))
+        if consumed < len(text):  # trailing whitespace (or all of it, for a blank text)
+            tail = text[consumed:]
+            if pieces:
+                pieces[-1] += tail
+            else:
+                pieces = [tail]
+        return pieces
+    parts = min(parts, len(text))
+    size, extra = divmod(len(text), parts)
+    out: list[str] = []
+    start = 0
+    for i in range(parts):
+        end = start + size + (1 if i < extra else 0)
+        out.append(text[start:end])
+        start = end
+    return out
 
 
 def _sample_value(schema: Any) -> Any:
@@ -102,12 +148,26 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
+def _server_tool_arguments(name: str, request: GenerationRequest) -> dict[str, Any]:
+    """Arguments the real server tool accepts (``web_fetch`` may still be refused by the address policy)."""
+    if name == "calculator":
+        return {"expression": "2+2"}
+    if name == "web_search":
+        return {"query": _last_user_text(request.messages)[:200].strip() or "respstream"}
+    if name == "web_fetch":
+        return {"url": "https://example.com/"}
+    return {"timezone": "UTC"}  # current_datetime
+
+
 class ScriptedUpstream:
-    """SIMULATED upstream (see module docstring). ``models`` defaults to ``["scripted"]``."""
+    """SIMULATED upstream (see module docstring). ``models`` defaults to ``["scripted"]``.
+
+    ``deltas``: the N of the spec (``None``: 8 words, or word-ish pieces of ``text``). Raises ValueError on N < 0.
+    """
 
     def __init__(
         self,
-        deltas: int = 8,
+        deltas: int | None = None,
         *,
         name: str = "scripted",
         models: list[str] | None = None,
@@ -115,15 +175,24 @@ class ScriptedUpstream:
         tool: str | None = None,
         fail_at: int | None = None,
         reasoning: int = 0,
+        text: str | None = None,
     ) -> None:
+        if deltas is not None and deltas < 0:
+            raise ValueError("scripted upstream: the number of deltas must be >= 0")
         self.name = name
         self.models = list(models) if models else ["scripted"]
-        self.deltas = deltas
         self.delay = delay_ms / 1000.0
         self.tool = tool
         self.fail_at = fail_at
         self.reasoning = reasoning
-        self._text = [TextDelta(("" if i == 0 else " ") + _WORDS[i % len(_WORDS)]) for i in range(deltas)]
+        self.text = text
+        if text is not None:
+            pieces = split_text(text, deltas or 0)
+        else:
+            count = 8 if deltas is None else deltas
+            pieces = [("" if i == 0 else " ") + _WORDS[i % len(_WORDS)] for i in range(count)]
+        self._text = [TextDelta(piece) for piece in pieces]
+        self.deltas = len(self._text)
         self._calls = 0
 
     @classmethod
@@ -137,31 +206,35 @@ class ScriptedUpstream:
     async def aclose(self) -> None:
         return None
 
-    def _tool_arguments(self, request: GenerationRequest) -> str:
-        name = self.tool or ""
-        for tool in request.tools:
-            function = tool.get("function") if isinstance(tool, dict) else None
+    def tool_call_arguments(self, request: GenerationRequest) -> str | None:
+        """The JSON arguments of this turn's call to ``tool``, or ``None`` when calling it makes no sense.
+
+        See the module docstring for the rules; never raises.
+        """
+        name = self.tool
+        if not name or request.tool_choice == "none":
+            return None
+        if request.messages and request.messages[-1].get("role") == "tool":
+            return None  # answer the tool result with text, so loops end
+        offered = None
+        for spec in request.tools:
+            function = spec.get("function") if isinstance(spec, dict) else None
             if isinstance(function, dict) and function.get("name") == name:
-                return msgspec.json.encode(_sample_value(function.get("parameters") or {"type": "object"})).decode()
-        if name == "calculator":
-            args: dict[str, Any] = {"expression": "2+2"}
-        elif name == "web_search":
-            args = {"query": _last_user_text(request.messages)[:200] or "respstream"}
-        elif name == "web_fetch":
-            args = {"url": "https://example.com/"}
-        elif name == "current_datetime":
-            args = {"timezone": "UTC"}
-        else:
-            args = {}
-        return msgspec.json.encode(args).decode()
+                offered = spec
+                break
+        if offered is None:
+            return None
+        if name in TOOL_NAMES and is_server_tool_spec(offered):
+            return msgspec.json.encode(_server_tool_arguments(name, request)).decode()
+        function = offered["function"]
+        return msgspec.json.encode(_sample_value(function.get("parameters") or {"type": "object"})).decode()
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[Chunk, None]:
         """Yield the scripted chunks. Raises :class:`UpstreamError` at ``fail_at``."""
         self._calls += 1
         input_tokens = sum(len(str(m.get("content") or "")) for m in request.messages) // 4 + 1
-        last_role = request.messages[-1].get("role") if request.messages else None
-        if self.tool and last_role != "tool":
-            arguments = self._tool_arguments(request)
+        arguments = self.tool_call_arguments(request)
+        if arguments is not None:
             half = len(arguments) // 2
             call_id = f"call_scripted_{self._calls}"
             yield ToolCallDelta(0, call_id=call_id, name=self.tool, arguments=arguments[:half])
