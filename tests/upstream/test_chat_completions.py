@@ -113,13 +113,64 @@ async def test_tool_call_deltas_split_awkwardly(fake: FakeChatCompletionsServer)
         Done(),
     )
     chunks = await collect(make(fake))
+    # A call starts when its arguments begin (its name is complete then), so the empty first fragment is folded in.
     assert chunks == [
-        ToolCallDelta(0, call_id="call_a", name="get_weather", arguments=""),
-        ToolCallDelta(0, arguments='{"ci'),
-        ToolCallDelta(1, call_id="call_b", name="calculator", arguments=""),
+        ToolCallDelta(0, call_id="call_a", name="get_weather", arguments='{"ci'),
         ToolCallDelta(0, arguments='ty": "Par'),
-        ToolCallDelta(1, arguments='{"expression": "2+2"}'),
+        ToolCallDelta(1, call_id="call_b", name="calculator", arguments='{"expression": "2+2"}'),
         ToolCallDelta(0, arguments='is"}'),
+        Finish("tool_calls", None),
+    ]
+
+
+async def test_tool_name_streamed_in_pieces_is_concatenated(fake: FakeChatCompletionsServer) -> None:
+    fake.script(
+        tool(0, id="call_a", name="get_", args=""),
+        tool(0, name="wea"),
+        tool(0, name="ther", args='{"city":'),
+        tool(0, name="ignored_after_arguments_began", args=' "Paris"}'),
+        finish("tool_calls"),
+        Done(),
+    )
+    chunks = await collect(make(fake))
+    assert chunks == [
+        ToolCallDelta(0, call_id="call_a", name="get_weather", arguments='{"city":'),
+        ToolCallDelta(0, arguments=' "Paris"}'),
+        Finish("tool_calls", None),
+    ]
+
+
+async def test_tool_name_resent_whole_or_growing_is_not_doubled(fake: FakeChatCompletionsServer) -> None:
+    fake.script(
+        tool(0, id="call_a", name="lookup"),
+        tool(0, id="call_a", name="lookup", args="{}"),
+        tool(1, id="call_b", name="get"),
+        tool(1, name="get_time"),
+        tool(1, name="get_time"),
+        finish("tool_calls"),
+        Done(),
+    )
+    chunks = await collect(make(fake))
+    assert chunks == [
+        ToolCallDelta(0, call_id="call_a", name="lookup", arguments="{}"),
+        ToolCallDelta(1, call_id="call_b", name="get_time", arguments=""),  # no arguments: started at the end
+        Finish("tool_calls", None),
+    ]
+
+
+async def test_waiting_calls_start_in_index_order(fake: FakeChatCompletionsServer) -> None:
+    fake.script(
+        tool(0, id="call_a", name="first"),
+        tool(1, id="call_b", name="second", args="{}"),
+        tool(0, args="{}"),
+        finish("tool_calls"),
+        Done(),
+    )
+    chunks = await collect(make(fake))
+    assert chunks == [
+        ToolCallDelta(0, call_id="call_a", name="first", arguments=""),
+        ToolCallDelta(1, call_id="call_b", name="second", arguments="{}"),
+        ToolCallDelta(0, arguments="{}"),
         Finish("tool_calls", None),
     ]
 

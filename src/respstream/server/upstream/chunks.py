@@ -6,8 +6,10 @@ How this works: one :class:`ChunkTranslator` per generation. ``feed(payload)`` r
 :class:`ToolCallDelta`. ``finish()`` (after ``[DONE]`` or EOF) flushes and returns the :class:`Finish`.
 
 Tool-call fragments are keyed by their ``index``. The first :class:`ToolCallDelta` of a call always carries
-``call_id`` and ``name``: fragments that arrive before the name are held back, and a call without an id gets a
-generated ``call_…`` id. An index reused with a *different* id (some servers send every call as index 0) starts a
+``call_id`` and the whole ``name``: some servers stream the name in pieces, so name fragments are concatenated and
+the call starts only once its arguments begin (or at the end of the stream, for a call without arguments);
+arguments that arrive before the name are held back, and a call without an id gets a generated ``call_…`` id.
+Calls start in index order. An index reused with a *different* id (some servers send every call as index 0) starts a
 new call instead of corrupting the previous one. Only ``choices[0]`` is used.
 """
 
@@ -71,6 +73,14 @@ def map_usage(usage: Any) -> Usage | None:
         ),
         cached_tokens=_int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0,
     )
+
+
+def _merge_name(held: str | None, fragment: str) -> str:
+    """Add a name fragment. A fragment that repeats or extends everything so far replaces it: some servers resend
+    the whole (or the growing) name with every fragment instead of the next piece."""
+    if held and fragment.startswith(held):
+        return fragment
+    return (held or "") + fragment
 
 
 @dataclass(slots=True)
@@ -177,14 +187,22 @@ class ChunkTranslator:
             if call_id and call.call_id is None:
                 call.call_id = call_id
             if name:
-                call.name = (call.name or "") + name
+                call.name = _merge_name(call.name, name)
             if arguments:
                 call.pending.append(arguments)
-            if call.name:
-                out.append(self._start(call))
+            # The name may come in pieces: it is complete once arguments begin (or at the end of the stream).
+            if call.name and call.pending:
+                self._start_through(call, out)
             return
         if arguments:
             out.append(ToolCallDelta(call.index, arguments=arguments))
+
+    def _start_through(self, call: _Call, out: list[Chunk]) -> None:
+        """Start ``call``, and first every earlier named call still waiting, so calls start in index order."""
+        for other in self._calls.values():
+            if not other.started and other.name and other.index < call.index:
+                out.append(self._start(other))
+        out.append(self._start(call))
 
     @staticmethod
     def _start(call: _Call) -> ToolCallDelta:
@@ -203,9 +221,11 @@ class ChunkTranslator:
         ]
         if self._finish_reason is None and not self.done:
             raise ValueError("stream ended before a finish_reason or [DONE] (connection dropped?)")
-        for call in self._calls.values():
-            if not call.started:
+        for call in sorted(self._calls.values(), key=lambda c: c.index):
+            if not call.name:
                 raise ValueError(f"tool call #{call.index} never received a function name")
+            if not call.started:  # a call without arguments: its name is complete now
+                out.append(self._start(call))
         reason = map_finish_reason(self._finish_reason)
         if self._calls and reason == "stop":
             reason = "tool_calls"  # some servers say "stop" after a tool call; the call is what matters
