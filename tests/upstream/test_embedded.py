@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from respstream.server.upstream.base import Chunk, Finish, GenerationRequest, TextDelta, UpstreamError
+from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.embedded import EmbeddedModelMissing, EmbeddedUpstream, locate_model
 
 pytestmark = pytest.mark.model
@@ -30,6 +31,12 @@ async def test_real_generation_streams_text_and_finish() -> None:
         assert isinstance(finish, Finish) and finish.reason in ("stop", "length")
         assert finish.usage is not None and 0 < finish.usage.output_tokens <= 8 and finish.usage.input_tokens > 0
         assert sum(isinstance(c, Finish) for c in chunks) == 1
+        # llama.cpp itself answers to the readable id (its alias), not the GGUF path.
+        probe = ChatCompletionsUpstream(f"{upstream.address}/v1", name="probe")
+        try:
+            assert await probe.list_models() == ["smollm2-135m-instruct"]
+        finally:
+            await probe.aclose()
     finally:
         await upstream.aclose()
 

@@ -19,8 +19,12 @@ finish reason and usage mapped). Failures become :class:`UpstreamError`:
 ``retries`` times, short backoff; 429 is never retried here: the router decides). Closing the iterator early closes
 the HTTP response, which releases the connection and the slot.
 
+Model ids: llama.cpp names its model after the GGUF file path. ``models`` holds readable ids (a path-like id becomes
+its file name without ``.gguf``, see :mod:`~respstream.server.upstream.model_ids`); requests still send the id the
+upstream reported (``upstream_model_id()``).
+
 Extra API beyond :class:`Upstream`: ``await start()`` (fills ``models`` from ``GET {base_url}/models`` when none were
-configured; best effort) and ``await list_models()``.
+configured; best effort), ``await list_models()`` (the upstream's own ids) and ``upstream_model_id(model)``.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from respstream.errors import BadInputError
 from respstream.protocol.sse import SSEDecoder
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chunks import ChunkTranslator
+from respstream.server.upstream.model_ids import alias_models
 
 __all__ = ["ChatCompletionsUpstream", "build_request_body", "parse_retry_after"]
 
@@ -45,9 +50,11 @@ _RETRYABLE = {"upstream_unavailable", "upstream_error", "upstream_timeout"}
 _MAX_ERROR_BODY = 64 * 1024
 
 
-def build_request_body(request: GenerationRequest, *, include_usage: bool = True) -> dict[str, Any]:
-    """The JSON body for a streaming Chat Completions call."""
-    body: dict[str, Any] = {"model": request.model, "messages": request.messages, "stream": True}
+def build_request_body(
+    request: GenerationRequest, *, include_usage: bool = True, model: str | None = None
+) -> dict[str, Any]:
+    """The JSON body for a streaming Chat Completions call (``model`` overrides ``request.model``)."""
+    body: dict[str, Any] = {"model": model or request.model, "messages": request.messages, "stream": True}
     if include_usage:
         body["stream_options"] = {"include_usage": True}
     if request.tools:
@@ -98,9 +105,10 @@ def _error_message(body: bytes) -> str:
 class ChatCompletionsUpstream:
     """Streams from ``{base_url}/chat/completions``. See the module docstring for errors and limits.
 
-    ``models``: the model ids this upstream serves (sent as ``model`` unchanged). ``None`` means "discover at
-    ``start()``". Timeouts are seconds: ``connect_timeout`` for TCP/TLS, ``idle_timeout`` between two reads,
-    ``deadline`` for one whole generation, ``queue_timeout`` to wait for one of ``max_concurrency`` slots.
+    ``models``: the model ids this upstream serves, as the upstream names them (path-like ids are listed under a
+    readable id and sent as configured). ``None`` means "discover at ``start()``". Timeouts are seconds:
+    ``connect_timeout`` for TCP/TLS, ``idle_timeout`` between two reads, ``deadline`` for one whole generation,
+    ``queue_timeout`` to wait for one of ``max_concurrency`` slots.
     """
 
     def __init__(
@@ -124,7 +132,8 @@ class ChatCompletionsUpstream:
             raise ValueError("max_concurrency must be >= 1")
         self.base_url = base_url.rstrip("/")
         self.name = name
-        self.models: list[str] = list(models) if models else []
+        self._upstream_ids: dict[str, str] = alias_models(list(models or []))  # readable id -> upstream's id
+        self.models: list[str] = list(self._upstream_ids)
         self._discover = models is None
         self.api_key = api_key
         self.connect_timeout = connect_timeout
@@ -163,9 +172,14 @@ class ChatCompletionsUpstream:
         """Discover ``models`` when none were configured. Never raises: an unreachable upstream stays model-less."""
         if self._discover and not self.models:
             try:
-                self.models = await self.list_models()
+                self._upstream_ids = alias_models(await self.list_models())
             except UpstreamError:
-                pass
+                return
+            self.models = list(self._upstream_ids)
+
+    def upstream_model_id(self, model: str) -> str:
+        """The id to send upstream for a model id of ours (readable -> what ``GET /models`` said)."""
+        return self._upstream_ids.get(model, model)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -249,7 +263,9 @@ class ChatCompletionsUpstream:
         self, request: GenerationRequest, translator: ChunkTranslator, deadline_at: float
     ) -> AsyncGenerator[Chunk, None]:
         client = self._http()
-        body = msgspec.json.encode(build_request_body(request, include_usage=self.include_usage))
+        body = msgspec.json.encode(
+            build_request_body(request, include_usage=self.include_usage, model=self.upstream_model_id(request.model))
+        )
         http_request = client.build_request("POST", f"{self.base_url}/chat/completions", content=body)
         try:
             async with asyncio.timeout_at(deadline_at):

@@ -22,6 +22,7 @@ from typing import Any
 
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.model_ids import readable_model_id
 
 __all__ = ["EMBEDDED_MODEL_ID", "EmbeddedModelMissing", "EmbeddedUpstream", "locate_model"]
 
@@ -67,9 +68,12 @@ def locate_model() -> Path:
 
 
 def _start_server(
-    model_path: Path, n_ctx: int, n_parallel: int, n_threads: int | None, poll: int | None
+    model_path: Path, n_ctx: int, n_parallel: int, n_threads: int | None, poll: int | None, alias: str
 ) -> tuple[Any, str]:
-    """Start llama.cpp's HTTP server in-process (blocking: loads the model). Returns (server, base address)."""
+    """Start llama.cpp's HTTP server in-process (blocking: loads the model). Returns (server, base address).
+
+    ``alias`` is the model id llama.cpp reports and answers to (it would otherwise use the GGUF file path).
+    """
     try:
         import xllamacpp
     except ImportError as exc:
@@ -81,6 +85,7 @@ def _start_server(
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # a random free port; read back from listening_address
     params.ui = False
+    params.model_alias = {alias}
     params.verbosity = -1  # llama.cpp logs every request to stderr otherwise
     if not n_threads:
         # One core stays free for the gateway's event loop: on a 2-core machine two llama.cpp threads competing with
@@ -104,10 +109,12 @@ def _start_server(
 class EmbeddedUpstream:
     """SmolLM2-135M-Instruct in-process. ``options`` go to the inner :class:`ChatCompletionsUpstream`.
 
-    ``model_path`` overrides the packaged GGUF (any llama.cpp chat model works). ``n_ctx`` is the context per slot,
-    ``n_parallel`` the number of concurrent generations llama.cpp runs (more queue in the adapter). ``n_threads``
-    defaults to CPU count - 1 (at least 1); ``poll`` sets llama.cpp's spin-wait level (0-100, llama.cpp default 50).
-    Extra API: ``await start()``, ``available()``, ``address`` (the llama.cpp server URL once started).
+    ``model_path`` overrides the packaged GGUF (any llama.cpp chat model works); the model id is then the file name
+    without ``.gguf`` (the packaged one is ``smollm2-135m-instruct``), and llama.cpp is told to use it as its alias.
+    ``n_ctx`` is the context per slot, ``n_parallel`` the number of concurrent generations llama.cpp runs (more
+    queue in the adapter). ``n_threads`` defaults to CPU count - 1 (at least 1); ``poll`` sets llama.cpp's spin-wait
+    level (0-100, llama.cpp default 50). Extra API: ``await start()``, ``available()``, ``address`` (the llama.cpp
+    server URL once started).
     """
 
     def __init__(
@@ -127,8 +134,10 @@ class EmbeddedUpstream:
         deadline: float = 600.0,
     ) -> None:
         self.name = name
-        self.models = list(models) if models else [EMBEDDED_MODEL_ID]
         self.model_path = Path(model_path) if model_path else None
+        # The packaged SmolLM2 has a fixed readable id; another GGUF is named after its file (never its full path).
+        default_id = readable_model_id(str(self.model_path)) if self.model_path else EMBEDDED_MODEL_ID
+        self.models = list(models) if models else [default_id]
         self.n_ctx = n_ctx
         self.n_parallel = n_parallel
         self.n_threads = n_threads
@@ -171,7 +180,7 @@ class EmbeddedUpstream:
             if not path.is_file():
                 raise EmbeddedModelMissing(f"model file {path} does not exist")
             self._server, self.address = await asyncio.to_thread(
-                _start_server, path, self.n_ctx, self.n_parallel, self.n_threads, self.poll
+                _start_server, path, self.n_ctx, self.n_parallel, self.n_threads, self.poll, self.models[0]
             )
             self._adapter = ChatCompletionsUpstream(
                 f"{self.address}/v1", name=self.name, models=self.models, **self._adapter_options

@@ -3,8 +3,8 @@
 - ``embedded`` -> :class:`~respstream.server.upstream.embedded.EmbeddedUpstream` (SmolLM2 via llama.cpp)
 - ``http://host:port/v1`` / ``https://…`` ->
   :class:`~respstream.server.upstream.chat_completions.ChatCompletionsUpstream`
-  (``name`` defaults to ``host:port``; ``models`` unset means discovered at ``start()``)
-- ``scripted:N[?delay_ms=D&tool=NAME&fail_at=K&reasoning=R]`` -> the SIMULATED
+  (``name`` defaults to ``host:port``; ``models`` unset means discovered at ``start()``, listed under readable ids)
+- ``scripted:N[?delay_ms=D&tool=NAME&fail_at=K&reasoning=R&text=T]`` -> the SIMULATED
   :class:`~respstream.server.upstream.scripted.ScriptedUpstream`
 
 ``options`` are keyword arguments of the backend's constructor (``api_key``, ``models``, ``connect_timeout``,
@@ -57,5 +57,5 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
         return ChatCompletionsUpstream(spec, name=name or parts.netloc, **kwargs)
     raise ValueError(
         f"unknown upstream {spec!r}: use 'embedded', an OpenAI-compatible base URL such as "
-        "'http://127.0.0.1:8000/v1', or 'scripted:N[?delay_ms=D&tool=NAME&fail_at=K]'"
+        "'http://127.0.0.1:8000/v1', or 'scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T]'"
     )
