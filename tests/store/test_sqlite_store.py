@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -80,3 +81,32 @@ async def test_closed_store_raises_store_unavailable(tmp_path: Path) -> None:
 def test_unopenable_path_raises_store_unavailable(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailable, match="cannot open"):
         SQLiteStore(str(tmp_path / "no-such-dir" / "x.db"))
+
+
+def test_writer_skips_jobs_whose_caller_was_cancelled_and_keeps_running(tmp_path: Path) -> None:
+    # A cancelled future used to make set_result raise InvalidStateError inside the writer thread, killing it.
+    from concurrent.futures import Future
+
+    from respstream.server.store.sqlite import _Writer
+
+    writer = _Writer(str(tmp_path / "w.db"))
+    ran: list[str] = []
+
+    def job(name: str) -> Any:
+        def run(conn: Any) -> str:
+            ran.append(name)
+            return name
+
+        return run
+
+    cancelled: Future[Any] = Future()
+    cancelled.cancel()
+    kept: Future[Any] = Future()
+    writer._run_batch([(job("cancelled"), cancelled), (job("kept"), kept)])
+    assert ran == ["kept"]
+    assert kept.result(timeout=1) == "kept"
+    only_cancelled: Future[Any] = Future()
+    only_cancelled.cancel()
+    writer._run_batch([(job("cancelled"), only_cancelled)])  # a batch of only cancelled jobs is a no-op
+    assert ran == ["kept"]
+    writer.conn.close()

@@ -102,6 +102,12 @@ class _Writer(threading.Thread):
             self._run_batch(batch)
 
     def _run_batch(self, batch: list[tuple[Callable[[sqlite3.Connection], Any], Future[Any]]]) -> None:
+        # Claim each future before running its job: a caller that was cancelled meanwhile gets no write at all, and
+        # a claimed future can no longer be cancelled, so setting its result below cannot raise InvalidStateError
+        # (which would kill this thread and hang every later write).
+        batch = [(job, fut) for job, fut in batch if fut.set_running_or_notify_cancel()]
+        if not batch:
+            return
         results: list[tuple[bool, Any]] = []
         try:
             self.conn.execute("BEGIN IMMEDIATE")
