@@ -16,3 +16,11 @@ TRANSCRIPTS = Path(__file__).parent / "transcripts"
 def transcripts() -> Path:
     """The folder of hand-written ``.sse`` transcripts (tests/transcripts)."""
     return TRANSCRIPTS
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_data_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Keep every gateway and search index the tests start out of the real ~/.local/share/respstream."""
+    import os
+
+    os.environ["RESPSTREAM_DATA_DIR"] = str(tmp_path_factory.mktemp("respstream-data"))
