@@ -16,7 +16,9 @@ from .gateways import GatewayProcess, frames, stream_core, wait_status
 def test_background_responses_survive_a_restart(tmp_path: Path, store: str) -> None:
     data = tmp_path / "data"
     url = "memory" if store == "default" else f"sqlite:///{tmp_path}/explicit/responses.db"
-    gw = GatewayProcess(tmp_path, store=url, upstream="scripted:30?delay_ms=20", data_dir=str(data))
+    # No grace period: the running background response is ended at once rather than allowed to finish.
+    gw = GatewayProcess(tmp_path, store=url, upstream="scripted:30?delay_ms=20", data_dir=str(data),
+                        shutdown_grace_seconds=0)
     with gw, httpx.Client(timeout=30) as c:
         done = c.post(f"{gw.url}/v1/responses", json={"input": "x", "background": True}).json()["id"]
         finished = wait_status(c, gw.url, done, {"completed"})

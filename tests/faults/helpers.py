@@ -20,6 +20,7 @@ import uvicorn
 from respstream.protocol.stream import StreamCore
 from respstream.server.app import Components, create_app
 from respstream.server.config import Config
+from respstream.server.serving import GatewayServer
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 
 
@@ -57,7 +58,7 @@ class GatewayThread:
 
     def __init__(self, app: Any) -> None:
         config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", lifespan="on")
-        self.server = uvicorn.Server(config)
+        self.server = GatewayServer(config, drain=app.state.gateway.drain)  # stops like `respstream serve`
         self.thread = threading.Thread(target=self.server.run, name="gateway", daemon=True)
         self.app = app
         self.url = ""

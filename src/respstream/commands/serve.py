@@ -90,10 +90,15 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from respstream.server.app import create_app
+    from respstream.server.serving import GatewayServer
 
     app = create_app(config)
     print(banner(config.host, config.port) + f"  store: {config.store}; background responses and conversations: "
           f"{config.resolved_background_store()}\n", flush=True)
-    uvicorn.run(app, host=config.host, port=config.port, log_level=args.log_level, lifespan="on",
-                timeout_graceful_shutdown=int(config.shutdown_grace_seconds) + 1)
-    return 0
+    # Open streams already carry their terminal when uvicorn starts waiting for connections (GatewayServer drains
+    # first), so this only bounds a client that does not read its last bytes.
+    uv_config = uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level, lifespan="on",
+                               timeout_graceful_shutdown=int(config.shutdown_grace_seconds) + 1)
+    server = GatewayServer(uv_config, drain=app.state.gateway.drain)
+    server.run()
+    return 0 if server.started else 1

@@ -190,6 +190,12 @@ class _Gateway:
             if self.given.store is None:
                 await comps.store.aclose()
 
+    async def drain(self) -> None:
+        """The shutdown signal arrived (see serving.GatewayServer): end running responses with ``server_shutdown``
+        (foreground at once, background after ``shutdown_grace_seconds``) while their streams are still open."""
+        if self.service is not None:
+            await self.service.shutdown()
+
     async def _expire_loop(self, store: Store) -> None:
         # Every minute, or more often for a short retention/lease (lost logs nobody reads are ended here).
         interval = min(60.0, max(0.2, min(self.config.retention_seconds, self.config.lease_seconds) / 4))

@@ -269,12 +269,22 @@ class ResponseService:
             await target.update(writer.record)
             return
 
-    async def shutdown(self) -> None:
-        """End every running response with ``server_shutdown`` and wait for the terminals."""
+    async def shutdown(self, grace: float | None = None) -> None:
+        """Stop taking new responses (503 ``server_shutdown``), end every foreground response now with ``error``
+        ``server_shutdown`` (its open stream gets that terminal and closes cleanly), give background responses
+        ``grace`` seconds (default ``shutdown_grace_seconds``) to finish and persist, end the rest the same way (a
+        durable store keeps the log for a restarted instance) and wait for the terminals. Idempotent."""
         self._closing = True
-        ids = list(self.running)
-        for rid in ids:
-            self.cancel_running(rid, "server_shutdown", "The server is shutting down.")
-        tasks = [r.task for r in list(self.running.values())]
-        if tasks:
-            await asyncio.wait(tasks, timeout=self.config.shutdown_grace_seconds)
+        grace = self.config.shutdown_grace_seconds if grace is None else grace
+        message = "The server is shutting down."
+        for rid, running in list(self.running.items()):
+            if not running.background:
+                self.cancel_running(rid, "server_shutdown", message)
+        background = [r.task for r in self.running.values() if r.background]
+        if background and grace > 0:
+            await asyncio.wait(background, timeout=grace)
+        for rid in list(self.running):
+            self.cancel_running(rid, "server_shutdown", message)
+        tasks = [r.task for r in self.running.values()]
+        if tasks:  # terminals being flushed; a store that is down must not hold the exit forever
+            await asyncio.wait(tasks, timeout=max(1.0, grace))
