@@ -8,9 +8,12 @@ script repeats when the queue is empty). A script is a list of steps:
 - ``Chunk(obj)``: one ``data: {json}`` event; ``Raw(bytes)``: bytes as they are; ``Done()``: ``data: [DONE]``
 - ``Sleep(seconds)``: pause (ends early when the client goes away); ``Stall()``: send nothing until the client leaves
 - ``Drop()``: abort the connection mid-body (the client sees a truncated chunked body)
+- ``Headers(dict)`` as the first step: extra response headers for the stream (e.g. ``content-encoding: gzip`` with
+  ``Raw`` pre-compressed bytes)
 
 Helpers build the usual chunks: :func:`text`, :func:`reasoning`, :func:`refusal`, :func:`tool`, :func:`finish`,
-:func:`usage`. The server records request bodies and how many streams ended because the client disconnected.
+:func:`usage`. The server records request bodies, headers and client addresses (``(host, port)``: the same port
+means the same keep-alive connection), and how many streams ended because the client disconnected.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ __all__ = [
     "Done",
     "Drop",
     "FakeChatCompletionsServer",
+    "Headers",
     "Raw",
     "Sleep",
     "Stall",
@@ -73,6 +77,11 @@ class Sleep:
 
 
 @dataclass(frozen=True)
+class Headers:
+    headers: dict[str, str]
+
+
+@dataclass(frozen=True)
 class Stall:
     pass
 
@@ -82,7 +91,7 @@ class Drop:
     pass
 
 
-Step = Status | Chunk | Raw | Done | Sleep | Stall | Drop
+Step = Status | Headers | Chunk | Raw | Done | Sleep | Stall | Drop
 
 
 def _chunk(delta: dict[str, Any], finish_reason: str | None = None) -> Chunk:
@@ -160,6 +169,8 @@ class FakeChatCompletionsServer:
     def __init__(self, models: list[str] | None = None) -> None:
         self.models = models or ["fake-model"]
         self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []
+        self.clients: list[tuple[str, int]] = []  # every request's client address, /models included
         self._scripts: deque[list[Step]] = deque()
         self._last: list[Step] = [text("hello"), finish(), Done()]
         self._lock = threading.Condition()
@@ -184,6 +195,8 @@ class FakeChatCompletionsServer:
         with self._lock:
             self._scripts.clear()
             self.requests.clear()
+            self.request_headers.clear()
+            self.clients.clear()
             self.streams_finished = 0
             self.client_disconnects = 0
 
@@ -244,6 +257,9 @@ class FakeChatCompletionsServer:
             if not message.get("more_body"):
                 break
         path, method = scope["path"], scope["method"]
+        with self._lock:
+            client = scope.get("client") or ("", 0)
+            self.clients.append((str(client[0]), int(client[1])))
         if method == "GET" and path == "/v1/models":
             data = {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
             await self._send_json(send, 200, data)
@@ -253,6 +269,7 @@ class FakeChatCompletionsServer:
             return
         with self._lock:
             self.requests.append(json.loads(body))
+            self.request_headers.append({k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]})
         steps = self._next_script()
         if steps and isinstance(steps[0], Status):
             first = steps[0]
@@ -272,6 +289,9 @@ class FakeChatCompletionsServer:
 
         watcher = asyncio.create_task(watch())
         headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store")]
+        if steps and isinstance(steps[0], Headers):
+            headers += [(k.lower().encode(), v.encode()) for k, v in steps[0].headers.items()]
+            steps = steps[1:]
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             for step in steps:

@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgspec
+
 __all__ = [
     "Chunk",
     "Finish",
@@ -29,25 +31,21 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class TextDelta:
+class TextDelta(msgspec.Struct, frozen=True, gc=False):
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class ReasoningDelta:
+class ReasoningDelta(msgspec.Struct, frozen=True, gc=False):
     """Reasoning text: ``reasoning_content`` from the upstream, or ``<think>`` content split out of the text."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class RefusalDelta:
+class RefusalDelta(msgspec.Struct, frozen=True, gc=False):
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallDelta:
+class ToolCallDelta(msgspec.Struct, frozen=True, gc=False):
     """A fragment of one tool call. ``index`` identifies the call; ``call_id``/``name`` come with the first one."""
 
     index: int
@@ -56,16 +54,14 @@ class ToolCallDelta:
     arguments: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
+class Usage(msgspec.Struct, frozen=True, gc=False):
     input_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int = 0
     cached_tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Finish:
+class Finish(msgspec.Struct, frozen=True, gc=False):
     """The last chunk. ``reason``: ``stop`` | ``length`` | ``tool_calls`` | ``content_filter``."""
 
     reason: str = "stop"

@@ -24,7 +24,12 @@ its file name without ``.gguf``, see :mod:`~respstream.server.upstream.model_ids
 upstream reported (``upstream_model_id()``).
 
 Extra API beyond :class:`Upstream`: ``await start()`` (fills ``models`` from ``GET {base_url}/models`` when none were
-configured; best effort), ``await list_models()`` (the upstream's own ids) and ``upstream_model_id(model)``.
+configured; best effort), ``await list_models()`` (the upstream's own ids), ``upstream_model_id(model)`` and
+``await settle()``.
+
+Connections: one ``httpx.AsyncClient`` (HTTP/1.1, keep-alive) lives as long as the upstream; ``start()`` builds it
+so the first request does not pay for it. After ``[DONE]`` the rest of the body is read (in the background if it is
+slow) so the connection goes back to the pool instead of being dropped.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import httpx
@@ -44,10 +49,14 @@ from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamEr
 from respstream.server.upstream.chunks import ChunkTranslator
 from respstream.server.upstream.model_ids import alias_models
 
-__all__ = ["ChatCompletionsUpstream", "build_request_body", "parse_retry_after"]
+__all__ = ["ChatCompletionsUpstream", "build_request_body", "parse_retry_after", "simple_data_events"]
 
 _RETRYABLE = {"upstream_unavailable", "upstream_error", "upstream_timeout"}
 _MAX_ERROR_BODY = 64 * 1024
+_KEEPALIVE_EXPIRY = 4.0
+_DRAIN_TIMEOUT = 2.0  # seconds a finished response may take to end its body before its connection is dropped
+_MAX_DRAIN = 64 * 1024
+_DRAIN_INLINE = 0.005
 
 
 def build_request_body(
@@ -66,6 +75,25 @@ def build_request_body(
     if request.temperature is not None:
         body["temperature"] = request.temperature
     return body
+
+
+def simple_data_events(raw: bytes) -> list[bytes] | None:
+    """The payloads of a read made only of whole one-line ``data: X`` events (LF framing), else ``None``.
+
+    Servers write one such event per token, so nearly every read is this shape; anything else (comments, ``event:``
+    lines, CR framing, multi-line data, a partial event) returns ``None`` and goes through the full SSE decoder. Only
+    valid when no partial event is pending from an earlier read.
+    """
+    if not raw.startswith(b"data: ") or not raw.endswith(b"\n\n") or b"\r" in raw:
+        return None
+    if raw.count(b"\n") == 2:
+        return [raw[6:-2]]
+    payloads = []
+    for block in raw[:-2].split(b"\n\n"):
+        if not block.startswith(b"data: ") or b"\n" in block:
+            return None
+        payloads.append(block[6:])
+    return payloads
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -144,11 +172,18 @@ class ChatCompletionsUpstream:
         self.retries = max(0, retries)
         self.retry_backoff = retry_backoff
         self.include_usage = include_usage
-        self._headers = {"accept": "text/event-stream", "content-type": "application/json", **(headers or {})}
+        # identity: compressing a token stream saves nothing and some servers buffer compressed output.
+        self._headers = {
+            "accept": "text/event-stream",
+            "accept-encoding": "identity",
+            "content-type": "application/json",
+            **(headers or {}),
+        }
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
         self._semaphore = asyncio.Semaphore(max_concurrency)
         self._client: httpx.AsyncClient | None = None
+        self._drains: set[asyncio.Task[None]] = set()  # responses finishing their body after [DONE]
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
@@ -157,19 +192,33 @@ class ChatCompletionsUpstream:
     # -- lifecycle -------------------------------------------------------------------------------------------
 
     def _http(self) -> httpx.AsyncClient:
-        # One client per event loop: an AsyncClient's pool is bound to the loop that first used it.
+        # One client per event loop: an AsyncClient's pool is bound to the loop that first used it. It lives as long
+        # as this upstream, so every generation reuses its keep-alive connections (no connect on the request path).
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             timeout = httpx.Timeout(connect=self.connect_timeout, read=self.idle_timeout, write=30.0, pool=None)
             limits = httpx.Limits(
-                max_connections=self.max_concurrency + 4, max_keepalive_connections=self.max_concurrency
+                max_connections=self.max_concurrency + 4,
+                max_keepalive_connections=self.max_concurrency,
+                # Below the 5 s idle limit of llama.cpp (cpp-httplib), uvicorn and node, so we retire a connection
+                # before the server does and never send a request into one it is closing.
+                keepalive_expiry=_KEEPALIVE_EXPIRY,
             )
-            self._client = httpx.AsyncClient(timeout=timeout, limits=limits, headers=self._headers, trust_env=False)
+            # Building a TLS context loads the CA bundle (30-50 ms): only an https upstream needs one.
+            verify = self.base_url.startswith("https:")
+            self._client = httpx.AsyncClient(
+                timeout=timeout, limits=limits, headers=self._headers, trust_env=False, verify=verify, http2=False
+            )
             self._client_loop = loop
         return self._client
 
     async def start(self) -> None:
-        """Discover ``models`` when none were configured. Never raises: an unreachable upstream stays model-less."""
+        """Get ready before the first request: build the HTTP client (for https its TLS context) and discover
+        ``models`` when none were configured, which also leaves a warm keep-alive connection in the pool.
+
+        Never raises: an unreachable upstream stays model-less.
+        """
+        self._http()
         if self._discover and not self.models:
             try:
                 self._upstream_ids = alias_models(await self.list_models())
@@ -182,6 +231,11 @@ class ChatCompletionsUpstream:
         return self._upstream_ids.get(model, model)
 
     async def aclose(self) -> None:
+        drains, self._drains = list(self._drains), set()
+        for task in drains:
+            task.cancel()
+        if drains:
+            await asyncio.gather(*drains, return_exceptions=True)
         if self._client is not None:
             client, self._client = self._client, None
             try:
@@ -262,6 +316,7 @@ class ChatCompletionsUpstream:
     async def _attempt(
         self, request: GenerationRequest, translator: ChunkTranslator, deadline_at: float
     ) -> AsyncGenerator[Chunk, None]:
+        loop = asyncio.get_running_loop()
         client = self._http()
         body = msgspec.json.encode(
             build_request_body(request, include_usage=self.include_usage, model=self.upstream_model_id(request.model))
@@ -275,15 +330,25 @@ class ChatCompletionsUpstream:
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, before_first_token=True) from exc
         yielded = False
+        reads: AsyncIterator[bytes] | None = None
         try:
             if response.status_code != 200:
                 raise await self._status_error(response)
             decoder = SSEDecoder()
-            byte_iter = response.aiter_bytes()
+            encoding = response.headers.get("content-encoding", "identity").strip().lower()
+            # We ask for identity; the raw bytes then skip httpx's decoder layer (one less generator per read).
+            reads = response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
+            idle_timeout = self.idle_timeout
+            at_boundary = True  # the decoder holds nothing: the previous read ended at an event boundary
             while True:
                 try:
-                    async with asyncio.timeout_at(deadline_at):
-                        raw = await anext(byte_iter)
+                    if deadline_at - loop.time() > idle_timeout:
+                        # httpx's read timeout (idle_timeout) ends any stall before the deadline could pass, so no
+                        # per-read timer is needed: arming and cancelling one cost more than the rest of the read.
+                        raw = await anext(reads)
+                    else:
+                        async with asyncio.timeout_at(deadline_at):
+                            raw = await anext(reads)
                 except StopAsyncIteration:
                     break
                 except TimeoutError:
@@ -294,21 +359,27 @@ class ChatCompletionsUpstream:
                     ) from None
                 except httpx.HTTPError as exc:
                     raise self._transport_error(exc, before_first_token=not yielded) from exc
-                try:
-                    decoder.feed(raw)
-                except BadInputError as exc:  # an oversized event: the upstream is broken, not the client
-                    raise UpstreamError(
-                        "upstream_error", f"{self.name}: bad event stream: {exc}", before_first_token=not yielded
-                    ) from None
-                for message in decoder.events():
-                    if message.event == "error":
-                        raise UpstreamError(
-                            "upstream_error",
-                            f"{self.name}: error event: {_error_message(message.data)}",
-                            before_first_token=not yielded,
-                        )
+                payloads = simple_data_events(raw) if at_boundary else None
+                if payloads is None:
+                    at_boundary = raw.endswith(b"\n\n")
                     try:
-                        chunks = translator.feed(message.data)
+                        decoder.feed(raw)
+                    except BadInputError as exc:  # an oversized event: the upstream is broken, not the client
+                        raise UpstreamError(
+                            "upstream_error", f"{self.name}: bad event stream: {exc}", before_first_token=not yielded
+                        ) from None
+                    payloads = []
+                    for message in decoder.events():
+                        if message.event == "error":
+                            raise UpstreamError(
+                                "upstream_error",
+                                f"{self.name}: error event: {_error_message(message.data)}",
+                                before_first_token=not yielded,
+                            )
+                        payloads.append(message.data)
+                for payload in payloads:
+                    try:
+                        chunks = translator.feed(payload)
                     except ValueError as exc:
                         raise UpstreamError(
                             "upstream_error", f"{self.name}: {exc}", before_first_token=not yielded
@@ -329,7 +400,43 @@ class ChatCompletionsUpstream:
                 yielded = True
                 yield chunk
         finally:
-            await response.aclose()
+            if translator.done and reads is not None:
+                drain = self._close_after_body(response, reads)
+                # Usually the body's end is already here: wait a moment so a follow-up request (the next tool
+                # round) finds the connection back in the pool; a slower server finishes in the background.
+                await asyncio.wait((drain,), timeout=_DRAIN_INLINE)
+            else:
+                await response.aclose()  # mid-stream: drop the connection, the server is still sending
+
+    def _close_after_body(self, response: httpx.Response, reads: AsyncIterator[bytes]) -> asyncio.Task[None]:
+        """After ``[DONE]``: read the rest of the body (normally just the chunked-encoding end) in the background,
+        then close. A response closed before its body ended takes its connection down with it; a fully read one
+        returns the connection to the pool, so the next generation skips the connect (and, for https, the TLS
+        handshake). The caller already has its ``Finish`` and does not wait for this.
+        """
+
+        async def drain() -> None:
+            try:
+                async with asyncio.timeout(_DRAIN_TIMEOUT):
+                    left = _MAX_DRAIN
+                    async for part in reads:
+                        left -= len(part)
+                        if left < 0:
+                            break  # a server that keeps talking after [DONE]: not worth keeping
+            except (TimeoutError, httpx.HTTPError):
+                pass
+            finally:
+                await response.aclose()
+
+        task = asyncio.get_running_loop().create_task(drain())
+        self._drains.add(task)
+        task.add_done_callback(self._drains.discard)
+        return task
+
+    async def settle(self) -> None:
+        """Wait until finished generations have released their connections (tests, benchmarks). Never raises."""
+        if self._drains:
+            await asyncio.gather(*self._drains, return_exceptions=True)
 
     async def _status_error(self, response: httpx.Response) -> UpstreamError:
         body = b""

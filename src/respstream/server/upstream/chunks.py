@@ -45,7 +45,35 @@ _FINISH = {
     "content_filter": "content_filter",
 }
 
+class _WireDelta(msgspec.Struct, gc=False):
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    refusal: str | None = None
+    tool_calls: list[Any] | None = None  # rare; fragments are read leniently, one dict at a time
+
+
+class _WireChoice(msgspec.Struct, gc=False):
+    delta: _WireDelta | None = None
+    finish_reason: str | None = None
+
+
+class _WireChunk(msgspec.Struct):
+    """The fields of a ``chat.completion.chunk`` we use; the rest are skipped by the decoder without being built."""
+
+    choices: list[_WireChoice] | None = None
+    usage: dict[str, Any] | None = None
+    error: Any = None
+
+
+# Typed decoding builds only the fields above (no dicts for the ignored ``id``/``model``/``object``...). A chunk of
+# an unexpected shape fails validation and goes through the generic decoder instead, which ignores wrong types.
+_decode_wire = msgspec.json.Decoder(_WireChunk)
 _decode = msgspec.json.Decoder()
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def map_finish_reason(reason: str | None) -> str:
@@ -107,57 +135,80 @@ class ChunkTranslator:
 
     def feed(self, payload: bytes) -> list[Chunk]:
         self._payloads += 1
-        if payload.strip() == b"[DONE]":
+        if payload == b"[DONE]" or (payload[:1] != b"{" and payload.strip() == b"[DONE]"):
             self.done = True
             return []
         try:
-            data = _decode.decode(payload)
+            chunk = _decode_wire.decode(payload)
+        except msgspec.ValidationError:
+            chunk = self._lenient(payload)  # valid JSON of an unusual shape: the slow, forgiving path
         except msgspec.DecodeError:
             raise ValueError(
                 f"malformed chunk #{self._payloads}: not JSON: {payload[:80].decode('utf-8', 'replace')!r}"
             ) from None
-        if not isinstance(data, dict):
-            raise ValueError(f"malformed chunk #{self._payloads}: not a JSON object")
-        if data.get("error"):
-            err = data["error"]
+        if chunk.error:
+            err = chunk.error
             message = err.get("message") if isinstance(err, dict) else err
             raise ValueError(f"upstream sent an error chunk: {message}")
-        usage = map_usage(data.get("usage"))
-        if usage is not None:
-            self._usage = usage
-        choices = data.get("choices")
+        if chunk.usage is not None:
+            usage = map_usage(chunk.usage)
+            if usage is not None:
+                self._usage = usage
+        choices = chunk.choices
         if not choices:
             return []
-        if not isinstance(choices, list) or not isinstance(choices[0], dict):
-            raise ValueError(f"malformed chunk #{self._payloads}: 'choices' is not a list of objects")
         choice = choices[0]
         out: list[Chunk] = []
-        delta = choice.get("delta")
-        if isinstance(delta, dict):
-            self._delta(delta, out)
-        reason = choice.get("finish_reason")
-        if isinstance(reason, str) and reason:
-            self._finish_reason = reason
+        delta = choice.delta
+        if delta is not None:
+            reasoning = delta.reasoning_content or delta.reasoning
+            if reasoning:
+                out.append(ReasoningDelta(reasoning))
+            content = delta.content
+            if content:
+                think = self._think
+                if not think.idle or "<" in content:
+                    for kind, text in think.feed(content):
+                        out.append(TextDelta(text) if kind == "text" else ReasoningDelta(text))
+                else:  # the common case: plain answer text, nothing held back
+                    out.append(TextDelta(content))
+            if delta.refusal:
+                out.append(RefusalDelta(delta.refusal))
+            if delta.tool_calls:
+                for position, fragment in enumerate(delta.tool_calls):
+                    if isinstance(fragment, dict):
+                        self._tool_fragment(fragment, position, out)
+        if choice.finish_reason:
+            self._finish_reason = choice.finish_reason
         return out
 
-    def _delta(self, delta: dict[str, Any], out: list[Chunk]) -> None:
-        for key in ("reasoning_content", "reasoning"):
-            value = delta.get(key)
-            if isinstance(value, str) and value:
-                out.append(ReasoningDelta(value))
-                break
-        content = delta.get("content")
-        if isinstance(content, str) and content:
-            for kind, text in self._think.feed(content):
-                out.append(TextDelta(text) if kind == "text" else ReasoningDelta(text))
-        refusal = delta.get("refusal")
-        if isinstance(refusal, str) and refusal:
-            out.append(RefusalDelta(refusal))
-        tool_calls = delta.get("tool_calls")
-        if isinstance(tool_calls, list):
-            for position, fragment in enumerate(tool_calls):
-                if isinstance(fragment, dict):
-                    self._tool_fragment(fragment, position, out)
+    def _lenient(self, payload: bytes) -> _WireChunk:
+        """Decode generically and keep what has the expected type (a number where text belongs is ignored)."""
+        data = _decode.decode(payload)
+        if not isinstance(data, dict):
+            raise ValueError(f"malformed chunk #{self._payloads}: not a JSON object")
+        choices = data.get("choices")
+        wire_choices: list[_WireChoice] | None = None
+        if choices:
+            if not isinstance(choices, list) or not isinstance(choices[0], dict):
+                raise ValueError(f"malformed chunk #{self._payloads}: 'choices' is not a list of objects")
+            choice = choices[0]
+            raw = choice.get("delta")
+            delta = None
+            if isinstance(raw, dict):
+                tool_calls = raw.get("tool_calls")
+                delta = _WireDelta(
+                    content=_text(raw.get("content")),
+                    reasoning_content=_text(raw.get("reasoning_content")),
+                    reasoning=_text(raw.get("reasoning")),
+                    refusal=_text(raw.get("refusal")),
+                    tool_calls=tool_calls if isinstance(tool_calls, list) else None,
+                )
+            wire_choices = [_WireChoice(delta=delta, finish_reason=_text(choice.get("finish_reason")))]
+        usage = data.get("usage")
+        return _WireChunk(
+            choices=wire_choices, usage=usage if isinstance(usage, dict) else None, error=data.get("error")
+        )
 
     def _tool_fragment(self, fragment: dict[str, Any], position: int, out: list[Chunk]) -> None:
         upstream_index = fragment.get("index")

@@ -47,6 +47,11 @@ class ThinkSplitter:
     def in_think(self) -> bool:
         return self._in_think
 
+    @property
+    def idle(self) -> bool:
+        """In answer text with nothing held back: a chunk without ``<`` would come out unchanged as text."""
+        return not self._in_think and not self._buffer
+
     def feed(self, chunk: str) -> list[Piece]:
         # Fast path: no tag can start in this chunk and nothing is held back (the common case for plain answers).
         if not self._buffer and "<" not in chunk:
