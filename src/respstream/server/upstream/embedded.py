@@ -182,9 +182,11 @@ class EmbeddedUpstream:
             self._server, self.address = await asyncio.to_thread(
                 _start_server, path, self.n_ctx, self.n_parallel, self.n_threads, self.poll, self.models[0]
             )
-            self._adapter = ChatCompletionsUpstream(
+            adapter = ChatCompletionsUpstream(
                 f"{self.address}/v1", name=self.name, models=self.models, **self._adapter_options
             )
+            await adapter.start()  # builds its HTTP client now, not on the first request
+            self._adapter = adapter
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[Chunk, None]:
         """Stream from the embedded model. Raises :class:`UpstreamError` (``upstream_unavailable`` if not installed)."""
