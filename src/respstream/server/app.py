@@ -257,6 +257,11 @@ class _Gateway:
             return msgspec.json.decode(body)
         except msgspec.DecodeError as exc:
             raise HTTPError(400, "invalid_json", f"The request body is not valid JSON: {exc}") from None
+        except UnicodeDecodeError:
+            raise HTTPError(400, "invalid_json", f"The request body is not valid UTF-8 (at byte {_bad_utf8_at(body)})."
+                            ) from None
+        except RecursionError:  # requests.check_depth bounds what decodes; this is what does not even decode
+            raise HTTPError(400, "invalid_json", "The request body nests arrays/objects too deeply.") from None
 
     def _stream_response(self, rid: str, after: int, *, foreground: bool,
                          headers: list[tuple[bytes, bytes]] | None = None) -> EventStreamResponse:
@@ -380,6 +385,15 @@ def _cursor(raw: str | None, name: str) -> int:
     if after < -1:
         raise HTTPError(400, "invalid_value", f"{name} must be >= -1", param="starting_after")
     return after
+
+
+def _bad_utf8_at(body: bytes) -> int:
+    """Byte offset of the first invalid UTF-8 sequence in ``body`` (0 if it is valid after all)."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return 0
 
 
 def _wants_json_only(accept: str) -> bool:

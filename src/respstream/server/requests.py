@@ -15,7 +15,11 @@ from typing import Any
 
 from respstream.server.http_errors import HTTPError
 
-__all__ = ["SERVER_TOOL_TYPES", "InputItem", "ResponseRequest", "parse_request"]
+__all__ = ["MAX_JSON_DEPTH", "SERVER_TOOL_TYPES", "InputItem", "ResponseRequest", "check_depth", "parse_request"]
+
+# Deepest nesting of arrays/objects a request body may have. Real requests need about 6 (input -> item -> content ->
+# part, or a tool's JSON Schema); anything far deeper is rejected before it reaches code (or an encoder) that recurses.
+MAX_JSON_DEPTH = 64
 
 # Hosted tool `type`s a request may list to select server tools (value: the server tool it enables).
 SERVER_TOOL_TYPES: dict[str, str] = {
@@ -93,6 +97,28 @@ def _type_error(param: str, expected: str) -> HTTPError:
     return _bad(f"{param} must be {expected}", param, "invalid_type")
 
 
+def _opt_kind(value: Any, param: str, default: str | None = None) -> str | None:
+    """A discriminator such as ``type`` or ``role``: a string (or absent -> ``default``). Raises 400 naming
+    ``param`` for anything else: a list or object here must never reach a set/dict membership test."""
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise _type_error(param, "a string")
+    return value
+
+
+def check_depth(body: Any, limit: int = MAX_JSON_DEPTH) -> None:
+    """Raise a 400 ``invalid_json`` if ``body`` nests arrays/objects deeper than ``limit`` (iterative: no recursion
+    on hostile input)."""
+    stack: list[tuple[Any, int]] = [(body, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value
+        if depth > limit:
+            raise HTTPError(400, "invalid_json", f"the request body nests arrays/objects deeper than {limit} levels")
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+
+
 def _opt_str(body: dict[str, Any], key: str) -> str | None:
     value = body.get(key)
     if value is not None and not isinstance(value, str):
@@ -128,7 +154,7 @@ def _content_text(content: Any, param: str) -> str:
         where = f"{param}[{j}]"
         if not isinstance(part, dict):
             raise _type_error(where, "an object")
-        kind = part.get("type")
+        kind = _opt_kind(part.get("type"), f"{where}.type")
         if kind in _UNSUPPORTED_PARTS:
             raise _bad(f"{where}.type {kind!r} is not supported (text inputs only)", f"{where}.type",
                        "unsupported_parameter")
@@ -144,25 +170,26 @@ def _content_text(content: Any, param: str) -> str:
     return "".join(texts)
 
 
-def _input_items(raw: Any) -> list[InputItem]:
+def _input_items(raw: Any, param: str = "input") -> list[InputItem]:
     if isinstance(raw, str):
         if not raw.strip():
-            raise _bad("input is required and must not be empty", "input", "missing_required_parameter")
+            raise _bad(f"{param} is required and must not be empty", param, "missing_required_parameter")
         return [InputItem("message", text=raw)]
     if not isinstance(raw, list):
-        raise _type_error("input", "a string or a list of input items")
+        raise _type_error(param, "a string or a list of input items")
     items: list[InputItem] = []
     for i, item in enumerate(raw):
-        where = f"input[{i}]"
+        where = f"{param}[{i}]"
         if not isinstance(item, dict):
             raise _type_error(where, "an object")
-        kind = item.get("type", "message")
+        kind = _opt_kind(item.get("type"), f"{where}.type", "message")
         if kind == "message":
-            role = item.get("role", "user")
+            role = _opt_kind(item.get("role"), f"{where}.role", "user")
             if role not in _ROLES:
                 raise _bad(f"{where}.role must be one of {', '.join(sorted(_ROLES))}", f"{where}.role")
             if "content" not in item:
                 raise _bad(f"{where}.content is required", f"{where}.content", "missing_required_parameter")
+            assert role is not None
             items.append(InputItem("message", role=role, text=_content_text(item["content"], f"{where}.content")))
         elif kind == "function_call":
             for key in ("call_id", "name", "arguments"):
@@ -186,7 +213,7 @@ def _input_items(raw: Any) -> list[InputItem]:
         else:
             raise _bad(f"{where}.type {kind!r} is not supported", f"{where}.type", "unsupported_parameter")
     if not items or not any(i.text.strip() or i.type != "message" for i in items):
-        raise _bad("input is required and must not be empty", "input", "missing_required_parameter")
+        raise _bad(f"{param} is required and must not be empty", param, "missing_required_parameter")
     return items
 
 
@@ -202,7 +229,9 @@ def _tools(raw: Any, server_tool_names: set[str]) -> tuple[list[dict[str, Any]],
         where = f"tools[{i}]"
         if not isinstance(tool, dict):
             raise _type_error(where, "an object")
-        kind = tool.get("type")
+        kind = _opt_kind(tool.get("type"), f"{where}.type")
+        if kind is None:
+            raise _bad(f"{where}.type is required", f"{where}.type", "missing_required_parameter")
         if kind == "function":
             name = tool.get("name")
             if not isinstance(name, str) or not name:
@@ -228,14 +257,17 @@ def _tools(raw: Any, server_tool_names: set[str]) -> tuple[list[dict[str, Any]],
 def _tool_choice(raw: Any, client_names: set[str]) -> Any:
     if raw is None:
         return "auto"
-    if raw in ("auto", "none", "required"):
+    if isinstance(raw, str) and raw in ("auto", "none", "required"):
         return raw
-    if isinstance(raw, dict) and raw.get("type") == "function":
-        if raw.get("name") not in client_names:
-            raise _bad("tool_choice names a function that is not in tools", "tool_choice")
-        return raw
-    if isinstance(raw, dict) and raw.get("type") in SERVER_TOOL_TYPES:
-        return raw
+    if isinstance(raw, dict):
+        kind = _opt_kind(raw.get("type"), "tool_choice.type")
+        if kind == "function":
+            name = raw.get("name")
+            if not isinstance(name, str) or name not in client_names:
+                raise _bad("tool_choice names a function that is not in tools", "tool_choice.name")
+            return raw
+        if kind in SERVER_TOOL_TYPES:
+            return raw
     raise _bad("tool_choice must be auto, none, required or {type: function, name}", "tool_choice")
 
 
@@ -261,7 +293,8 @@ def _check_unsupported(body: dict[str, Any]) -> None:
         if not isinstance(text, dict):
             raise _type_error("text", "an object")
         fmt = text.get("format")
-        if fmt is not None and not (isinstance(fmt, dict) and fmt.get("type") == "text"):
+        kind = _opt_kind(fmt.get("type"), "text.format.type") if isinstance(fmt, dict) else None
+        if fmt is not None and kind != "text":
             raise _bad("text.format is not supported (plain text output only)", "text.format",
                        "unsupported_parameter")
     for key in ("response_format",):
@@ -282,6 +315,7 @@ def parse_request(body: Any, *, server_tool_names: set[str]) -> ResponseRequest:
     """Validate a decoded JSON body. Raises :class:`HTTPError` (400) naming the offending field."""
     if not isinstance(body, dict):
         raise HTTPError(400, "invalid_json", "the request body must be a JSON object")
+    check_depth(body)
     _check_unsupported(body)
     if "input" not in body or body["input"] is None:
         raise _bad("input is required", "input", "missing_required_parameter")
@@ -307,7 +341,7 @@ def parse_request(body: Any, *, server_tool_names: set[str]) -> ResponseRequest:
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         if isinstance(instructions, list):
-            instructions = "\n".join(i.text for i in _input_items(instructions))
+            instructions = "\n".join(i.text for i in _input_items(instructions, "instructions"))
         else:
             raise _type_error("instructions", "a string")
     return ResponseRequest(
