@@ -122,3 +122,46 @@ def test_failure_after_first_token_does_not_fail_over(
     assert got.error_code == "upstream_error"
     assert got.core.result.streamed_text == "Half"
     assert fake_b.requests == [], "text was already shown: a second upstream must not start over"
+
+
+@pytest.fixture
+def fake_c() -> Iterator[FakeChatCompletionsServer]:
+    with FakeChatCompletionsServer(models=["model-c"]) as server:
+        yield server
+
+
+@pytest.mark.parametrize("dialect", ["platform", "openai"])
+def test_pinned_model_fails_over_to_another_upstream_of_that_model_without_routing_events(
+    fake: FakeChatCompletionsServer, dialect: str
+) -> None:
+    with FakeChatCompletionsServer(models=["model-a"]) as twin, FakeChatCompletionsServer(models=["model-b"]) as other:
+        fake.script(Status(503))
+        twin.script(text("From"), text(" twin"), finish(), Done())
+        app = gateway_app([chat_upstream(fake.url, "a1", "model-a"), chat_upstream(other.url, "b", "model-b"),
+                           chat_upstream(twin.url, "a2", "model-a")], dialect=dialect)
+        with GatewayThread(app) as gw:
+            got = stream_post(gw.url, {"input": "hi", "model": "model-a"}, dialect=dialect)
+        assert other.requests == [], "a pinned model must never fall back to a different model"
+        assert len(fake.requests) == 1 and len(twin.requests) == 1
+    assert got.core.violations == []
+    assert got.core.result.output_text == "From twin"
+    assert [p for p in got.payloads() if p["type"] == "response.routing.completed"] == []
+
+
+def test_fallback_follows_the_category_model_list_and_tries_each_upstream_once(
+    fake: FakeChatCompletionsServer, fake_b: FakeChatCompletionsServer, fake_c: FakeChatCompletionsServer
+) -> None:
+    for server in (fake, fake_b, fake_c):
+        server.script(Status(503))
+    upstreams = [chat_upstream(fake.url, "a", "model-a"), chat_upstream(fake_b.url, "b", "model-b"),
+                 chat_upstream(fake_c.url, "c", "model-c")]
+    # "hi" is a `fast` input: its list says model-a, then model-c, before the rest (model-b) in upstream order.
+    app = gateway_app(upstreams, router={"categories": {"fast": ["model-a", "model-c"]}})
+    with GatewayThread(app) as gw:
+        got = stream_post(gw.url, {"input": "hi"})
+    assert got.core.violations == []
+    assert got.error_code == "upstream_error"
+    routing = [p for p in got.payloads() if p["type"] == "response.routing.completed"]
+    assert [(r["model_id"], r["source"], r["category"]) for r in routing] == [
+        ("model-a", "router", "fast"), ("model-c", "fallback", "fast"), ("model-b", "fallback", "fast")]
+    assert [len(s.requests) for s in (fake, fake_b, fake_c)] == [1, 1, 1], "each upstream is tried exactly once"

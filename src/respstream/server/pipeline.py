@@ -114,7 +114,8 @@ class Pipeline:
         self.writer = writer
         self.request = request
         self.decision = decision
-        self.pinned = pinned
+        # A pinned model is never announced (DESIGN §4), whoever decided it: the request or the router's own mark.
+        self.pinned = pinned or "pinned" in (getattr(decision, "category", None), getattr(decision, "source", None))
         self.messages = messages
         self.router = router
         self.tools = tools
