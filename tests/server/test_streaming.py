@@ -8,7 +8,7 @@ import pytest
 
 from respstream.server.upstream.scripted import ScriptedUpstream
 
-from .helpers import FakeRewriter, ServerThread, make_app, post_stream
+from .helpers import Decoded, FakeRewriter, ServerThread, make_app, post_stream
 
 DIALECTS = ["platform", "openai"]
 
@@ -155,3 +155,31 @@ def test_max_output_tokens_is_incomplete(server: tuple[str, str]) -> None:
     assert got.core.result.status == "incomplete"
     assert got.core.result.incomplete_details == {"reason": "max_output_tokens"}
     assert got.types[-1] == ("response.completed" if dialect == "platform" else "response.incomplete")
+
+
+def _searched(got: Decoded) -> bool:
+    added = [p["item"] for p in got.payloads() if p["type"] == "response.output_item.added"]
+    return any(i["type"] == "web_search_call" or i.get("name") == "web_search" for i in added)
+
+
+def test_retrieval_route_does_not_search_again_on_a_tool_output_continuation(server: tuple[str, str]) -> None:
+    url, dialect = server
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
+    first = post_stream(url, {"input": "weather?", "model": "client-tool", "tools": [tool]}, dialect=dialect)
+    call_id = first.core.result.tool_calls[0]["call_id"]
+    # model auto, and the tool output reads like a fresh-facts question: the route is retrieval, but the turn carries
+    # tool results, so the answer is grounded in them, not in a search for the tool's output.
+    follow = post_stream(url, {"previous_response_id": first.core.result.response_id, "tools": [tool], "input": [
+        {"type": "function_call_output", "call_id": call_id, "output": "the latest reading: sunny"}]}, dialect=dialect)
+    assert follow.violations == []
+    routing = next(p for p in follow.payloads() if p["type"] == "response.routing.completed")
+    assert routing["category"] == "retrieval"
+    assert not _searched(follow)
+    assert follow.core.result.output_text
+    # The same history followed by a new user question is fresh input again: it searches.
+    fresh = post_stream(url, {"input": [
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        {"type": "message", "role": "user", "content": "and the latest news?"}], "tools": [tool]}, dialect=dialect)
+    assert fresh.violations == []
+    assert _searched(fresh)

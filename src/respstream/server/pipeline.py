@@ -5,7 +5,8 @@ How this works: the routing decision is made before streaming (an unknown pinned
 *round* streams one upstream generation into the writer, flushing once per upstream chunk (one store append, one
 reader wakeup). A round that ends in tool calls runs the server tools (announced, run, finished with output and
 status) and loops back into the model, up to ``max_tool_rounds``; a client function tool ends the response with the
-call in ``output``. The ``retrieval`` route searches first and puts the results in front of the model. The last
+call in ``output``. The ``retrieval`` route searches first and puts the results in front of the model, once per
+response and only for fresh user input (not for a ``function_call_output`` continuation). The last
 message goes through the rewriter before its ``output_text.done``.
 
 Every way out ends the stream with exactly one terminal: ``UpstreamError`` -> its code (after failing over to
@@ -145,7 +146,8 @@ class Pipeline:
                     d = self.decision
                     w.routing(model_id=d.model_id, category=d.category, source=d.source, reasoning=d.reasoning)
                 await w.flush()
-                if self.decision.category == "retrieval" and "web_search" in self.server_tools:
+                if (self.decision.category == "retrieval" and "web_search" in self.server_tools
+                        and self._fresh_user_turn()):
                     await self._search_first()
                 await self._generate_all()
             except asyncio.CancelledError:
@@ -323,6 +325,13 @@ class Pipeline:
         if crashed is not None:
             raise ToolCrashed(output) from crashed
         return output
+
+    def _fresh_user_turn(self) -> bool:
+        """True when the request ends with new user input. A turn that carries tool results (a client's
+        ``function_call_output`` continuation) already has what it needs: searching again would search for the
+        tool's output. (Within one response the search runs once, before the first round, never per tool round.)"""
+        last = self.request.input[-1] if self.request.input else None
+        return last is not None and last.type == "message" and last.role == "user"
 
     async def _search_first(self) -> None:
         """The retrieval route: search before generating, and ground the answer in the results."""
