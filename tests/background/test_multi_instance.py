@@ -99,20 +99,25 @@ def test_killed_instance_ends_in_worker_lost_for_readers_elsewhere(
     assert frames(replay) == frames(seen)
 
 
+@pytest.mark.parametrize("instance_id", ["recover-me", None], ids=["explicit-id", "default-id"])
 def test_restarted_instance_recovers_its_own_unfinished_logs(
-    pair: tuple[str, str], redis_server: RedisServer, tmp_path: Path
+    pair: tuple[str, str], redis_server: RedisServer, tmp_path: Path, instance_id: str | None
 ) -> None:
-    # A long lease, so only the restart's recover(instance_id) can end the log quickly.
+    # A long lease, so only the restart's recover(instance_id) can end the log quickly. Without an explicit id the
+    # default is stable per data dir and port, so the restarted process still finds its own logs.
     _, b = pair
+    settings = {"instance_id": instance_id} if instance_id else {"data_dir": str(tmp_path / "data")}
     doomed = GatewayProcess(tmp_path, store=redis_server.url, upstream="scripted:400?delay_ms=20",
-                            instance_id="recover-me", lease_seconds=30.0)
+                            lease_seconds=30.0, **settings)
     with doomed, httpx.Client(timeout=30) as c:
+        first_id = c.get(f"{doomed.url}/healthz").json()["instance_id"]
         rid = c.post(f"{doomed.url}/v1/responses", json={"input": "x", "background": True}).json()["id"]
         wait_status(c, b, rid, {"in_progress"})
         doomed.kill()
         assert c.get(f"{b}/v1/responses/{rid}").json()["status"] == "in_progress"
         started = time.monotonic()
         doomed.start()
+        assert c.get(f"{doomed.url}/healthz").json()["instance_id"] == first_id
         record = wait_status(c, b, rid, {"failed"}, timeout=10)
         assert time.monotonic() - started < 15  # well before the 30 s lease would run out
         assert record["error"]["code"] == "worker_lost"

@@ -105,7 +105,7 @@ def test_tool_with_a_non_string_type_is_a_400(open_gateway: tuple[str, httpx.Cli
 @pytest.mark.parametrize(("body", "param"), [
     ({"input": [{"role": "user", "content": [{"type": ["input_text"], "text": "hi"}]}]}, "input[0].content[0].type"),
     ({"input": "hi", "tool_choice": {"type": {"function": 1}}}, "tool_choice.type"),
-    ({"input": "hi", "tool_choice": {"type": "function", "name": ["f"]}}, "tool_choice.name"),
+    ({"input": "hi", "tool_choice": {"type": "function", "name": ["f"]}}, "tool_choice"),
     ({"input": "hi", "tool_choice": ["auto"]}, "tool_choice"),
     ({"input": "hi", "text": {"format": {"type": ["json_schema"]}}}, "text.format.type"),
     ({"input": "hi", "instructions": [{"type": []}]}, "instructions[0].type"),

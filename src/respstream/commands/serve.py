@@ -58,7 +58,7 @@ def banner(host: str, port: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from respstream.server.auth import KeyStore
-    from respstream.server.config import ConfigError, load_config
+    from respstream.server.config import ConfigError, load_config, stable_instance_id
 
     overrides = {"host": args.host, "port": args.port, "upstreams": args.upstreams, "store": args.store,
                  "dialect": args.dialect, "keys_file": args.keys_file}
@@ -88,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
             )
             return 1
     import uvicorn
+
+    if not config.instance_id:  # the same id after a restart: this instance ends the logs its last run left open
+        config.instance_id = stable_instance_id(config)
 
     from respstream.server.app import create_app
     from respstream.server.serving import GatewayServer

@@ -428,6 +428,8 @@ async def _on_crash(request: Request, exc: Exception) -> Response:
 def create_app(config: Config | None = None, components: Components | None = None) -> Starlette:
     """The gateway ASGI app. ``components`` injects a store/router/tools/rewriter (tests); the rest is built."""
     config = config or Config()
+    if not config.instance_id:  # `respstream serve` sets a stable one (config.stable_instance_id)
+        config.instance_id = uuid.uuid4().hex[:12]
     gw = _Gateway(config, components or Components())
     routes: list[Any] = [
         Route("/v1/responses", gw.create, methods=["POST"]),

@@ -8,14 +8,17 @@ the components that own them.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
+import socket
 import tomllib
 import uuid
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Config", "ConfigError", "load_config"]
+__all__ = ["Config", "ConfigError", "load_config", "stable_instance_id"]
 
 
 class ConfigError(ValueError):
@@ -34,7 +37,10 @@ class Config:
     data_dir: str = ""  # empty: $RESPSTREAM_DATA_DIR, else $XDG_DATA_HOME/respstream (~/.local/share/respstream)
     lease_seconds: float = 10.0  # generation lease in shared stores (a dead instance is noticed within this)
     keys_file: str = ""  # JSON file of hashed API keys (respstream keys ...); empty: RESPSTREAM_KEYS_FILE or none
-    instance_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    # Names this instance's generation leases and unfinished logs, so a restart can end what it left behind.
+    # Empty: `respstream serve` uses stable_instance_id() (persisted per data dir and port); an app built in code
+    # without one gets a random id.
+    instance_id: str = ""
     max_body_bytes: int = 1 << 20
     max_concurrent_streams: int = 2000
     rate_limit_per_minute: float = 0.0  # per API key (or client address when open); 0 = off
@@ -92,6 +98,33 @@ class Config:
 
 
 _FIELDS = {f.name: f for f in fields(Config)}
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+log = logging.getLogger("respstream.server")
+
+
+def stable_instance_id(config: Config) -> str:
+    """The id a gateway started with ``config`` uses when ``instance_id`` is empty: the same across restarts with
+    the same data dir and port, so the restarted instance's ``recover(instance_id)`` ends the logs the previous run
+    left unfinished. Kept in ``<data dir>/instance-<port>.id`` (created with a random id on first use). When that
+    file cannot be read or written, ``<hostname>-<port>``. Never raises."""
+    path = config.resolved_data_dir() / f"instance-{config.port}.id"
+    try:
+        found = path.read_text(encoding="utf-8").strip()
+        if _ID.fullmatch(found):
+            return found
+    except (OSError, UnicodeDecodeError):
+        pass
+    new = f"{uuid.uuid4().hex[:12]}-{config.port}"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(new + "\n", encoding="utf-8")
+        tmp.replace(path)  # atomic: a concurrent first start reads a whole id, never half of one
+        return path.read_text(encoding="utf-8").strip() or new
+    except OSError as exc:
+        fallback = f"{socket.gethostname() or 'localhost'}-{config.port}"
+        log.warning("cannot keep the instance id in %s (%s); using %s", path, exc, fallback)
+        return fallback
 
 
 def _coerce(key: str, value: Any, default: Any) -> Any:

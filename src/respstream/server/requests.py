@@ -264,7 +264,7 @@ def _tool_choice(raw: Any, client_names: set[str]) -> Any:
         if kind == "function":
             name = raw.get("name")
             if not isinstance(name, str) or name not in client_names:
-                raise _bad("tool_choice names a function that is not in tools", "tool_choice.name")
+                raise _bad("tool_choice names a function that is not in tools", "tool_choice")
             return raw
         if kind in SERVER_TOOL_TYPES:
             return raw
