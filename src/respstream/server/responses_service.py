@@ -165,26 +165,45 @@ class ResponseService:
                     writer.mark_in_progress()
                     await store.update(record)
                 async with store.hold_lease(record.id):
+                    # Every failure is settled while we still hold the lease: once it is released, a reader may
+                    # end the unfinished log with `worker_lost` first and our precise terminal would be refused.
                     try:
                         await pipeline.run()
                     except StoreUnavailable:
-                        await self._flush_terminal(writer)  # inside the lease: readers wait for our terminal
-            except StoreUnavailable as exc:  # could not mark it running or take the lease
+                        await self._flush_terminal(writer)  # readers wait for our terminal
+                    except Exception:
+                        log.exception("response %s: storing it failed", record.id)
+                        await self._end(writer, store, "internal_error", "the response could not be stored")
+            except StoreUnavailable as exc:  # could not mark it running or take (or give back) the lease
                 writer.fail("store_unavailable", f"The response store failed: {exc}")
                 await self._flush_terminal(writer)
+            except Exception:
+                log.exception("response %s: storing it failed", record.id)
+                await self._end(writer, store, "internal_error", "the response could not be stored")
             self.metrics.responses[record.status] += 1
             if req.conversation_id and record.status in ("completed", "incomplete"):
                 new = [i.to_json() for i in req.input]
                 new += [i.to_json() for i in output_to_items(writer.response.get("output", []))]
-                await self.store.extend_conversation(req.conversation_id, new)
-        except Exception:
-            log.exception("response %s: storing it failed", record.id)
-            writer.fail("internal_error", "the response could not be stored")
-            with contextlib.suppress(Exception):
-                await writer.flush()
+                try:
+                    await self.store.extend_conversation(req.conversation_id, new)
+                except Exception:  # the response itself is complete and stored; only the history missed a turn
+                    log.exception("response %s: conversation %s not extended", record.id, req.conversation_id)
         finally:
             self.running.pop(record.id, None)
             self.metrics.running_responses = len(self.running)
+
+    async def _end(self, writer: ResponseWriter, store: Store, code: str, message: str) -> None:
+        """End the log with ``code`` whatever state the writer is in: through it while it is open; when its own
+        terminal batch was lost to a store error, by appending a terminal after what the log really holds."""
+        if not writer.closed:
+            writer.fail(code, message)
+            try:
+                await self._flush_terminal(writer)
+                return
+            except Exception:
+                log.exception("response %s: its terminal could not be written", writer.record.id)
+        with contextlib.suppress(Exception):
+            await self._end_log(store, writer.record.id, code, message, record=writer.record)
 
     async def _flush_terminal(self, writer: ResponseWriter) -> None:
         """Keep trying to append what the writer holds (its terminal last) while the store is down, for about a
@@ -245,19 +264,28 @@ class ResponseService:
         await self._cancel_elsewhere(response_id)
 
     async def _cancel_elsewhere(self, response_id: str) -> None:
-        target = backend_of(self.store, response_id)
-        for _ in range(8):  # only loops while the other instance keeps appending between our read and write
-            record = await target.get(response_id)
-            if record is None or record.status in TERMINAL_STATUSES or response_id in self.running:
+        await self._end_log(backend_of(self.store, response_id), response_id, "cancelled",
+                            "The response was cancelled.")
+
+    async def _end_log(self, target: Store, response_id: str, code: str, message: str, *,
+                       record: ResponseRecord | None = None) -> None:
+        """Append an error terminal after the last event of an unfinished log (no-op if it ended or is gone). For
+        a response generating elsewhere (``record`` None: skipped while it runs here) or one whose writer lost its
+        own terminal (``record`` given). Raises ``StoreUnavailable``."""
+        for _ in range(8):  # only loops while another writer keeps appending between our read and write
+            found = await target.get(response_id)
+            if found is None or (found.status in TERMINAL_STATUSES and record is None):
+                return
+            if record is None and response_id in self.running:
                 return
             last = -1
             while batch := await target.read(response_id, last, limit=1000):
                 last = batch[-1].sequence_number
                 if batch[-1].terminal:
                     return
-            writer = ResponseWriter.continuing(record, dialect=get_dialect(record.dialect), store=target,
+            writer = ResponseWriter.continuing(record or found, dialect=get_dialect(found.dialect), store=target,
                                                next_sequence_number=last + 1)
-            writer.fail("cancelled", "The response was cancelled.")
+            writer.fail(code, message)
             entries = writer.take_pending()
             try:
                 await target.append(response_id, entries)
