@@ -8,6 +8,9 @@ from pathlib import Path
 
 from respstream.server.app import create_app
 from respstream.server.config import Config, load_config, stable_instance_id
+from respstream.server.rewrite import _CONFIG_KEYS as rewrite_config_keys
+from respstream.server.router import Router, RoutingRules
+from respstream.server.tools.registry import ToolsConfig
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
@@ -44,8 +47,22 @@ def test_explicit_instance_id_wins_and_apps_built_in_code_get_a_fresh_one(tmp_pa
     assert not list(tmp_path.glob("instance-*.id"))  # only `respstream serve` persists one
 
 
+def _documented() -> set[str]:
+    return set(re.findall(r"^\| `([a-z_.]+)` \|", DOCS.read_text(encoding="utf-8"), flags=re.MULTILINE))
+
+
 def test_every_config_key_is_documented() -> None:
-    text = DOCS.read_text(encoding="utf-8")
-    documented = set(re.findall(r"^\| `([a-z_]+)` \|", text, flags=re.MULTILINE))
+    documented = _documented()
     missing = [f.name for f in fields(Config) if f.name not in documented]
+    assert missing == [], f"docs/configuration.md has no table row for: {missing}"
+
+
+def test_every_router_tools_and_rewrite_key_is_documented() -> None:
+    keys = [f"tools.{f.name}" for f in fields(ToolsConfig)]
+    keys += [f"router.rules.{f.name}" for f in fields(RoutingRules) if not f.name.startswith("_")]
+    keys += [f"router.{k}" for k in ("categories", "rules", "failure_threshold", "open_seconds")]
+    keys += [f"rewrite.{k}" for k in sorted(rewrite_config_keys)]
+    # Router takes exactly these top-level keys: a whole table with all of them is accepted.
+    Router([], {"categories": {"fast": ["m"]}, "rules": {}, "failure_threshold": 1, "open_seconds": 1.0})
+    missing = [k for k in keys if k not in _documented()]
     assert missing == [], f"docs/configuration.md has no table row for: {missing}"
