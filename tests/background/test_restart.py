@@ -45,5 +45,5 @@ def test_background_responses_survive_a_restart(tmp_path: Path, store: str) -> N
         assert (data / "respstream.db").is_file()
         assert foreground_after == 404  # foreground responses lived in memory
     else:
-        assert (tmp_path / "explicit" / "responses.db").is_file() and not data.exists()
+        assert (tmp_path / "explicit" / "responses.db").is_file() and not (data / "respstream.db").exists()
         assert foreground_after == 200  # an explicit durable store keeps everything
