@@ -31,6 +31,7 @@ _TERMINAL_KIND: Final[dict[str, str]] = {
     "response.failed": "failed",
     "error": "error",
 }
+_TABLES: dict[type[Any], dict[type[ev.Event], Any]] = {}  # per Assembler class: its dispatch table
 _COMPACT_AT: Final = 256  # join a slot's chunks when it holds more than this many (bounded per-delta overhead)
 
 
@@ -59,7 +60,15 @@ class Assembler(ToolItems):
         self._c_oi: int = -1
         self._c_ci: int = -1
         self._c_chunks: list[str] = []
-        self._dispatch: dict[type[ev.Event], Any] = {
+        table = _TABLES.get(self.__class__)
+        if table is None:  # once per class: event class -> plain function (a bound-method table per response
+            # cost more than the events of a short one)
+            table = _TABLES[self.__class__] = {cls: getattr(handler, "__func__", handler)
+                                               for cls, handler in self._handlers().items()}
+        self._dispatch: dict[type[ev.Event], Any] = table
+
+    def _handlers(self) -> dict[type[ev.Event], Any]:
+        return {
             ev.OutputTextDelta: self._on_text_delta,
             ev.OutputTextDone: self._on_text_done,
             ev.ResponseCreated: self._on_response,
@@ -94,7 +103,18 @@ class Assembler(ToolItems):
             return
         handler = self._dispatch.get(event.__class__)
         if handler is not None:
-            handler(event)
+            handler(self, event)
+
+    def feed_text_delta(self, sequence_number: int, output_index: int, content_index: int, delta: str) -> bool:
+        """``feed(OutputTextDelta(...))`` for a delta to the same part as the previous text delta, without the
+        event: True when applied, False (nothing done) when it is not that case (then ``feed`` the event)."""
+        if self.terminal is not None or output_index != self._c_oi or content_index != self._c_ci:
+            return False
+        self.events += 1
+        self.last_sequence_number = sequence_number
+        self._c_chunks.append(delta)
+        self.streamed.append(delta)
+        return True
 
     def compact(self) -> None:
         """Join the deltas that arrived since the last call into one block per list, so a long stream costs about

@@ -205,6 +205,17 @@ class RuleChecker:
             self._ok = (event.item_id, event.output_index, event.content_index)  # type: ignore[attr-defined]
         return ()
 
+    def check_text_delta(
+        self, sequence_number: int, item_id: str | None, output_index: int, content_index: int, delta: str
+    ) -> bool:
+        """The hot path of :meth:`check` for ``response.output_text.delta`` without building the event: True when
+        this delta targets the same part as the previous event, a clean text delta (nothing to report), and the
+        checker's state (and its own assembler's) were updated exactly as ``check`` would. False: nothing was done;
+        call ``check`` with the event. A checker that shares an assembler leaves feeding it to the caller."""
+        if self._ok is None or self._ok != (item_id, output_index, content_index):
+            return False
+        return not self._own or self.assembler.feed_text_delta(sequence_number, output_index, content_index, delta)
+
     def finish(self) -> tuple[Violation, ...]:
         """EOF: the stream must have had a terminal event."""
         if self.terminal is not None:

@@ -1,16 +1,29 @@
 """The ASGI response that sends one response's event log as SSE: a cursor over the store, live.
 
 How this works: it reads every entry after the cursor, sends each as one frame (one ``send`` per event: live tokens
-arrive one at a time), and when it has caught up waits for the next appended batch with a keep-alive timeout; a
-timeout sends ``: keep-alive``. It ends after the terminal entry. A stream never ends without a terminal: when the
-response is deleted before its terminal reached this reader, or the store fails mid-stream, the reader gets an
-``error`` of its own (``cancelled`` / ``store_unavailable``, see :func:`writer.reader_terminal_frame`) and the stream
-closes. A watcher task
-reads ``receive()``: ``http.disconnect`` stops the sender and calls ``on_disconnect`` (the service then cancels a
-foreground generation; a background one runs on).
+arrive one at a time), and when it has caught up waits for the next appended batch. It ends after the terminal
+entry. A stream never ends without a terminal: when the response is deleted before its terminal reached this reader,
+or the store fails mid-stream, the reader gets an ``error`` of its own (``cancelled`` / ``store_unavailable``, see
+:func:`writer.reader_terminal_frame`) and the stream closes. A watcher task reads ``receive()``:
+``http.disconnect`` stops the sender and calls ``on_disconnect`` (the service then cancels a foreground generation;
+a background one runs on).
 
-Stores with ``wait_beyond`` (the memory store) are followed directly; others through their ``tail()`` iterator,
-pumped into a queue so a keep-alive timeout never tears the iterator down.
+One timer per stream (``call_later``, re-armed by itself every quarter of the shorter of the keep-alive interval and
+the slow-reader limit) does two jobs, so no wait pays for an ``asyncio.timeout``:
+
+- keep-alive: when the sender has been idle (caught up, waiting) for ``keepalive_seconds``, it wakes it to send
+  ``: keep-alive``;
+- slow reader: when one ``send`` has made no progress for ``slow_reader_timeout_seconds`` (the client stopped
+  reading, so uvicorn's flow control holds the send), the reader is cut: its blocked send is cancelled, the
+  generation is cancelled if it is a foreground response (``on_slow_reader``, else ``on_disconnect``; a background
+  one runs on for resumers), and the reader is given a terminal ``error`` ``slow_reader`` (numbered last sent + 1,
+  no ``id:``) and the end of the body, if it takes them within a grace period; if not, the connection is aborted.
+
+Buffering per reader is bounded: the log is shared and a reader only holds its cursor; what waits for a stalled
+client is uvicorn's transport buffer (paused at its high-water mark) and the kernel's socket buffers.
+
+Stores with ``waiter`` (the memory store) are followed directly, compact delta entries and all; others through their
+``tail()`` iterator, pumped into a bounded queue so a keep-alive timeout never tears the iterator down.
 """
 
 from __future__ import annotations
@@ -21,10 +34,10 @@ from collections.abc import Callable
 from typing import Any
 
 from respstream.server.dialects import Dialect
-from respstream.server.store.base import LogEntry, Store, StoreUnavailable
+from respstream.server.store.base import Entry, Store, StoreUnavailable
 from respstream.server.writer import frame, reader_terminal_frame
 
-__all__ = ["SSE_HEADERS", "EventStreamResponse"]
+__all__ = ["SLOW_READER_TIMEOUT_SECONDS", "SSE_HEADERS", "EventStreamResponse"]
 
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -35,6 +48,17 @@ SSE_HEADERS = [
 _KEEPALIVE = {"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True}
 _END = object()
 STORE_RETRY_SECONDS = 3.0  # how long a reader retries a failing store before its terminal `store_unavailable`
+# Used when the gateway's config has no `slow_reader_timeout_seconds` (0 or less: never cut a reader).
+SLOW_READER_TIMEOUT_SECONDS = 30.0
+# A cut reader gets at least this long (or the slow-reader limit, if longer) to take its terminal frame.
+SLOW_READER_GRACE_SECONDS = 2.0
+
+
+def _configured_timeout(scope: Any) -> float:
+    """``slow_reader_timeout_seconds`` of the gateway serving ``scope`` (Starlette puts the app in the scope)."""
+    state = getattr(scope.get("app"), "state", None)
+    config = getattr(getattr(state, "gateway", None), "config", None)
+    return float(getattr(config, "slow_reader_timeout_seconds", SLOW_READER_TIMEOUT_SECONDS))
 
 
 class EventStreamResponse:
@@ -49,7 +73,11 @@ class EventStreamResponse:
         headers: list[tuple[bytes, bytes]],
         on_disconnect: Callable[[], None] | None = None,
         on_close: Callable[[], None] | None = None,
+        on_slow_reader: Callable[[], None] | None = None,
+        slow_reader_timeout: float | None = None,
     ) -> None:
+        """``slow_reader_timeout``: None reads the app's config (``slow_reader_timeout_seconds``); 0 disables.
+        ``on_slow_reader`` defaults to ``on_disconnect`` (both cancel a foreground generation)."""
         self.store = store
         self.response_id = response_id
         self.after = after
@@ -58,11 +86,24 @@ class EventStreamResponse:
         self.headers = SSE_HEADERS + headers
         self.on_disconnect = on_disconnect
         self.on_close = on_close
+        self.on_slow_reader = on_slow_reader
+        self.slow_reader_timeout = slow_reader_timeout
         self.last = after  # the last sequence number sent
+        self.cut_slow = False  # this reader was cut for not reading
+        # The timer's view of the sender.
+        self._sending = False  # inside a send (a blocked one is a stalled reader)
+        self._seen = after  # `last` when the timer last looked
+        self._stall_since = 0.0
+        self._active = 0.0  # loop time of the last frame sent (keep-alive is due keepalive seconds after it)
+        self._waiting: asyncio.Future[None] | None = None
+        self._keepalive_due = False
+        self._timer: asyncio.TimerHandle | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         disconnected = False
         me = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        limit = _configured_timeout(scope) if self.slow_reader_timeout is None else self.slow_reader_timeout
 
         async def watch() -> None:
             nonlocal disconnected
@@ -74,20 +115,51 @@ class EventStreamResponse:
                         me.cancel()
                     return
 
+        def tick() -> None:
+            now = loop.time()
+            if self._sending:
+                if self.last != self._seen:
+                    self._seen, self._stall_since = self.last, now
+                elif limit > 0 and now - self._stall_since >= limit + period and not disconnected:
+                    self.cut_slow = True  # no progress for at least `limit` (the last progress seen was earlier)
+                    if me is not None:
+                        me.cancel()
+                    self._timer = None
+                    return
+            else:
+                self._seen, self._stall_since = self.last, now
+                fut = self._waiting
+                if fut is not None and not fut.done() and now - self._active >= self.keepalive:
+                    self._keepalive_due = True
+                    fut.set_result(None)
+            self._timer = loop.call_later(period, tick)
+
+        period = max(0.01, min(self.keepalive, limit if limit > 0 else self.keepalive) / 4)
         watcher = asyncio.create_task(watch())
+        self._active = self._stall_since = loop.time()
+        self._timer = loop.call_later(period, tick)
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": self.headers})
-            send = scope.get("state", {}).get("raw_send", send)
-            await self._follow(send)
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except asyncio.CancelledError:
-            if not disconnected:
-                raise
-            if me is not None:
-                me.uncancel()
-        except OSError:
-            disconnected = True  # the peer went away while we wrote
+            try:
+                self._sending = True
+                await send({"type": "http.response.start", "status": 200, "headers": self.headers})
+                send = scope.get("state", {}).get("raw_send", send)
+                self._sending = False
+                await self._follow(send)
+                self._sending = True
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except asyncio.CancelledError:
+                if not (disconnected or self.cut_slow):
+                    raise
+                if me is not None:
+                    me.uncancel()
+                if self.cut_slow and not disconnected:
+                    await self._cut(send, limit)
+            except OSError:
+                disconnected = True  # the peer went away while we wrote
         finally:
+            self._sending = False
+            if self._timer is not None:
+                self._timer.cancel()
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
@@ -96,6 +168,28 @@ class EventStreamResponse:
             if self.on_close is not None:
                 self.on_close()
 
+    async def _cut(self, send: Any, limit: float) -> None:
+        """End a reader that stayed behind: stop a foreground generation, offer the terminal, abort if refused."""
+        stop = self.on_slow_reader or self.on_disconnect
+        if stop is not None:
+            stop()
+        message = f"The client read nothing for {limit:g} s (slow_reader_timeout_seconds); the stream was cut."
+        body = reader_terminal_frame(self.dialect, self.last + 1, "slow_reader", message)
+        try:
+            async with asyncio.timeout(max(limit, SLOW_READER_GRACE_SECONDS)):
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        except (TimeoutError, OSError):
+            pass
+        # Still not reading: drop the connection and what it buffers. uvicorn's send is a bound method of the
+        # request cycle that holds the transport; any other server just sees the app return.
+        transport = getattr(getattr(send, "__self__", None), "transport", None)
+        abort = getattr(transport, "abort", None)
+        if callable(abort):
+            abort()
+            await asyncio.sleep(0)  # let the server see the connection lost before the app returns
+
     async def _follow(self, send: Any) -> None:
         """Send the log; never end without a terminal unless the log ended at or before the cursor."""
         self.last = self.after
@@ -103,7 +197,7 @@ class EventStreamResponse:
         pause = 0.05
         while True:
             try:
-                if hasattr(self.store, "wait_beyond"):
+                if hasattr(self.store, "waiter"):
                     done = await self._follow_memory(send)
                 else:
                     done = await self._follow_tail(send)
@@ -121,29 +215,48 @@ class EventStreamResponse:
                     break
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 0.5)
+        self._sending = True
         await send({"type": "http.response.body", "more_body": True,
                     "body": reader_terminal_frame(self.dialect, self.last + 1, code, message)})
+        self._sending = False
 
     async def _follow_memory(self, send: Any) -> bool:
         store: Any = self.store
         rid, dialect, after = self.response_id, self.dialect, self.last
+        loop = asyncio.get_running_loop()
         while True:
-            entries: list[LogEntry] = await store.read(rid, after)
-            for entry in entries:
-                await send({"type": "http.response.body", "body": frame(dialect, entry), "more_body": True})
-                self.last = entry.sequence_number
-                if entry.terminal:
-                    return True
+            entries: list[Entry] = store.read_entries(rid, after)
             if entries:
-                after = entries[-1].sequence_number
+                self._sending = True
+                for entry in entries:
+                    await send({"type": "http.response.body", "body": frame(dialect, entry), "more_body": True})
+                    self.last = entry.sequence_number
+                    if entry.terminal:
+                        return True
+                self._sending = False
+                self._active = loop.time()
+                after = self.last
                 continue
             if store.is_ended(rid):
                 return False  # deleted (or ended with nothing more to send)
+            fut = store.waiter(rid, after)
+            if fut is None:
+                continue
+            self._waiting = fut
             try:
-                async with asyncio.timeout(self.keepalive):
-                    await store.wait_beyond(rid, after)
-            except TimeoutError:
+                await fut
+            except BaseException:
+                store.drop_waiter(rid, fut)
+                raise
+            finally:
+                self._waiting = None
+            if self._keepalive_due:  # the timer woke us, not an append
+                self._keepalive_due = False
+                store.drop_waiter(rid, fut)
+                self._sending = True
                 await send(_KEEPALIVE)
+                self._sending = False
+                self._active = loop.time()
 
     async def _follow_tail(self, send: Any) -> bool:
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=1024)
@@ -162,12 +275,16 @@ class EventStreamResponse:
                     async with asyncio.timeout(self.keepalive):
                         item = await queue.get()
                 except TimeoutError:
+                    self._sending = True
                     await send(_KEEPALIVE)
+                    self._sending = False
                     continue
                 if item is _END:
                     task.result() if task.done() else None  # surface a store failure
                     return False
+                self._sending = True
                 await send({"type": "http.response.body", "body": frame(self.dialect, item), "more_body": True})
+                self._sending = False
                 self.last = item.sequence_number
                 if item.terminal:
                     return True

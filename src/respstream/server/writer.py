@@ -6,14 +6,20 @@ snapshot and the terminal. Its methods are item-level (``text_delta``, ``close_m
 before any event of its item, ``*.done`` after the deltas, exactly one terminal, last — holds by construction: a
 text delta opens its message item and part if none is open; closing a response closes what is still open.
 
-Each event is turned into JSON exactly once (a byte template for the hot ``output_text.delta``), checked by the
-protocol's incremental rule checker when one is installed, and queued; ``flush()`` appends the queued batch to the
-store in one call, which wakes every reader once per batch. A checker violation puts the writer in an error state:
-it ends the stream with an ``internal_error`` terminal and refuses further events (:class:`WriterClosed`). An event
-larger than ``max_event_bytes`` is never sent: the stream ends with ``event_too_large`` instead (a terminal that
-would itself be too large carries the Response without its output).
+Each event is turned into JSON exactly once (a byte template for the hot text deltas: one
+:class:`~respstream.server.store.base.DeltaTemplate` per content part, so a delta costs one encode of its
+string), checked by the protocol's incremental rule checker when one is installed, and queued; ``flush()`` appends
+the queued batch to the store in one call, which wakes every reader once per batch. A checker violation puts the
+writer in an error state: it ends the stream with an ``internal_error`` terminal and refuses further events
+(:class:`WriterClosed`). An event larger than ``max_event_bytes`` is never sent: the stream ends with
+``event_too_large`` instead (a terminal that would itself be too large carries the Response without its output).
 
 Frames are built by :func:`frame` when sending: ``id: <seq>\\nevent: message|<type>\\ndata: <json>\\n\\n``.
+
+Hot path (a text delta to the part that is open, the previous event a clean delta to the same part): the checker's
+:meth:`~respstream.protocol.rules.RuleChecker.check_text_delta` keeps its state and its assembler's exactly as
+``check(OutputTextDelta(...))`` would, without building the event; into the memory store the delta goes as a compact
+:class:`~respstream.server.store.base.DeltaEntry` (its JSON string and the part's template, not the event's JSON).
 """
 
 from __future__ import annotations
@@ -28,7 +34,16 @@ import msgspec
 from respstream.protocol.events import OutputTextDelta, decode_event
 from respstream.protocol.rules import RuleChecker
 from respstream.server.dialects import Dialect
-from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, Store, StoreUnavailable
+from respstream.server.store.base import (
+    DeltaEntry,
+    DeltaTemplate,
+    Entry,
+    LogEntry,
+    ResponseRecord,
+    SequenceConflict,
+    Store,
+    StoreUnavailable,
+)
 from respstream.server.upstream.base import Usage
 
 __all__ = ["ERROR_CODES", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_frame",
@@ -47,6 +62,7 @@ ERROR_CODES: dict[str, str] = {
     "worker_lost": "server_error",
     "store_unavailable": "server_error",
     "event_too_large": "server_error",
+    "slow_reader": "server_error",  # one reader cut for not reading (server/sse_response.py); not in the log
 }
 
 _encode = msgspec.json.Encoder().encode
@@ -59,8 +75,12 @@ class WriterClosed(RuntimeError):
     """An event was offered after the terminal, or after a rule violation ended the stream."""
 
 
-def frame(dialect: Dialect, entry: LogEntry) -> bytes:
-    """The SSE frame for one log entry in ``dialect``."""
+def frame(dialect: Dialect, entry: Entry) -> bytes:
+    """The SSE frame for one log entry in ``dialect`` (one formatting step for a compact delta)."""
+    if entry.__class__ is DeltaEntry:
+        seq, template = entry.sequence_number, entry.template  # type: ignore[union-attr]
+        fmt = template.frame_typed if dialect.event_line_is_type else template.frame_message
+        return fmt % (seq, seq, entry.piece)  # type: ignore[union-attr,no-any-return]
     name = entry.type.encode() if dialect.event_line_is_type else b"message"
     return b"id: %d\nevent: %b\ndata: %b\n\n" % (entry.sequence_number, name, entry.data)
 
@@ -115,7 +135,7 @@ class _OpenPart:
 
 
 class _OpenItem:
-    __slots__ = ("content", "delta_mid", "delta_prefix", "delta_tail", "id", "kind", "output_index", "part")
+    __slots__ = ("content", "id", "kind", "output_index", "part", "template")
 
     def __init__(self, kind: str, item_id: str, output_index: int) -> None:
         self.kind = kind  # message | reasoning
@@ -123,9 +143,7 @@ class _OpenItem:
         self.output_index = output_index
         self.content: list[dict[str, Any]] = []
         self.part: _OpenPart | None = None
-        self.delta_prefix = b""
-        self.delta_mid = b""
-        self.delta_tail = b""
+        self.template: DeltaTemplate | None = None  # the open part's text-delta template
 
 
 class ResponseWriter:
@@ -150,12 +168,14 @@ class ResponseWriter:
         self._on_flush = on_flush
         self._max_event_bytes = max_event_bytes
         self._seq = 0
-        self._pending: list[LogEntry] = []
+        self._pending: list[Entry] = []
         self._closed = False
         self._item: _OpenItem | None = None
         self._output: list[dict[str, Any]] = response.setdefault("output", [])
         self._tool_summary: list[dict[str, Any]] = []
-        self._append_nowait: Callable[[str, list[LogEntry]], None] | None = getattr(store, "append_nowait", None)
+        self._append_nowait: Callable[[str, list[Entry]], None] | None = getattr(store, "append_nowait", None)
+        # Compact delta entries only go to a store that keeps them as they are (the memory store).
+        self._compact = self._append_nowait is not None
         self._soon: asyncio.Handle | None = None
         self._inflight: asyncio.Future[None] | None = None
 
@@ -180,6 +200,14 @@ class ResponseWriter:
         self._queue(event_type, data, terminal)
 
     def _queue(self, event_type: str, data: bytes, terminal: bool, event: Any = None) -> None:
+        self._admit(event_type, data, event)
+        self._pending.append(LogEntry(self._seq, event_type, data, terminal))
+        self._seq += 1
+        if terminal:
+            self._closed = True
+
+    def _admit(self, event_type: str, data: bytes, event: Any) -> None:
+        """Refuse an event over ``max_event_bytes`` or one the checker objects to (the stream ends with an error)."""
         if len(data) > self._max_event_bytes:
             message = (f"event #{self._seq} ({event_type}) would be {len(data)} bytes, over the "
                        f"{self._max_event_bytes}-byte limit (max_event_bytes)")
@@ -191,10 +219,6 @@ class ResponseWriter:
                 first = f"{problems[0].code}: {problems[0].message}"
                 self._break(f"writer rule violation at {event_type} #{self._seq}: {first}")
                 raise WriterClosed(first)
-        self._pending.append(LogEntry(self._seq, event_type, data, terminal))
-        self._seq += 1
-        if terminal:
-            self._closed = True
 
     def _break(self, message: str) -> None:
         """Error state: end the stream with ``internal_error`` without consulting the checker again."""
@@ -245,12 +269,15 @@ class ResponseWriter:
         except StoreUnavailable:
             pass
 
-    async def _store_batch(self, batch: list[LogEntry]) -> None:
+    async def _store_batch(self, batch: list[Entry]) -> None:
         try:
             if batch[-1].terminal:
                 self.record.response = self.response
                 await self._store.update(self.record)
-            await self._store.append(self.record.id, batch)
+            if self._compact:
+                await self._store.append(self.record.id, batch)  # type: ignore[arg-type]  # memory: takes Entry
+            else:
+                await self._store.append(self.record.id, _plain(batch))
         except StoreUnavailable:
             self._pending = batch + self._pending
             raise
@@ -287,7 +314,7 @@ class ResponseWriter:
     def take_pending(self) -> list[LogEntry]:
         """The queued entries, handed to the caller to append itself (the queue is emptied)."""
         batch, self._pending = self._pending, []
-        return batch
+        return _plain(batch)
 
     def abandon(self) -> None:
         """Stop without a terminal of our own: the log was ended by someone else (``SequenceConflict``)."""
@@ -346,11 +373,14 @@ class ResponseWriter:
             part = _OpenPart(kind, len(item.content))
             self._emit("response.content_part.added", {**self._where(item, part), "part": _part(kind, "")})
             item.part = part
-            delta_type = {"output_text": "output_text", "refusal": "refusal", "reasoning_text": "reasoning_text"}[kind]
-            item.delta_prefix = b'{"type":"response.%b.delta","sequence_number":' % delta_type.encode()
-            item.delta_mid = b',"item_id":"%b","output_index":%d,"content_index":%d,"delta":' % (
-                item.id.encode(), item.output_index, part.content_index)
-            item.delta_tail = b',"logprobs":[]}' if kind == "output_text" else b"}"
+            # The same bytes the generic encoder makes for this part's deltas, around the delta string.
+            item.template = DeltaTemplate(
+                f"response.{kind}.delta",
+                b'{"type":"response.%b.delta","sequence_number":' % kind.encode(),
+                b',"item_id":%b,"output_index":%d,"content_index":%d,"delta":' % (
+                    _encode(item.id), item.output_index, part.content_index),
+                b',"logprobs":[]}' if kind == "output_text" else b"}",
+            )
         return part
 
     @staticmethod
@@ -362,17 +392,27 @@ class ResponseWriter:
             raise WriterClosed(f"{part_kind} delta after the terminal event")
         item = self._item if self._item is not None and self._item.kind == item_kind else self._open_item(item_kind)
         part = item.part if item.part is not None and item.part.kind == part_kind else self._open_part(item, part_kind)
-        part.parts.append(delta)
-        # Hot path: one template, one encode of the delta string; identical bytes to the generic encoder's.
-        data = b"".join((item.delta_prefix, b"%d" % self._seq, item.delta_mid, _encode(delta), item.delta_tail))
-        if part_kind == "output_text":
-            # The checker gets the typed event built directly (no decode of what we just encoded).
-            typed = None if self._checker is None else OutputTextDelta(
-                sequence_number=self._seq, item_id=item.id, output_index=item.output_index,
-                content_index=part.content_index, delta=delta, logprobs=[])
-            self._queue("response.output_text.delta", data, False, typed)
-        else:
-            self._queue(f"response.{part_kind}.delta", data, False)
+        template = item.template
+        assert template is not None  # set with the part
+        seq = self._seq
+        part.parts.append(delta)  # before the checks, as the failure path's snapshot has always included it
+        piece = _encode(delta)  # the one encode: the template has the rest of the event's bytes
+        checker = self._checker
+        # Fast path: surely under the size limit (+20: the sequence number's digits) and, when checking, a delta the
+        # checker has just seen the like of (same part, clean): it updates its state without the event object.
+        if template.fixed_len + len(piece) + 20 > self._max_event_bytes or (
+            checker is not None
+            and not (part_kind == "output_text"
+                     and checker.check_text_delta(seq, item.id, item.output_index, part.content_index, delta))
+        ):
+            typed = None
+            if part_kind == "output_text" and checker is not None:  # typed directly: no decode of our own bytes
+                typed = OutputTextDelta(sequence_number=seq, item_id=item.id, output_index=item.output_index,
+                                        content_index=part.content_index, delta=delta, logprobs=[])
+            self._admit(template.type, template.data_fmt % (seq, piece), typed)
+        self._pending.append(DeltaEntry(seq, piece, template) if self._compact
+                             else LogEntry(seq, template.type, template.data_fmt % (seq, piece)))
+        self._seq = seq + 1
         if self._soon is None and self._append_nowait is not None:
             self._soon = asyncio.get_running_loop().call_soon(self._flush_now)
 
@@ -587,6 +627,11 @@ class ResponseWriter:
             for part in item.get("content", [])
             if part.get("type") == "output_text"
         )
+
+
+def _plain(batch: list[Entry]) -> list[LogEntry]:
+    """``batch`` with compact delta entries made into real ones (for stores that keep only LogEntry)."""
+    return [e if e.__class__ is LogEntry else e.entry() for e in batch]  # type: ignore[union-attr]
 
 
 def _part(kind: str, text: str) -> dict[str, Any]:

@@ -23,17 +23,69 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
-__all__ = ["LogEntry", "ResponseRecord", "SequenceConflict", "Store", "StoreUnavailable"]
+import msgspec
+
+__all__ = ["DeltaEntry", "DeltaTemplate", "Entry", "LogEntry", "ResponseRecord", "SequenceConflict", "Store",
+           "StoreUnavailable"]
 
 
-@dataclass(frozen=True, slots=True)
-class LogEntry:
+class LogEntry(msgspec.Struct, frozen=True, gc=False):
+    """One event of a log. A msgspec Struct (immutable, not GC-tracked): built once per event, ~15x cheaper than a
+    frozen dataclass."""
+
     sequence_number: int
     type: str
     data: bytes  # the event as compact JSON, `type` and `sequence_number` included
     terminal: bool = False
+
+
+class DeltaTemplate:
+    """The bytes around the delta of every text delta of one content part (the writer makes one per part):
+    ``prefix + <sequence number> + middle + <the delta as a JSON string> + tail`` is the event's JSON.
+
+    ``data_fmt % (sequence_number, piece)`` builds it in one step; ``frame_message`` / ``frame_typed``
+    ``% (sequence_number, sequence_number, piece)`` build the whole SSE frame (``id:``, ``event: message`` or
+    ``event: <type>``, ``data:``)."""
+
+    __slots__ = ("data_fmt", "fixed_len", "frame_message", "frame_typed", "type")
+
+    def __init__(self, event_type: str, prefix: bytes, middle: bytes, tail: bytes) -> None:
+        def esc(b: bytes) -> bytes:
+            return b.replace(b"%", b"%%")
+
+        self.type = event_type
+        fmt = esc(prefix) + b"%d" + esc(middle) + b"%b" + esc(tail)
+        self.data_fmt = fmt
+        self.fixed_len = len(prefix) + len(middle) + len(tail)
+        self.frame_message = b"id: %d\nevent: message\ndata: " + fmt + b"\n\n"
+        self.frame_typed = b"id: %d\nevent: " + esc(event_type.encode()) + b"\ndata: " + fmt + b"\n\n"
+
+
+class DeltaEntry(msgspec.Struct, frozen=True, gc=False):
+    """A text delta kept compactly by the memory store: its JSON-encoded delta string and its part's template
+    (about 90 bytes per event instead of ~270 for a :class:`LogEntry` and its JSON). Reads as a LogEntry
+    (``type``, ``data``, ``terminal``); :meth:`entry` makes a real one."""
+
+    sequence_number: int
+    piece: bytes  # the delta as a JSON string, quotes included
+    template: DeltaTemplate
+    terminal: ClassVar[bool] = False
+
+    @property
+    def type(self) -> str:
+        return self.template.type
+
+    @property
+    def data(self) -> bytes:
+        return self.template.data_fmt % (self.sequence_number, self.piece)
+
+    def entry(self) -> LogEntry:
+        return LogEntry(self.sequence_number, self.template.type, self.data)
+
+
+Entry = LogEntry | DeltaEntry  # what the memory store keeps; every other reader sees LogEntry
 
 
 @dataclass(slots=True)

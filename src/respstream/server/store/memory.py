@@ -1,25 +1,31 @@
 """The in-process store: event logs and records in dicts, live readers woken once per appended batch.
 
 How this works: each response has a ``_Log`` (a list of entries whose index equals the sequence number, because the
-writer numbers from 0 by +1) and an ``asyncio.Event`` that is set and replaced on every append, so every reader
-waiting on it wakes once per batch, not once per event. ``tail`` reads what exists, then waits for the next wakeup.
-Finished responses are kept for ``retention_seconds`` and at most ``max_responses`` of them (oldest finished first).
+writer numbers from 0 by +1) and a list of waiting readers' futures, all resolved (and the list emptied) on every
+append, so every reader waiting wakes once per batch, not once per event. ``tail`` reads what exists, then waits for
+the next wakeup. Finished responses are kept for ``retention_seconds`` and at most ``max_responses`` of them (oldest
+finished first).
 
-Besides the ``Store`` interface it offers ``wait_beyond(id, after)``, the fast path the gateway's SSE sender uses to
-wait with a keep-alive timeout without tearing down an async generator.
+Text deltas may be appended as :class:`~respstream.server.store.base.DeltaEntry` (the delta and its part's
+template, ~90 bytes instead of ~270): :meth:`MemoryStore.read` hands every other reader real ``LogEntry`` objects;
+the gateway's SSE sender takes the compact ones (:meth:`MemoryStore.read_entries`) and formats each frame in one step.
+
+Besides the ``Store`` interface it offers ``waiter(id, after)`` (a future resolved by the next append, which the SSE
+sender's own keep-alive timer may resolve first: no ``asyncio.timeout`` per wait) and ``wait_beyond(id, after)``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict
+from respstream.server.store.base import Entry, LogEntry, ResponseRecord, SequenceConflict
 
 __all__ = ["MemoryStore"]
 
@@ -28,16 +34,16 @@ _FINISHED = frozenset({"completed", "incomplete", "failed", "cancelled"})
 
 @dataclass(slots=True)
 class _Log:
-    entries: list[LogEntry] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
     ended: bool = False  # terminal entry appended, or the response was deleted
-    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
-    waiting: bool = False  # a reader waits on `wakeup` (no reader: no Event churn per append)
+    waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
     def wake(self) -> None:
-        if self.waiting:
-            self.waiting = False
-            self.wakeup.set()
-            self.wakeup = asyncio.Event()
+        if self.waiters:
+            waiters, self.waiters = self.waiters, []
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
 
 
 class MemoryStore:
@@ -74,15 +80,14 @@ class MemoryStore:
         log = self._logs.pop(response_id, None)
         if log is not None:
             log.ended = True
-            log.waiting = True
             log.wake()
         return found
 
     # -- the log ---------------------------------------------------------------------------------------------------
-    async def append(self, response_id: str, entries: list[LogEntry]) -> None:
+    async def append(self, response_id: str, entries: Sequence[Entry]) -> None:
         self.append_nowait(response_id, entries)
 
-    def append_nowait(self, response_id: str, entries: list[LogEntry]) -> None:
+    def append_nowait(self, response_id: str, entries: Sequence[Entry]) -> None:
         """:meth:`append` without a coroutine (the writer's per-batch fast path). Same errors."""
         log = self._logs.get(response_id)
         if log is None:
@@ -100,19 +105,42 @@ class MemoryStore:
         log.wake()
 
     async def read(self, response_id: str, after: int = -1, limit: int | None = None) -> list[LogEntry]:
+        return [e if e.__class__ is LogEntry else e.entry()  # type: ignore[union-attr]
+                for e in self.read_entries(response_id, after, limit)]
+
+    def read_entries(self, response_id: str, after: int = -1, limit: int | None = None) -> list[Entry]:
+        """:meth:`read` as stored: compact ``DeltaEntry`` objects stay compact (the SSE sender's path)."""
         log = self._logs.get(response_id)
         if log is None:
             return []
         start = max(after + 1, 0)
         return log.entries[start:] if limit is None else log.entries[start : start + limit]
 
+    def waiter(self, response_id: str, after: int) -> asyncio.Future[None] | None:
+        """A future resolved by the next append (or end, delete, close); None when the log already holds an entry
+        after ``after``, has ended, or is gone. Whoever resolves or abandons it first may call :meth:`drop_waiter`."""
+        log = self._logs.get(response_id)
+        if log is None or log.ended or len(log.entries) > after + 1:
+            return None
+        fut = asyncio.get_running_loop().create_future()
+        log.waiters.append(fut)
+        return fut
+
+    def drop_waiter(self, response_id: str, fut: asyncio.Future[None]) -> None:
+        """Forget a waiter its reader stopped waiting on (a keep-alive tick resolved it first)."""
+        log = self._logs.get(response_id)
+        if log is not None:
+            with contextlib.suppress(ValueError):
+                log.waiters.remove(fut)
+
     async def wait_beyond(self, response_id: str, after: int) -> None:
         """Return once the log holds an entry after ``after``, has ended, or is gone. Cancel-safe."""
-        log = self._logs.get(response_id)
-        while log is not None and len(log.entries) <= after + 1 and not log.ended:
-            log.waiting = True
-            await log.wakeup.wait()
-            log = self._logs.get(response_id)
+        while (fut := self.waiter(response_id, after)) is not None:
+            try:
+                await fut
+            except BaseException:
+                self.drop_waiter(response_id, fut)  # cancelled: do not leave it in the list until the next append
+                raise
 
     def is_ended(self, response_id: str) -> bool:
         log = self._logs.get(response_id)
@@ -157,7 +185,6 @@ class MemoryStore:
 
     async def aclose(self) -> None:
         for log in self._logs.values():
-            log.waiting = True
             log.wake()
 
     # -- retention -------------------------------------------------------------------------------------------------
