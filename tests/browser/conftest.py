@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -100,5 +101,11 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 def screenshot(pg: Any, name: str) -> None:
-    DOCS_IMG.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(DOCS_IMG / f"{name}.png"), full_page=False)
+    """Take a screenshot of a main state. Written to docs/img only with RESPSTREAM_SCREENSHOTS=1 (to refresh the
+    README's pictures); otherwise to a temporary folder, so a test run never dirties the work tree."""
+    refresh = os.environ.get("RESPSTREAM_SCREENSHOTS") == "1"
+    folder = DOCS_IMG if refresh else Path(tempfile.gettempdir()) / "respstream-shots"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    pg.screenshot(path=str(path), full_page=False)
+    assert path.stat().st_size > 1000, f"screenshot {path} is empty"
