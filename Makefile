@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: serve test lint typecheck pytest install install-model system-deps bench clean
+.PHONY: serve test lint typecheck pytest install install-model system-deps bench screenshots clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,10 @@ test: lint typecheck pytest
 
 bench: install
 	$(PY) benchmarks/client_throughput.py
+
+# Refresh the README's playground pictures (docs/img/*.png) from the browser tests.
+screenshots: install system-deps
+	RESPSTREAM_SCREENSHOTS=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/browser
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache
