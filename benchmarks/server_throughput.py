@@ -2,7 +2,8 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/server_throughput.py [--levels 10,100,1000] [--json /tmp/server_throughput.json]
+    .venv/bin/python benchmarks/server_throughput.py [--levels 10,100,1000] [--repeat 3] \\
+        [--json /tmp/server_throughput.json]
     .venv/bin/python benchmarks/plot_server.py /tmp/server_throughput.json   # docs/img/server_throughput.png
 
 Servers (each in its own process, pinned with ``taskset -c 0``; this orchestrator and its load generator pin
@@ -20,8 +21,12 @@ The frames the floors send are captured from the gateway itself at the start of 
 response: created, routing, item added, part added, 200 deltas, text done, part done, item done, completed), so every
 server sends the same bytes and the same number of events per request; the load generator checks that count.
 
-Loads: the same bounded generator (benchmarks/loadgen.py) at each concurrency level: at most ``max(200, 2C)``
-requests and ``--time`` seconds each, after a warm-up. Memory: a fresh server process, idle RSS after a warm-up,
+Loads: the same bounded generator (benchmarks/loadgen.py) at each concurrency level: at most ``max(1000, 3C)``
+requests and ``--time`` seconds each (a few seconds of load per level), after a warm-up. ``--repeat N`` runs the
+servers N times in turn (floor, gateway, floor, gateway... so a change in the shared machine's load hits every server
+alike) and reports, per server and level, the run with the median events/s (all runs are kept in the JSON).
+
+Memory: a fresh server process, idle RSS after a warm-up,
 then 1,000 streams held open at once (``scripted:200?delay_ms=50`` for the gateway, 50 ms between frames for the
 floors, ~10 s per stream); peak RSS sampled every 50 ms from /proc minus idle RSS, divided by the stream count.
 """
@@ -172,7 +177,7 @@ async def load_levels(url: str, levels: list[int], time_limit: float, expected: 
     await run_load(url, BODY, concurrency=10, total=50, time_limit=time_limit, expected_events=expected)  # warm-up
     results = []
     for level in levels:
-        result = await run_load(url, BODY, concurrency=level, total=max(200, 2 * level), time_limit=time_limit,
+        result = await run_load(url, BODY, concurrency=level, total=max(1000, 3 * level), time_limit=time_limit,
                                 timeout=120, expected_events=expected)
         print(f"  {level:>5} streams: {json.dumps(result.summary())}", flush=True)
         results.append(result)
@@ -230,16 +235,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 raise RuntimeError("fake upstream did not start")
             time.sleep(0.05)
         upstream_url = f"http://127.0.0.1:{port_file.read_text()}/v1"
-        for kind in args.servers.split(","):
-            print(f"{kind}:", flush=True)
-            proc = start_server(kind, frames_file, upstream_url=upstream_url)
-            try:
-                results = asyncio.run(load_levels(proc.url, levels, args.time, expected))
-            finally:
-                proc.stop()
-            report["servers"][kind] = [r.summary() for r in results]
+        runs: dict[str, list[list[dict[str, Any]]]] = {}
+        for round_ in range(args.repeat):
+            for kind in args.servers.split(","):
+                print(f"{kind} (run {round_ + 1}/{args.repeat}):", flush=True)
+                proc = start_server(kind, frames_file, upstream_url=upstream_url)
+                try:
+                    results = asyncio.run(load_levels(proc.url, levels, args.time, expected))
+                finally:
+                    proc.stop()
+                runs.setdefault(kind, []).append([r.summary() for r in results])
+        report["runs"] = runs
+        report["servers"] = {kind: [median_run([run[i] for run in kind_runs]) for i in range(len(levels))]
+                             for kind, kind_runs in runs.items()}
         if args.hold:
-            for kind in ("floor", "sse-starlette", "gateway"):
+            for kind in args.hold_servers.split(","):
                 proc = start_server(kind, frames_file, delay_ms=50)
                 try:
                     mem = asyncio.run(hold_streams(proc, args.hold, expected))
@@ -256,18 +266,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def median_run(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median events/s (the lower middle one for an even count), with every run's events/s."""
+    ordered = sorted(rows, key=lambda r: r["events_per_s"])
+    pick = dict(ordered[(len(ordered) - 1) // 2])
+    pick["events_per_s_runs"] = [r["events_per_s"] for r in rows]
+    return pick
+
+
 def table(report: dict[str, Any]) -> str:
     servers = report["servers"]
     floor = {r["concurrency"]: r for r in servers.get("floor", [])}
-    lines = ["| server | streams | events/s | vs floor | TTFB p50 ms | TTFB p99 ms | requests | errors |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| server | streams | events/s (median) | vs floor | every run | TTFB p50 ms | TTFB p99 ms | requests "
+             "| errors |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for kind, rows in servers.items():
         for r in rows:
             base = floor.get(r["concurrency"], {}).get("events_per_s") or 0
             ratio = f"{r['events_per_s'] / base:.2f}" if base else "-"
             errors = sum(r["errors"].values())
-            lines.append(f"| {kind} | {r['concurrency']:,} | {r['events_per_s']:,} | {ratio} | {r['ttfb_p50_ms']:.1f} "
-                         f"| {r['ttfb_p99_ms']:.1f} | {r['requests']:,} | {errors} |")
+            every = " / ".join(f"{x:,}" for x in r.get("events_per_s_runs", [r["events_per_s"]]))
+            lines.append(f"| {kind} | {r['concurrency']:,} | {r['events_per_s']:,} | {ratio} | {every} "
+                         f"| {r['ttfb_p50_ms']:.1f} | {r['ttfb_p99_ms']:.1f} | {r['requests']:,} | {errors} |")
     if report["memory"]:
         lines += ["", "| server | streams held | held s | idle RSS MiB | peak RSS MiB | KiB per open stream | errors |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
@@ -286,7 +305,10 @@ def main() -> int:
     parser.add_argument("--levels", default="10,100,1000", help="concurrency levels (default 10,100,1000)")
     parser.add_argument("--servers", default=",".join(SERVERS), help="which servers (default all four)")
     parser.add_argument("--time", type=float, default=20.0, help="time cap per level, seconds (default 20)")
+    parser.add_argument("--repeat", type=int, default=1, help="run every server this many times, in turn (median)")
     parser.add_argument("--hold", type=int, default=1000, help="streams held open for the memory figure (0: skip)")
+    parser.add_argument("--hold-servers", default="floor,sse-starlette,gateway",
+                        help="servers measured holding --hold streams (default floor,sse-starlette,gateway)")
     parser.add_argument("--json", default="/tmp/server_throughput.json", help="where to write the results")
     args = parser.parse_args()
     if args.serve == "fake-upstream":
