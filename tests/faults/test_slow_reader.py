@@ -4,9 +4,8 @@ unaffected, the stalled stream loses nothing when its reader comes back in time,
 cancelled, a background one runs on for resumers) or, if it will not even take that, disconnected.
 
 The stalled client is a raw socket with a 4 KiB receive buffer that reads nothing; the answers are big (kilobyte
-deltas) so the kernel buffers and uvicorn's write buffer fill within a fraction of a second. The limit is set through
-the module default (``sse_response.SLOW_READER_TIMEOUT_SECONDS``) because ``Config`` has no such key yet; the gateway
-reads ``config.slow_reader_timeout_seconds`` when it has one.
+deltas) so the kernel buffers and uvicorn's write buffer fill within a fraction of a second. The limit is the config
+key ``slow_reader_timeout_seconds``; the grace a cut reader gets is the module's ``SLOW_READER_GRACE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -96,11 +95,10 @@ def test_stalled_reader_does_not_slow_other_streams_and_loses_nothing() -> None:
     assert len(core.result.streamed_text.split()) == BIG
 
 
-def test_reader_behind_past_the_limit_is_cut_and_generation_cancelled(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sse_response, "SLOW_READER_TIMEOUT_SECONDS", 0.5)
+def test_reader_behind_past_the_limit_is_cut_and_generation_cancelled() -> None:
     upstream = ScriptedUpstream(800, name="scripted", models=["scripted"], delay_ms=5, text=CHUNK * 800)
     small = ScriptedUpstream(20, name="small", models=["small"])
-    app = gateway_app([upstream, small])
+    app = gateway_app([upstream, small], slow_reader_timeout_seconds=0.5)
     with GatewayThread(app) as gw:
         service = app.state.gateway.svc
         sock = _stalled_client(gw.url)
@@ -124,7 +122,6 @@ def test_reader_behind_past_the_limit_is_cut_and_generation_cancelled(monkeypatc
 
 
 def test_background_generation_outlives_its_cut_reader(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sse_response, "SLOW_READER_TIMEOUT_SECONDS", 0.5)
     monkeypatch.setattr(sse_response, "SLOW_READER_GRACE_SECONDS", 20.0)  # the cut reader may come back late
     cut = threading.Event()
     original = sse_response.EventStreamResponse._cut
@@ -135,7 +132,7 @@ def test_background_generation_outlives_its_cut_reader(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(sse_response.EventStreamResponse, "_cut", observed_cut)
     upstream = ScriptedUpstream(300, name="scripted", models=["scripted"], delay_ms=5, text=CHUNK * 300)
-    app = gateway_app([upstream])
+    app = gateway_app([upstream], slow_reader_timeout_seconds=0.5)
     with GatewayThread(app) as gw:
         service = app.state.gateway.svc
         sock = _stalled_client(gw.url, b'{"input": "long please", "background": true, "stream": true}')
@@ -163,10 +160,9 @@ def test_background_generation_outlives_its_cut_reader(monkeypatch: pytest.Monke
 
 
 def test_reader_that_never_reads_is_disconnected(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sse_response, "SLOW_READER_TIMEOUT_SECONDS", 0.3)
     monkeypatch.setattr(sse_response, "SLOW_READER_GRACE_SECONDS", 0.3)
     upstream = ScriptedUpstream(800, name="scripted", models=["scripted"], delay_ms=5, text=CHUNK * 800)
-    app = gateway_app([upstream])
+    app = gateway_app([upstream], slow_reader_timeout_seconds=0.3)
     gateway = app.state.gateway
     with GatewayThread(app) as gw:
         sock = _stalled_client(gw.url)

@@ -46,6 +46,8 @@ class Config:
     rate_limit_per_minute: float = 0.0  # per API key (or client address when open); 0 = off
     rate_limit_burst: int = 0  # bucket size; 0 = same as rate_limit_per_minute
     keepalive_seconds: float = 15.0
+    # A reader whose socket takes nothing for this long is cut with `error` `slow_reader` (0: never).
+    slow_reader_timeout_seconds: float = 30.0
     max_tool_rounds: int = 4
     retention_seconds: float = 24 * 3600.0
     conversation_window: int = 40  # items of conversation history the model sees
@@ -71,6 +73,8 @@ class Config:
             raise ConfigError("keepalive_seconds must be positive")
         if self.lease_seconds <= 0 or self.retention_seconds <= 0:
             raise ConfigError("lease_seconds and retention_seconds must be positive")
+        if self.slow_reader_timeout_seconds < 0 or self.shutdown_grace_seconds < 0:
+            raise ConfigError("slow_reader_timeout_seconds and shutdown_grace_seconds must not be negative")
         if self.max_tool_rounds < 0 or self.rate_limit_per_minute < 0:
             raise ConfigError("max_tool_rounds and rate_limit_per_minute must not be negative")
 
