@@ -28,7 +28,9 @@ class GatewayProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.config = tmp / f"gateway-{self.port}.json"
-        self.config.write_text(json.dumps({"lease_seconds": 1.0, "keepalive_seconds": 1.0, **settings}))
+        # A short shutdown grace: a test ending with background work still running should not wait 5 s for it.
+        self.config.write_text(json.dumps({"lease_seconds": 1.0, "keepalive_seconds": 1.0,
+                                           "shutdown_grace_seconds": 0.5, **settings}))
         self.args = [sys.executable, "-m", "respstream", "serve", "--port", str(self.port), "--config",
                      str(self.config), "--store", store, "--upstream", upstream, "--dialect", dialect]
         self.log = tmp / f"gateway-{self.port}.log"
