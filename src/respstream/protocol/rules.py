@@ -212,7 +212,8 @@ class RuleChecker:
         this delta targets the same part as the previous event, a clean text delta (nothing to report), and the
         checker's state (and its own assembler's) were updated exactly as ``check`` would. False: nothing was done;
         call ``check`` with the event. A checker that shares an assembler leaves feeding it to the caller."""
-        if self._ok is None or self._ok != (item_id, output_index, content_index):
+        ok = self._ok  # compared field by field: no tuple per delta
+        if ok is None or ok[0] != item_id or ok[1] != output_index or ok[2] != content_index:
             return False
         return not self._own or self.assembler.feed_text_delta(sequence_number, output_index, content_index, delta)
 
