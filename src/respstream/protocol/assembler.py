@@ -179,7 +179,7 @@ class Assembler(ToolItems):
         terminal = self._terminal_response
         if terminal is not None:
             status = terminal.get("status")
-            if status in _RESPONSE_STATUSES:
+            if isinstance(status, str) and status in _RESPONSE_STATUSES:
                 return str(status)
             if error_event is not None:  # error + response.failed with an odd status: still a failure
                 return "failed"

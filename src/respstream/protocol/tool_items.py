@@ -191,7 +191,7 @@ class ToolItems(OutputItems):
             return
         while len(outputs) <= ci and ci < len(outputs) + 64:  # bounded: a hostile index cannot make us loop long
             outputs.append({"stdout": "", "stderr": ""})
-        if ci < len(outputs) and isinstance(outputs[ci], dict) and event.delta is not None:
+        if 0 <= ci < len(outputs) and isinstance(outputs[ci], dict) and event.delta is not None:
             for stream in ("stdout", "stderr"):
                 piece = event.delta.get(stream)
                 if isinstance(piece, str):
