@@ -59,6 +59,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # last resort: a bug must still end in one line, never a traceback
+        print(f"respstream {args.command}: internal error: {type(exc).__name__}: {exc} (please report this)",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
