@@ -275,10 +275,15 @@ class _Gateway:
             self.gate.leave()
             self.metrics.active_streams = self.gate.open
 
+        def cut_slow_reader() -> None:  # the log then ends with slow_reader, not "the client disconnected"
+            svc.cancel_running(rid, "slow_reader", "The client stopped reading.")
+
         return EventStreamResponse(
             store=backend_of(svc.store, rid), response_id=rid, after=after, dialect=svc.dialect,
             keepalive_seconds=self.config.keepalive_seconds, headers=headers or [],
             on_disconnect=(lambda: svc.on_client_gone(rid)) if foreground else None, on_close=closed,
+            on_slow_reader=cut_slow_reader if foreground else None,
+            slow_reader_timeout=self.config.slow_reader_timeout_seconds,
         )
 
     # -- /v1/responses ---------------------------------------------------------------------------------------------
