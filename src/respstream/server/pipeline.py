@@ -5,8 +5,12 @@ How this works: the routing decision is made before streaming (an unknown pinned
 *round* streams one upstream generation into the writer, flushing once per upstream chunk (one store append, one
 reader wakeup). A round that ends in tool calls runs the server tools (announced, run, finished with output and
 status) and loops back into the model, up to ``max_tool_rounds``; a client function tool ends the response with the
-call in ``output``. The ``retrieval`` route searches first and puts the results in front of the model, once per
-response and only for fresh user input (not for a ``function_call_output`` continuation). The last
+call in ``output``. *Ground first*: before the first round, one server tool picked by
+:func:`~respstream.server.router.ground_first` from the input and the route runs and its result goes to the model as
+a tool result (arithmetic -> ``calculator``, a time question -> ``current_datetime``, the ``retrieval`` route ->
+``web_fetch`` for a URL or ``web_search``), so tools work even with a model too small to call them. Only for a routed
+(not pinned) request, a tool enabled for the request, fresh user input (not a ``function_call_output``
+continuation), and once per response. The last
 message goes through the rewriter before its ``output_text.done``.
 
 Every way out ends the stream with exactly one terminal: ``UpstreamError`` -> its code (after failing over to
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from respstream.server.requests import ResponseRequest
+from respstream.server.router import ground_first
 from respstream.server.store.base import SequenceConflict, StoreUnavailable
 from respstream.server.upstream.base import (
     Finish,
@@ -146,9 +151,9 @@ class Pipeline:
                     d = self.decision
                     w.routing(model_id=d.model_id, category=d.category, source=d.source, reasoning=d.reasoning)
                 await w.flush()
-                if (self.decision.category == "retrieval" and "web_search" in self.server_tools
-                        and self._fresh_user_turn()):
-                    await self._search_first()
+                grounding = self._grounding()
+                if grounding is not None:
+                    await self._ground_first(*grounding)
                 await self._generate_all()
             except asyncio.CancelledError:
                 w.fail(self.cancel_code, self.cancel_message)
@@ -333,16 +338,44 @@ class Pipeline:
         last = self.request.input[-1] if self.request.input else None
         return last is not None and last.type == "message" and last.role == "user"
 
-    async def _search_first(self) -> None:
-        """The retrieval route: search before generating, and ground the answer in the results."""
-        query = self.request.input_text[:500]
-        arguments = json.dumps({"query": query})
-        output = await self._run_server_tool(f"call_{self.writer.record.id[-12:]}_search", "web_search", arguments)
-        self.messages.insert(
-            len(self.messages) - 1 if self.messages else 0,
-            {"role": "system", "content": f"Web search results for the user's question:\n{output}\n"
-                                          "Answer using these results and cite the URLs you use."},
-        )
+    def _grounding(self) -> tuple[str, dict[str, str]] | None:
+        """The server tool to run before the first round and its arguments, or None (see the module docstring).
+        A tool the request does not enable is skipped; the retrieval route then still searches when it may."""
+        if self.pinned or not self._fresh_user_turn():
+            return None
+        text = self.request.input_text
+        category = str(getattr(self.decision, "category", ""))
+        chosen = ground_first(text, category)
+        if chosen is not None and chosen[0] in self.server_tools:
+            return chosen
+        if category == "retrieval" and "web_search" in self.server_tools:
+            return "web_search", {"query": text[:500]}
+        return None
+
+    async def _ground_first(self, name: str, arguments: dict[str, str]) -> None:
+        """Run ``name`` as a server tool call (announced, run, finished like any other) and put its output in front
+        of the model, so even a model that never calls tools answers from it.
+
+        How the model gets it: a computed answer (``calculator``, ``current_datetime``) comes as the result of the
+        model's own call, which small models repeat faithfully. Search and fetch results are context rather than the
+        answer, and a request with client function tools must leave the model free to call them (a trailing tool
+        result reads as "tools done, now answer"): those get a system note before the user's message instead."""
+        call_id = f"call_{self.writer.record.id[-12:]}_{'search' if name == 'web_search' else 'ground'}"
+        arguments_json = json.dumps(arguments)
+        output = await self._run_server_tool(call_id, name, arguments_json)
+        if name in ("calculator", "current_datetime") and not self.client_tools:
+            self.messages.append({"role": "assistant", "content": "", "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments_json}}]})
+            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+            return
+        if name == "web_search":
+            note = (f"Web search results for the user's question:\n{output}\n"
+                    "Answer using these results and cite the URLs you use.")
+        elif name == "web_fetch":
+            note = f"The page {arguments.get('url', '')} reads:\n{output}\nAnswer using this page."
+        else:
+            note = f"The {name} tool ({arguments_json}) returned: {output}\nAnswer using this result."
+        self.messages.insert(len(self.messages) - 1 if self.messages else 0, {"role": "system", "content": note})
 
     async def _rewrite(self, text: str) -> str:
         try:

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import re
 import time
+import zoneinfo
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
+from respstream.server.tools.calculator import CalculatorError, evaluate
 from respstream.server.upstream.base import Upstream, UpstreamError
 
 __all__ = [
@@ -38,8 +41,11 @@ __all__ = [
     "RouteDecision",
     "Router",
     "RoutingRules",
+    "arithmetic_expression",
     "classify",
     "estimate_tokens",
+    "ground_first",
+    "time_zone_in",
 ]
 
 CATEGORIES = ("fast", "reasoning", "retrieval", "code")
@@ -64,6 +70,23 @@ _URL = re.compile(r"\bhttps?://\S+|\bwww\.\S+\.\w+", re.IGNORECASE)
 _YEAR = re.compile(r"\b20[2-9]\d\b")
 _CODE_SHAPES = re.compile(r"```|\bdef \w+\(|\bclass \w+[:(]|=>|\bfunction \w*\(|;\s*$|\{\s*$", re.MULTILINE)
 _MATH = re.compile(r"\d\s*[-+*/^%]\s*\d")
+
+# Grounding ("<tool> first"): what a model too small to call tools gets computed for it before it answers.
+_CALC_FUNCTIONS = ("sqrt", "abs", "round", "min", "max", "floor", "ceil", "exp", "log", "log2", "log10", "sin", "cos",
+                   "tan", "asin", "acos", "atan")  # fmt: skip
+_FUNC = r"(?<![A-Za-z_])(?:" + "|".join(sorted(_CALC_FUNCTIONS, key=len, reverse=True)) + r")(?=\s*\()"
+# A run of numbers, operators, parentheses, spaces, known function names (only before "(") and ``pi``; commas only
+# between digits and spaces are left out so "1,000" and "2, 3" do not glue sentences together.
+_ARITH_SPAN = re.compile(r"(?:\d+(?:\.\d+)?|\.\d+|\*\*|[-+*/^%()]|" + _FUNC + r"|(?<![A-Za-z_])pi(?![A-Za-z_])|[ \t])+")
+_OPERATION = re.compile(r"(?:\d|\)|pi)\s*(?:\*\*|[-+*/^%])\s*(?:[\d.(]|pi|[a-z])|" + _FUNC)
+_DATE_LIKE = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}$|^\d{1,2}/\d{1,2}/\d{2,4}$|^\d{1,2}-\d{1,2}-\d{4}$")
+_TIME_QUESTION = re.compile(
+    r"\bwhat(?:'s|\s+is)?\s+(?:the\s+)?(?:time|day|date)\b|\btime\s+is\s+it\b|\btoday'?s\s+date\b"
+    r"|\bcurrent\s+(?:local\s+)?(?:time|date|day)\b|\bwhich\s+day\b|\bwhat\s+year\s+is\s+it\b",
+    re.IGNORECASE,
+)
+_ZONE_REGIONS = ("Africa/", "America/", "Antarctica/", "Asia/", "Atlantic/", "Australia/", "Europe/", "Indian/",
+                 "Pacific/")  # fmt: skip
 
 
 def estimate_tokens(text: str) -> int:
@@ -114,12 +137,89 @@ class RoutingRules:
         return cls(**kwargs)
 
 
+def arithmetic_expression(text: str) -> str | None:
+    """The longest run of ``text`` the calculator can evaluate and that does some arithmetic (an operator between
+    operands, or a known function such as ``sqrt(2)``), e.g. ``"17 * 23"`` from ``"What is 17 * 23?"``; else None.
+    Dates such as ``2026-11-29`` are not arithmetic. Never raises."""
+    if len(text) > 4000:
+        return None
+    spans = sorted((m.group(0).strip() for m in _ARITH_SPAN.finditer(text)), key=len, reverse=True)
+    for span in spans:
+        span = span.rstrip(".").strip()
+        if not _OPERATION.search(span) or _DATE_LIKE.match(span):
+            continue
+        try:
+            evaluate(span)
+        except (CalculatorError, ArithmeticError, ValueError, TypeError, RecursionError):
+            continue
+        return span
+    return None
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> dict[str, str]:
+    """Lower-case city name with spaces ("new york") -> IANA zone; the shortest zone name wins (canonical over
+    legacy links such as America/Argentina/Buenos_Aires vs America/Buenos_Aires, deterministically)."""
+    found: dict[str, str] = {}
+    for zone in sorted(zoneinfo.available_timezones(), key=lambda z: (len(z), z)):
+        if zone.startswith(_ZONE_REGIONS):
+            found.setdefault(zone.rsplit("/", 1)[1].replace("_", " ").lower(), zone)
+    return found
+
+
+def time_zone_in(text: str) -> str:
+    """The IANA zone of a city named in ``text`` (``"Amsterdam"`` -> ``Europe/Amsterdam``; up to three words, e.g.
+    "New York"), else ``"UTC"``."""
+    words = re.findall(r"[^\W\d]+", text.lower())
+    names = _zone_names()
+    for size in (3, 2, 1):  # longest names first: "new york" before "york"
+        for i in range(len(words) - size + 1):
+            zone = names.get(" ".join(words[i:i + size]))
+            if zone is not None:
+                return zone
+    return "UTC"
+
+
+def ground_first(text: str, category: str) -> tuple[str, dict[str, str]] | None:
+    """Which server tool to run before generating, and its arguments; None when nothing should run first.
+
+    Arithmetic -> ``calculator``; a time/date question -> ``current_datetime`` (zone from a city in the text);
+    otherwise, on the ``retrieval`` route, an explicit URL -> ``web_fetch`` and anything else -> ``web_search``.
+    A pinned model gets nothing (the caller chose the model and its tools). Pure; never raises.
+    """
+    if category == "pinned":
+        return None
+    if category != "code":
+        expression = arithmetic_expression(text)
+        if expression is not None:
+            return "calculator", {"expression": expression}
+    if _TIME_QUESTION.search(text):
+        return "current_datetime", {"timezone": time_zone_in(text)}
+    if category == "retrieval":
+        url = _URL.search(text)
+        if url is not None:
+            address = url.group(0).rstrip(".,;:!?)]}'\"")
+            return "web_fetch", {"url": address if "://" in address else f"https://{address}"}
+        return "web_search", {"query": text[:500]}
+    return None
+
+
 def classify(text: str, rules: RoutingRules | None = None, *, code_enabled: bool = True) -> tuple[str, str]:
     """Pick a category for ``text``: ``(category, reasoning)``. Pure and deterministic.
 
     Order: a URL -> retrieval; long input -> reasoning; fresh-facts words or a recent year -> retrieval; code shapes or
-    words -> code (when enabled, else reasoning); reasoning words or arithmetic -> reasoning; otherwise fast.
+    words -> code (when enabled, else reasoning); reasoning words or arithmetic -> reasoning; otherwise fast. The
+    reasoning names the tool :func:`ground_first` runs first, if any and not the route's usual ``web_search`` (e.g.
+    ``"Contains arithmetic; calculator first"``).
     """
+    category, reasoning = _classify(text, rules, code_enabled=code_enabled)
+    grounding = ground_first(text, category)
+    if grounding is not None and grounding[0] != "web_search":  # the retrieval route itself says "search first"
+        reasoning += f"; {grounding[0]} first"
+    return category, reasoning
+
+
+def _classify(text: str, rules: RoutingRules | None, *, code_enabled: bool) -> tuple[str, str]:
     rules = rules or RoutingRules()
     lowered = text.lower()
     tokens = estimate_tokens(text)
