@@ -54,8 +54,12 @@ def test_dunder_all_names_exist(module_name: str) -> None:
     except ImportError as exc:  # optional extras (e.g. redis) are tested where they are used
         pytest.skip(f"{module_name} needs an optional dependency: {exc}")
     exported = getattr(module, "__all__", None)
+    public_api = module_name in ("respstream", "respstream.errors") or module_name.startswith(
+        ("respstream.protocol", "respstream.client")
+    )
     if exported is None:
-        return
+        assert not public_api, f"{module_name} is public API and must declare __all__"
+        pytest.skip(f"{module_name} declares no __all__ (internal module)")
     missing = [name for name in exported if not hasattr(module, name)]
     assert not missing, f"{module_name}.__all__ lists names it does not define: {missing}"
     assert len(set(exported)) == len(exported), f"{module_name}.__all__ has duplicates"
