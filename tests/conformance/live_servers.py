@@ -16,15 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
-import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -32,43 +28,12 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from fakes.server_thread import ServerThread
+
 __all__ = ["FakeResponses", "ServerThread"]
 
 MODEL = "fake-model"
 WORDS = ("Once", " upon", " a", " time", " there", " was", " a", " bicycle", " that", " rode", " far", " away", ".")
-
-
-class ServerThread:
-    """Runs an ASGI app with uvicorn on a random loopback port in a daemon thread (a context manager)."""
-
-    def __init__(self, app: Any) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port: int = self.sock.getsockname()[1]
-        config = uvicorn.Config(
-            app, log_level="warning", lifespan="auto", ws="none", access_log=False, timeout_graceful_shutdown=1
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def __enter__(self) -> ServerThread:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("test server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=5)
-        self.sock.close()
 
 
 def _error(status: int, code: str, message: str, param: str | None = None) -> JSONResponse:

@@ -9,15 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import uvicorn
 
+from fakes.server_thread import ServerThread as ServerThread  # re-exported for the server tests
 from respstream.protocol.stream import StreamCore
 from respstream.server.app import Components, create_app
 from respstream.server.config import Config
@@ -114,31 +112,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-class ServerThread:
-    """A real uvicorn server on 127.0.0.1:<random port> in a background thread."""
-
-    def __init__(self, app: Any, *, start_timeout: float = 10.0) -> None:
-        self.start_timeout = start_timeout
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> ServerThread:
-        self.thread.start()
-        deadline = time.monotonic() + self.start_timeout
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
 
 
 def make_app(
