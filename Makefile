@@ -14,8 +14,9 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
+# The `fast` extra (uvloop + httptools) where it installs; the pure-Python stack otherwise (server/http_stack.py).
 $(STAMP): pyproject.toml | $(PY)
-	$(PIP) install -q -e '.[test,server,bench]'
+	$(PIP) install -q -e '.[test,server,bench,fast]' || $(PIP) install -q -e '.[test,server,bench]'
 	touch $(STAMP)
 
 install: $(STAMP) install-model

@@ -54,6 +54,8 @@ class Config:
     max_event_bytes: int = 16 << 20
     shutdown_grace_seconds: float = 5.0
     check_events: bool = True  # run the protocol rule checker on every emitted event
+    workers: int = 1  # gateway processes sharing the port (server/workers.py); > 1 needs a shared store
+    http_stack: str = "auto"  # auto | fast (uvloop + httptools) | pure (asyncio + h11); server/http_stack.py
     static_dir: str = ""  # empty: the packaged playground (server/static)
     router: dict[str, Any] = field(default_factory=dict)
     upstream_options: dict[str, Any] = field(default_factory=dict)  # timeouts, retries... for every upstream
@@ -75,6 +77,10 @@ class Config:
             raise ConfigError("lease_seconds and retention_seconds must be positive")
         if self.slow_reader_timeout_seconds < 0 or self.shutdown_grace_seconds < 0:
             raise ConfigError("slow_reader_timeout_seconds and shutdown_grace_seconds must not be negative")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be at least 1, not {self.workers}")
+        if self.http_stack not in ("auto", "fast", "pure"):
+            raise ConfigError(f"http_stack must be auto, fast or pure, not {self.http_stack!r}")
         if self.max_tool_rounds < 0 or self.rate_limit_per_minute < 0:
             raise ConfigError("max_tool_rounds and rate_limit_per_minute must not be negative")
 
