@@ -18,7 +18,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from starlette.applications import Starlette
@@ -43,6 +43,9 @@ from respstream.server.store.base import Store, StoreUnavailable
 from respstream.server.store.factory import is_memory_url, open_store
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import SplitStore, backend_of
+
+if TYPE_CHECKING:
+    from respstream.server.shared_limits import SharedLimits
 
 __all__ = ["Components", "GatewayApp", "build_store", "create_app"]
 
@@ -161,6 +164,14 @@ class _Gateway:
         self.keys = KeyStore(config.resolved_keys_file())
         self.rate = RateLimiter(config.rate_limit_per_minute, config.rate_limit_burst)
         self.gate = StreamGate(config.max_concurrent_streams)
+        self.shared: SharedLimits | None = None
+        if config.shared_limits_url() and (config.rate_limit_per_minute > 0 or config.shared_max_concurrent_streams):
+            from respstream.server.shared_limits import SharedLimits
+
+            self.shared = SharedLimits(config.shared_limits_url(), instance_id=config.instance_id,
+                                       per_minute=config.rate_limit_per_minute, burst=config.rate_limit_burst,
+                                       max_streams=config.shared_max_concurrent_streams,
+                                       lease_seconds=config.lease_seconds)
         self.service: ResponseService | None = None
         self.components: Components | None = None
         self._expire_task: asyncio.Task[None] | None = None
@@ -189,6 +200,9 @@ class _Gateway:
                     await upstream.aclose()
             if self.given.store is None:
                 await comps.store.aclose()
+            if self.shared is not None:
+                with contextlib.suppress(Exception):
+                    await self.shared.aclose()
 
     async def drain(self) -> None:
         """The shutdown signal arrived (see serving.GatewayServer): end running responses with ``server_shutdown``
@@ -226,9 +240,9 @@ class _Gateway:
                             headers={"WWW-Authenticate": "Bearer"})
         return owner
 
-    def limit_rate(self, request: Request, owner: str | None) -> None:
+    async def limit_rate(self, request: Request, owner: str | None) -> None:
         key = owner or (request.client.host if request.client else "anonymous")
-        wait = self.rate.check(key)
+        wait = self.rate.check(key) if self.shared is None else await self.shared.check_rate(key)
         if wait is not None:
             seconds = max(1, int(wait + 0.999))
             raise HTTPError(429, "rate_limited", f"Rate limit exceeded; retry in {seconds} s.",
@@ -263,16 +277,24 @@ class _Gateway:
         except RecursionError:  # requests.check_depth bounds what decodes; this is what does not even decode
             raise HTTPError(400, "invalid_json", "The request body nests arrays/objects too deeply.") from None
 
-    def _stream_response(self, rid: str, after: int, *, foreground: bool,
-                         headers: list[tuple[bytes, bytes]] | None = None) -> EventStreamResponse:
+    async def _stream_response(self, rid: str, after: int, *, foreground: bool,
+                               headers: list[tuple[bytes, bytes]] | None = None) -> EventStreamResponse:
         svc = self.svc
+        shared = self.shared
+        if shared is not None and not await shared.enter_stream():
+            raise HTTPError(503, "too_many_streams", "Too many open streams across the gateway's instances; retry "
+                            "shortly.", headers={"Retry-After": "1"})
         if not self.gate.try_enter():
+            if shared is not None:
+                shared.leave_stream()
             raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
                             headers={"Retry-After": "1"})
         self.metrics.active_streams = self.gate.open
 
         def closed() -> None:
             self.gate.leave()
+            if shared is not None:
+                shared.leave_stream()
             self.metrics.active_streams = self.gate.open
 
         def cut_slow_reader() -> None:  # the log then ends with slow_reader, not "the client disconnected"
@@ -289,7 +311,7 @@ class _Gateway:
     # -- /v1/responses ---------------------------------------------------------------------------------------------
     async def create(self, request: Request) -> Response | EventStreamResponse:
         owner = self.authenticate(request)
-        self.limit_rate(request, owner)
+        await self.limit_rate(request, owner)
         body = await self.read_json(request)
         svc = self.svc
         req = parse_request(body, server_tool_names=svc.tools.names())
@@ -304,7 +326,7 @@ class _Gateway:
         # cancel) a background response.
         id_header = {"x-response-id": record.id}
         if stream:
-            return self._stream_response(record.id, -1, foreground=not req.background,
+            return await self._stream_response(record.id, -1, foreground=not req.background,
                                          headers=[(b"x-response-id", record.id.encode())])
         if req.background:
             return JSONResponse(record.response, headers=id_header)
@@ -314,7 +336,7 @@ class _Gateway:
 
     async def _record(self, request: Request) -> Any:
         owner = self.authenticate(request)
-        self.limit_rate(request, owner)
+        await self.limit_rate(request, owner)
         rid = request.path_params["response_id"]
         record = await self.svc.store.get(rid)
         if record is None or record.owner != owner or record.request.get("store") is False:
@@ -334,7 +356,7 @@ class _Gateway:
             fresh = await store.get(record.id)
             if fresh is None or fresh.status in TERMINAL_STATUSES:
                 return Response(status_code=204)
-        return self._stream_response(record.id, after, foreground=False)
+        return await self._stream_response(record.id, after, foreground=False)
 
     async def cancel(self, request: Request) -> Response:
         record = await self._record(request)

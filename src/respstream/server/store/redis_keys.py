@@ -6,6 +6,8 @@ from its ``{hash tag}``. So:
 - every key of one response (record, log, lease) carries the tag ``{r:<response id>}``: the append, take, renew,
   release and delete scripts each touch one slot;
 - every key of one conversation carries ``{c:<conversation id>}``;
+- the shared limits (server/shared_limits.py): a rate bucket per key under ``{l:rate:<key>}``, the stream budget's
+  two hashes under ``{l}`` (one script reads both);
 - the indexes that list many responses or conversations (responses by age, leased responses, an instance's
   responses, conversations by age) are each one key of their own (tag ``{i}`` keeps them together on one node, so
   a scan of them is one connection). The store never puts an index key and a response key into the same script or
@@ -47,6 +49,14 @@ class RedisKeys:
     def instance(self, instance_id: str) -> str:
         """Set: the responses ``instance_id`` created (what ``recover`` looks at after a restart)."""
         return f"{self._instance}{instance_id}"
+
+    def rate_bucket(self, key: str) -> str:
+        """Hash (tokens, stamp): the shared rate-limit bucket of one API key or client (server/shared_limits.py)."""
+        return f"{self.prefix}{{l:rate:{key}}}"
+
+    def stream_budget(self) -> tuple[str, str]:
+        """Hashes (open streams per instance, last report per instance) of the shared stream budget; one tag."""
+        return f"{self.prefix}{{l}}:streams:open", f"{self.prefix}{{l}}:streams:seen"
 
     def conversation(self, conversation_id: str) -> str:
         """List: the conversation's items, oldest first."""
