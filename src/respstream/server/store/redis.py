@@ -54,6 +54,23 @@ def _guard() -> Iterator[None]:
     except (RedisConnectionError, RedisTimeoutError, OSError, ClusterError, TryAgainError,
             RedisClusterException) as exc:
         raise StoreUnavailable(f"Redis is unavailable: {exc}") from exc
+    except (AttributeError, RuntimeError) as exc:
+        # redis-py's async connections race with their own disconnect while a cluster node fails over (a write on
+        # a connection whose writer was just dropped: AttributeError; uvloop: "handler is closed" RuntimeError).
+        # Inside this guard only Redis calls run, so these mean "the connection broke": a store outage, retried.
+        raise StoreUnavailable(f"Redis connection broke: {type(exc).__name__}: {exc}") from exc
+
+
+_CALL_BOUND = 5.0  # seconds one store script may take, retries included
+
+
+@contextlib.asynccontextmanager
+async def _bounded() -> AsyncIterator[None]:
+    try:
+        async with asyncio.timeout(_CALL_BOUND):
+            yield
+    except TimeoutError:
+        raise StoreUnavailable(f"Redis did not answer within {_CALL_BOUND:g} s") from None
 
 
 def _entries(raw: list[tuple[bytes, dict[bytes, bytes]]]) -> tuple[list[LogEntry], bool]:
@@ -175,7 +192,9 @@ class RedisStore:
         for e in entries:
             args += [e.sequence_number, e.type, e.data, "1" if e.terminal else "0"]
         with self._io():
-            result = await self._append(keys=list(self._keys(response_id)), args=args)
+            # Bounded: during a cluster failover redis-py's retries could otherwise keep a writer waiting for good.
+            async with _bounded():
+                result = await self._append(keys=list(self._keys(response_id)), args=args)
             if result == b"ok" and entries[-1].terminal:  # ended: no longer a candidate for lost-log checks
                 await self._r.srem(self._leased, response_id)
         return result.decode() if isinstance(result, bytes) else str(result)
@@ -308,7 +327,8 @@ class RedisStore:
 
         async def renew() -> None:
             with self._io():
-                await self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms])
+                async with _bounded():
+                    await self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms])
 
         try:
             async with renewing(renew, self.lease_seconds / 3):
