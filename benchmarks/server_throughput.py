@@ -67,6 +67,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 BODY = b'{"input": "hello"}'
 LITELLM_BODY = b'{"model": "fake-model", "input": "hello", "stream": true}'
+LITELLM_KEY = "sk-respstream-bench-local-only"  # its proxy refuses to start without a master key
 DELTAS = 200
 SERVERS = ("floor", "gateway", "gateway-http", "floor-pure", "gateway-pure", "gateway-http-pure", "gateway-w1",
            "gateway-w2", "litellm")
@@ -235,6 +236,7 @@ def start_litellm(port: int, upstream_url: str) -> Proc:
                    f"      api_base: {upstream_url}\n      api_key: none\n"
                    "litellm_settings:\n  telemetry: false\n  drop_params: true\n")
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False",
+           "LITELLM_MASTER_KEY": LITELLM_KEY,
            "DISABLE_SCHEMA_UPDATE": "True", "NO_PROXY": "*"}
     return Proc([str(binary), "--config", str(cfg), "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"],
                 port, env=env, start_timeout=120)
@@ -248,14 +250,15 @@ def capture_frames(url: str) -> list[str]:
 
 
 async def load_levels(proc: Proc, levels: list[int], time_limit: float, expected: int | None,
-                      body: bytes = BODY, frame: bytes = b"\nid:") -> list[dict[str, Any]]:
+                      body: bytes = BODY, frame: bytes = b"\nid:",
+                      headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
     await run_load(proc.url, body, concurrency=10, total=50, time_limit=time_limit, expected_events=expected,
-                   frame=frame)
+                   frame=frame, headers=headers)
     results = []
     for level in levels:
         cpu = proc.cpu_s()
         result = await run_load(proc.url, body, concurrency=level, total=max(1000, 3 * level), time_limit=time_limit,
-                                timeout=120, expected_events=expected, frame=frame)
+                                timeout=120, expected_events=expected, frame=frame, headers=headers)
         row = result.summary()
         used = proc.cpu_s() - cpu
         row["server_cpu_s"] = round(used, 3)
@@ -328,14 +331,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 except (FileNotFoundError, RuntimeError) as exc:
                     if kind != "litellm":
                         raise
-                    print(f"  skipped: {exc}", flush=True)
-                    report["skipped"][kind] = str(exc)
+                    why = str(exc).strip().splitlines()[-1][:300]
+                    print(f"  skipped: {why}", flush=True)
+                    report["skipped"][kind] = why
                     continue
                 lite = kind == "litellm"  # its own frames (no id: lines): count data: lines, any number
                 try:
                     results = asyncio.run(load_levels(proc, levels, args.time, None if lite else expected,
                                                       LITELLM_BODY if lite else BODY,
-                                                      b"\ndata:" if lite else b"\nid:"))
+                                                      b"\ndata:" if lite else b"\nid:",
+                                                      {"authorization": f"Bearer {LITELLM_KEY}"} if lite else None))
                 finally:
                     proc.stop()
                 runs.setdefault(kind, []).append(results)
