@@ -33,7 +33,7 @@ def test_ready_with_a_healthy_upstream_and_store() -> None:
         assert ready.status_code == 200, ready.text
         body = ready.json()
         assert body["status"] == "ready" and body["store"]["healthy"] is True
-        (name, state), = body["upstreams"].items()
+        (state,) = body["upstreams"].values()
         assert state["healthy"] is True and state["probe"] == "ok" and state["models"]
         assert httpx.get(f"{gw.url}/healthz").json()["status"] == "ok"
 

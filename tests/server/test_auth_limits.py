@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from respstream.cli import main
 from respstream.server.auth import hash_key
