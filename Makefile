@@ -16,7 +16,7 @@ $(PY):
 
 # The `fast` extra (uvloop + httptools) where it installs; the pure-Python stack otherwise (server/http_stack.py).
 $(STAMP): pyproject.toml | $(PY)
-	$(PIP) install -q -e '.[test,server,bench,fast]' || $(PIP) install -q -e '.[test,server,bench]'
+	$(PIP) install -q -e '.[test,server,bench,otel,fast]' || $(PIP) install -q -e '.[test,server,bench,otel]'
 	touch $(STAMP)
 
 install: $(STAMP) install-model

@@ -45,6 +45,8 @@ import msgspec
 
 from respstream.errors import BadInputError
 from respstream.protocol.sse import SSEDecoder
+from respstream.server.telemetry.observation import mark_upstream_phase
+from respstream.server.telemetry.tracing import trace_headers
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chunks import ChunkTranslator
 from respstream.server.upstream.http_stream import (
@@ -286,6 +288,7 @@ class ChatCompletionsUpstream:
         loop = asyncio.get_running_loop()
         deadline_at = loop.time() + self.deadline
         await self._acquire()
+        mark_upstream_phase("queue")
         try:
             attempt = 0
             while True:
@@ -319,9 +322,14 @@ class ChatCompletionsUpstream:
         body = msgspec.json.encode(
             build_request_body(request, include_usage=self.include_usage, model=self.upstream_model_id(request.model))
         )
+        headers = self._headers
+        traced = trace_headers()
+        if traced:
+            headers = {**headers, **traced}
         try:
             async with asyncio.timeout_at(deadline_at):
-                response = await self._lean().post(f"{self.base_url}/chat/completions", body, self._headers)
+                response = await self._lean().post(f"{self.base_url}/chat/completions", body, headers)
+            mark_upstream_phase("connect")
         except TimeoutError:
             raise UpstreamError("upstream_timeout", f"{self.name}: generation deadline exceeded") from None
         except HTTPStreamError as exc:
