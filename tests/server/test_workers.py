@@ -23,14 +23,16 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def _children(pid: int) -> set[int]:
+    """The worker processes of supervisor ``pid`` (not multiprocessing's resource tracker, which exits by itself)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in cmdline:
                 found.add(int(entry.name))
     return found
 
