@@ -169,12 +169,16 @@ class Proc:
                  path: str = "/v1/responses", start_timeout: float = 30) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}{path}"
+        # stderr to a file, never a pipe nobody reads: a server logging a line per request (the gateway's access
+        # log) would fill the pipe and block.
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the process; closed in stop())
         self.proc = subprocess.Popen(argv if core is None else pinned(core, argv), stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, cwd=ROOT, start_new_session=True, env=env)
+                                     stderr=self.log, cwd=ROOT, start_new_session=True, env=env)
         deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{argv[:3]} exited: {self.proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                self.log.seek(0)
+                raise RuntimeError(f"{argv[:3]} exited: {self.log.read().decode(errors='replace')[-2000:]}")
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                     return
@@ -200,6 +204,7 @@ class Proc:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.log.close()
 
 
 def start_server(kind: str, frames_file: str, *, delay_ms: int = 0, upstream_url: str = "",
