@@ -1,29 +1,35 @@
 // Getting SSE messages into the page: fetch + streaming body reader for POST, EventSource for GET resume.
 import { SSEParser } from "./sse.js";
 import { EVENT_TYPES } from "./event-types.js";
+import { UnreachableError } from "./errors.js";
 
 /** An HTTP error before streaming started, carrying the server's error envelope. */
 export class HttpError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, { param = null, retryAfter = null } = {}) {
     super(`${status} ${code}: ${message}`);
     this.status = status;
     this.code = code;
+    this.serverMessage = message;
+    this.param = param;
+    this.retryAfter = retryAfter;
     this.detail = `HTTP ${status}: ${message}`;
   }
 }
 
-async function httpError(res) {
+export async function httpError(res) {
   let code = `http_${res.status}`;
   let message = res.statusText;
+  let param = null;
   try {
     const body = await res.json();
     const e = body.error && typeof body.error === "object" ? body.error : body;
     code = e.code || e.type || code;
     message = e.message || body.detail || message;
+    param = e.param || null;
   } catch {
     // not JSON: keep the status line
   }
-  return new HttpError(res.status, code, message);
+  return new HttpError(res.status, code, message, { param, retryAfter: res.headers.get("retry-after") });
 }
 
 /** Read an SSE body from a fetch Response, calling onMessage({event, data, id}) per message. */
@@ -44,14 +50,22 @@ async function pump(res, onMessage) {
  * POST a streaming request. Resolves at EOF; rejects with HttpError on a non-2xx answer, or with an
  * AbortError when `signal` aborts. A JSON answer (non-streaming) is handed to onJson.
  */
-export async function postStream({ url, body, headers, signal, onMessage, onJson }) {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...headers },
-    body: JSON.stringify(body),
-    signal,
-  });
+export async function postStream({ url, body, headers, signal, onMessage, onJson, onOpen }) {
+  let res;
+  try {
+    res = await fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...headers },
+      body: JSON.stringify(body),
+      signal,
+    });
+  } catch (err) {
+    // fetch rejects with a TypeError only when no HTTP answer came at all: the request never started.
+    if (err.name === "AbortError") throw err;
+    throw new UnreachableError(new URL(url, location.href).origin, err);
+  }
   if (!res.ok) throw await httpError(res);
+  if (onOpen) onOpen();
   if ((res.headers.get("content-type") || "").includes("application/json")) {
     onJson(await res.json());
     return;
