@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +76,36 @@ def screenshot(pg: Any, name: str) -> None:
     path = folder / f"{name}.png"
     pg.screenshot(path=str(path), full_page=False)
     assert path.stat().st_size > 1000, f"screenshot {path} is empty"
+
+
+Gateway = Callable[..., AbstractContextManager[str]]
+
+
+@pytest.fixture()
+def gateway() -> Iterator[Gateway]:
+    """Start the real gateway (create_app) with a SIMULATED scripted upstream: ``with gateway(spec) as url``."""
+    from .gateway import gateway_app
+
+    @contextmanager
+    def start(upstream: str, dialect: str = "platform") -> Iterator[str]:
+        with ServerThread(gateway_app(upstream, dialect=dialect)) as srv:
+            yield srv.url
+
+    yield start
+
+
+def open_page(pg: Any, url: str, *, models: bool = True) -> None:
+    pg.goto(url + "/")
+    pg.wait_for_selector("body[data-ready=true]")
+    if models:  # the model list comes from GET /v1/models
+        pg.wait_for_function("document.querySelectorAll('#model option').length > 1")
+
+
+def wait_status(pg: Any, status: str, timeout: float = 15_000) -> None:
+    pg.wait_for_function("s => window.__playground && window.__playground.status === s", arg=status,
+                         timeout=timeout)
+
+
+def wait_turns(pg: Any, n: int, status: str = "completed") -> None:
+    pg.wait_for_function("([n, s]) => window.__playground && window.__playground.turns === n"
+                         " && window.__playground.status === s", arg=[n, status], timeout=15_000)

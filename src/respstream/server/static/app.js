@@ -292,6 +292,7 @@ function send(event) {
   const replaceLast = editing;
   editing = false;
   attachments.clear();
+  $("prompt").value = "";
   sendTurn({ text, images, replaceLast });
 }
 
