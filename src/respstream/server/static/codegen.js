@@ -48,7 +48,7 @@ export function openaiSnippet(base, body) {
     "",
     "from openai import OpenAI",
     "",
-    `client = OpenAI(base_url=${pyString(base)}, api_key=os.environ.get("RESPSTREAM_API_KEY", "unused"))`,
+    `client = OpenAI(base_url=${pyString(base)}, api_key=os.environ.get("RESPSTREAM_API_KEY") or "unused")`,
     `request = ${pyLiteral(withoutStream(body))}`,
     "for event in client.responses.create(stream=True, **request):",
     '    if event.type == "response.output_text.delta":',
