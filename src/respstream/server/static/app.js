@@ -145,8 +145,14 @@ function onMessage(msg) {
   const type = canonicalType(raw.type);
   const ev = type === raw.type ? raw : { ...raw, type };
   if (timeline.count === 0) {
-    timeline.framing(msg.event);
-    if (run.rules.dialect === null) run.rules.dialect = msg.event === "message" ? "platform" : "openai";
+    if (msg.websocket) {
+      // No SSE framing to tell the dialect by: use the one the gateway reports on /healthz.
+      $("framing").textContent = "WebSocket";
+      if (run.rules.dialect === null) run.rules.dialect = $("dialect").textContent === "platform" ? "platform" : "openai";
+    } else {
+      timeline.framing(msg.event);
+      if (run.rules.dialect === null) run.rules.dialect = msg.event === "message" ? "platform" : "openai";
+    }
   }
   const row = timeline.add(raw, t - run.t0, undefined, msg.data);
   const pushed = run.seq.push(ev);

@@ -72,7 +72,7 @@ export function websocketStream({ path, message, signal, onMessage, onOpen }) {
         return;
       }
       started = true;
-      onMessage({ event: (ev && ev.type) || "message", data: e.data, id: "" });
+      onMessage({ event: (ev && ev.type) || "message", data: e.data, id: "", websocket: true });
       const type = ev ? canonicalType(ev.type) : null;
       if (ENDS.has(type)) {
         ws.close(1000);
