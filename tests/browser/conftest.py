@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -109,3 +111,19 @@ def wait_status(pg: Any, status: str, timeout: float = 15_000) -> None:
 def wait_turns(pg: Any, n: int, status: str = "completed") -> None:
     pg.wait_for_function("([n, s]) => window.__playground && window.__playground.turns === n"
                          " && window.__playground.status === s", arg=[n, status], timeout=15_000)
+
+
+# axe-core (MPL-2.0) is TEST data only: fetched from npm into a cache folder, never shipped or served.
+AXE_VERSION = "4.14.1"
+AXE_CACHE = Path(os.environ.get("RESPSTREAM_TEST_CACHE", Path.home() / ".cache" / "respstream-test"))
+AXE_DIR = AXE_CACHE / f"axe-{AXE_VERSION}"
+
+
+def axe_script() -> Path | None:
+    """axe.min.js from the cache, installed with npm on first use (``make axe`` does the same)."""
+    js = AXE_DIR / "node_modules" / "axe-core" / "axe.min.js"
+    if not js.exists() and shutil.which("npm"):
+        AXE_DIR.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(AXE_DIR),
+                        f"axe-core@{AXE_VERSION}"], capture_output=True, timeout=300, check=False)
+    return js if js.exists() else None
