@@ -110,13 +110,11 @@ def test_gateway_resume_after_disconnect(page: Any, gateway: Gateway, dialect: s
         state = page.evaluate("window.__playground")
         assert state["streamedText"] == state["finalText"] == scripted_text(n)
         assert state["violations"] == []
-        seqs = [int(s) for s in page.locator("#timeline-body tr.ev[data-seq]").evaluate_all(
-            "rs => rs.map(r => r.dataset.seq).filter(Boolean)")]
+        seqs = [r["seq"] for r in page.evaluate("window.__timelineRows()") if r["seq"] != ""]
         assert seqs == list(range(len(seqs))), "a sequence number was repeated or skipped across the resume"
         stored = httpx.get(f"{url}/v1/responses/{state['responseId']}", timeout=5).json()
         assert stored["status"] == "completed"
         if dialect == "platform":
-            page.locator("tr.marker").scroll_into_view_if_needed()
             screenshot(page, "resume")
             page.emulate_media(color_scheme="dark")
             screenshot(page, "resume-dark")

@@ -44,7 +44,7 @@ def test_no_horizontal_scroll_on_a_phone(browser: Any, gateway: Gateway, width: 
             page.fill("#prompt", "And once more")
             page.click("#send")
             page.wait_for_function("window.__playground.turns === 2 && window.__playground.status === 'completed'")
-            page.locator("#timeline-body tr.ev").first.click()
+            page.locator("#timeline-body li.ev").first.click()
             page.wait_for_timeout(200)
             found = page.evaluate(OVERFLOW)
             assert found["scroll"] <= width and not found["wide"], found
@@ -151,7 +151,7 @@ def test_axe_finds_no_serious_violations(browser: Any, fake: Any, scheme: str) -
         open_page(page, fake.url)
         page.click("#send")
         wait_status(page, "completed")
-        page.locator("#timeline-body tr.ev").first.click()
+        page.locator("#timeline-body li.ev").first.click()
         page.add_script_tag(path=str(script))
         result = page.evaluate("() => axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'best-practice'] })")
         serious = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:5]) for v in result["violations"]

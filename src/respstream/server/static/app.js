@@ -486,15 +486,15 @@ function initCodeDialog() {
 // Wiring ----------------------------------------------------------------------------------------------------------
 function initTimeline() {
   $("timeline-body").addEventListener("click", (e) => {
-    const row = e.target.closest("tr.ev");
-    if (row && row.dataset.index) timeline.inspect(row);
+    const row = e.target.closest("li.ev");
+    if (row && row.dataset.index) timeline.inspect(timeline.entryOf(row));
   });
   $("violations").addEventListener("click", (e) => {
     const li = e.target.closest("li");
-    const row = li && li.dataset.seq !== "" ? timeline.rows.get(Number(li.dataset.seq)) : null;
-    if (row) {
-      row.scrollIntoView({ block: "center" });
-      timeline.inspect(row);
+    const entry = li && li.dataset.seq !== "" ? timeline.entryOf(Number(li.dataset.seq)) : null;
+    if (entry) {
+      timeline.reveal(entry);
+      timeline.inspect(entry);
     }
   });
   $("close-inspector").addEventListener("click", () => {
@@ -502,7 +502,7 @@ function initTimeline() {
   });
   copyButton($("copy-event"), () => $("inspector-json").dataset.raw || "");
   $("event-filter").addEventListener("change", () => {
-    $("timeline-body").dataset.filter = $("event-filter").value;
+    timeline.setFilter($("event-filter").value);
   });
   $("export-sse").addEventListener("click", () => {
     const name = `${run.state.id || "stream"}.sse`;
@@ -597,6 +597,7 @@ function initComposer() {
 }
 
 function init() {
+  window.__timelineRows = () => timeline.snapshot(); // for tests: every record, not only the rendered rows
   initTheme($("theme"));
   const key = $("api-key");
   key.value = sessionStorage.getItem(KEY_STORAGE) ?? "";

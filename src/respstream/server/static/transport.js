@@ -32,17 +32,45 @@ export async function httpError(res) {
   return new HttpError(res.status, code, message, { param, retryAfter: res.headers.get("retry-after") });
 }
 
-/** Read an SSE body from a fetch Response, calling onMessage({event, data, id}) per message. */
+const SLICE_CHARS = 8 * 1024; // parse a big read in slices of this size
+const BUDGET_MS = 4; // then give the browser the main thread back (a frame can be painted)
+
+/** Resolve after the browser had a chance to run other tasks, including painting a frame. */
+export function yieldToBrowser() {
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => resolve();
+    channel.port2.postMessage(null);
+  });
+}
+
+/**
+ * Read an SSE body from a fetch Response, calling onMessage({event, data, id}) per message. A loopback gateway
+ * can deliver megabytes in one read: work on it in slices and yield whenever a slice ran past the frame budget,
+ * so the page never stalls however fast the events come. Not reading meanwhile is the backpressure.
+ */
 async function pump(res, onMessage) {
   const reader = res.body.getReader();
   const decoder = new TextDecoder("utf-8");
   const parser = new SSEParser();
+  let sliceStart = performance.now();
+  const feed = async (text) => {
+    for (let i = 0; i < text.length; i += SLICE_CHARS) {
+      for (const msg of parser.feed(text.slice(i, i + SLICE_CHARS))) {
+        onMessage(msg);
+        if (performance.now() - sliceStart > BUDGET_MS) {
+          await yieldToBrowser();
+          sliceStart = performance.now();
+        }
+      }
+    }
+  };
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
-    for (const msg of parser.feed(decoder.decode(value, { stream: true }))) onMessage(msg);
+    await feed(decoder.decode(value, { stream: true }));
   }
-  for (const msg of parser.feed(decoder.decode())) onMessage(msg);
+  await feed(decoder.decode());
   parser.end();
 }
 

@@ -1,9 +1,8 @@
 // DOM rendering. Model output only ever reaches the page through textContent or renderMarkdown (escaped).
-import { highlight, highlightBlocks } from "./highlight.js";
-import { renderMarkdown } from "./markdown.js";
+import { highlight } from "./highlight.js";
+import { LiveMarkdown } from "./live-markdown.js";
 import { checkAnswer } from "./schema.js";
 import { collectSources, linkCitations, markCitations, renderSources } from "./sources.js";
-import { addCodeCopyButtons } from "./thread-view.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -30,6 +29,7 @@ function prettyArgs(args) {
 /** Renders a ResponseState into the result panel. */
 export class ResultView {
   constructor() {
+    this.live = new LiveMarkdown($("answer"), linkCitations);
     this.showStreamed = false;
     this.toolCards = new Map();
     this._lastAnswer = null;
@@ -45,7 +45,7 @@ export class ResultView {
     this._structuredFor = null;
     $("tool-cards").replaceChildren();
     $("source-cards").replaceChildren();
-    $("answer").replaceChildren();
+    this.live.reset();
     $("structured").hidden = true;
   }
 
@@ -96,10 +96,7 @@ export class ResultView {
     const text = markCitations(state.parts(which), byUrl);
     if (text !== this._lastAnswer) {
       this._lastAnswer = text;
-      const answer = $("answer");
-      answer.innerHTML = linkCitations(renderMarkdown(text)); // escaped first inside renderMarkdown
-      highlightBlocks(answer);
-      addCodeCopyButtons(answer);
+      this.live.update(text); // escaped first inside renderMarkdown
     }
     if (cards.length !== this._cardCount) {
       this._cardCount = cards.length;
