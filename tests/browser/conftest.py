@@ -63,10 +63,17 @@ def page(browser: Any) -> Iterator[Any]:
     pg = context.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    pg.add_init_script("window.__xss = false;")
+    pg.add_init_script("window.__xss = false; window.__csp = [];"
+                       " document.addEventListener('securitypolicyviolation',"
+                       " (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));")
     yield pg
+    try:
+        csp = pg.evaluate("window.__csp || []")
+    except Exception:  # the page was closed or navigated away by the test
+        csp = []
     context.close()
     assert not errors, f"uncaught page errors: {errors}"
+    assert not csp, f"Content-Security-Policy violations: {csp}"
 
 
 def screenshot(pg: Any, name: str) -> None:

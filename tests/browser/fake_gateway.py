@@ -25,6 +25,8 @@ from starlette.staticfiles import StaticFiles
 import respstream
 
 STATIC = Path(respstream.__file__).parent / "server" / "static"
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+       "connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 
 
 @dataclass
@@ -148,7 +150,10 @@ class FakeGateway:
         ])
 
     async def index(self, request: Request) -> Response:
-        return FileResponse(STATIC / "index.html")
+        # ?csp=1: the strict policy a hardened gateway sends (no inline script or style, no eval). Not by default:
+        # Playwright's wait_for_function evaluates its predicate with eval in the page, which that policy forbids.
+        headers = {"Content-Security-Policy": CSP} if request.query_params.get("csp") else {}
+        return FileResponse(STATIC / "index.html", headers=headers)
 
     async def favicon(self, request: Request) -> Response:
         return FileResponse(STATIC / "favicon.ico", media_type="image/x-icon")

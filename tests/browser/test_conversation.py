@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import Gateway, open_page, screenshot, wait_turns
+from .conftest import Gateway, open_page, wait_turns
 from .test_gateway_playground import scripted_text
 
 pytestmark = pytest.mark.browser
@@ -47,7 +47,6 @@ def test_two_turn_thread_continues_the_first_answer(page: Any, gateway: Gateway)
         assert past.locator(".bubble.assistant").inner_text() == scripted_text(12)
         assert page.inner_text("#current-user") == "Second question"
         assert page.inner_text("#answer") == scripted_text(12)
-        screenshot(page, "conversation")
 
 
 def test_edit_and_regenerate_replace_the_last_turn(page: Any, gateway: Gateway) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Gateway, open_page, screenshot, wait_status
+from .conftest import Gateway, open_page, wait_status
 from .fake_gateway import Script
 
 pytestmark = pytest.mark.browser
@@ -58,7 +58,6 @@ def test_each_snippet_run_as_shown_streams_the_same_answer(page: Any, gateway: G
 
         curl = shown(page, "curl")
         assert page.locator("#code-text .tok-str").count() > 0  # highlighted
-        screenshot(page, "view-code")
         done = run(["bash", "-c", curl], tmp_path)
         assert done.returncode == 0, done.stderr
         assert replayed_text(done.stdout, tmp_path) == answer
