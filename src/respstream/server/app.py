@@ -2,8 +2,9 @@
 
 Endpoints (DESIGN §4): ``POST /v1/responses``; ``GET /v1/responses/{id}`` (JSON, or the stream resumed after
 ``starting_after`` / ``Last-Event-ID``; ``204`` when that is at or past the terminal); ``POST .../cancel``;
-``DELETE``; ``GET /v1/models``; ``/healthz``; ``/metrics``; ``/openapi.json``; ``/`` (the playground) and
-``/static``. Every answer carries ``x-request-id``; every error before streaming is the envelope of http_errors.
+``DELETE``; ``GET /v1/models``; ``/healthz``; ``/metrics``; ``/openapi.json``; ``/`` (the playground),
+``/static`` and ``/favicon.ico``. Every answer carries ``x-request-id``; every error before streaming is the
+envelope of http_errors.
 
 Components (router, tools, rewriter, store) are passed in by tests, or built from the config at startup.
 """
@@ -469,6 +470,12 @@ class _Gateway:
         return PlainTextResponse("The playground is not installed (server/static/index.html is missing).\n",
                                  status_code=404)
 
+    async def favicon(self, request: Request) -> Response:
+        icon = self.static_dir() / "favicon.ico"
+        if icon.is_file():
+            return FileResponse(icon, media_type="image/x-icon", headers={"Cache-Control": "max-age=86400"})
+        return PlainTextResponse("no favicon\n", status_code=404)
+
     def static_dir(self) -> Path:
         return Path(self.config.static_dir) if self.config.static_dir else STATIC_DIR
 
@@ -542,6 +549,7 @@ def create_app(config: Config | None = None, components: Components | None = Non
         Route("/metrics", gw.metrics_text, methods=["GET"]),
         Route("/openapi.json", gw.openapi, methods=["GET"]),
         Route("/", gw.index, methods=["GET"]),
+        Route("/favicon.ico", gw.favicon, methods=["GET"]),
     ]
     static = gw.static_dir()
     if static.is_dir():
