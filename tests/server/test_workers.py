@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 import pytest
 
 from respstream.server.config import Config
@@ -100,6 +101,14 @@ def test_two_workers_share_the_port_and_every_response(tmp_path: Path) -> None:
             assert deleted.status_code in (200, 404)
         with httpx.Client() as client:
             assert client.get(f"{base}/v1/responses/{second}", timeout=20).status_code == 404
+
+        # /metrics of whichever worker answers counts the responses of both (prometheus multiprocess mode).
+        for _attempt in range(4):
+            with httpx.Client() as client:
+                text = client.get(f"{base}/metrics", timeout=20).text
+            finished = sum(s.value for family in text_string_to_metric_families(text) for s in family.samples
+                           if s.name == "respstream_responses_total")
+            assert finished == len(made), text[:2000]
 
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=40) == 0

@@ -23,12 +23,16 @@ import ctypes
 import multiprocessing
 import multiprocessing.process
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from typing import Any
+
+from prometheus_client import multiprocess as prometheus_multiprocess
 
 from respstream.server.config import Config
 from respstream.server.store.factory import is_memory_url
@@ -131,6 +135,9 @@ class _Supervisor:
                           "workers", file=sys.stderr, flush=True)
                     self.failed = self.stopping = True
                     break
+                if proc.pid is not None:  # its live gauges no longer count in /metrics
+                    with contextlib.suppress(Exception):
+                        prometheus_multiprocess.mark_process_dead(proc.pid)  # type: ignore[no-untyped-call]
                 print(f"respstream serve: worker {index} exited with status {proc.exitcode}; restarting it",
                       file=sys.stderr, flush=True)
                 self.start(index)
@@ -163,6 +170,12 @@ def run_workers(config: Config, workers: int, log_level: str, banner: str) -> in
     except OSError as exc:
         print(f"respstream serve: cannot bind {config.host}:{config.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    # One /metrics for all workers: each writes its samples to this folder, any of them renders the sum
+    # (prometheus-client's multiprocess mode reads the variable at import, so it must be set before they start).
+    own_metrics_dir = None
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        own_metrics_dir = tempfile.mkdtemp(prefix="respstream-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = own_metrics_dir
     supervisor = _Supervisor(config, workers, log_level)
     previous = {sig: signal.signal(sig, supervisor.on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -177,4 +190,7 @@ def run_workers(config: Config, workers: int, log_level: str, banner: str) -> in
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         probe.close()
+        if own_metrics_dir is not None:
+            shutil.rmtree(own_metrics_dir, ignore_errors=True)
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
     return 0 if clean and not supervisor.failed else 1
