@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from respstream.server.config import Config
 from respstream.server.workers import WorkerError, check_workers
