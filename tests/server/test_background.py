@@ -31,7 +31,7 @@ class TrackingUpstream(ScriptedUpstream):
             TrackingUpstream.closed_early.append(not finished)
 
 
-@pytest.fixture(scope="module", params=["platform", "openai"])
+@pytest.fixture(scope="module", params=["platform", "openai", "openresponses"])
 def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     upstreams = {
         "fast": ScriptedUpstream(6, name="fast", models=["fast"]),
@@ -60,7 +60,7 @@ def _wait_status(client: httpx.Client, url: str, rid: str, statuses: set[str]) -
 
 
 def test_stream_false_and_accept_json_return_json(server: tuple[str, str]) -> None:
-    url, _ = server
+    url, dialect = server
     with httpx.Client(timeout=20) as c:
         r = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast", "stream": False})
         assert r.headers["content-type"].startswith("application/json")
@@ -69,8 +69,10 @@ def test_stream_false_and_accept_json_return_json(server: tuple[str, str]) -> No
         assert body["usage"]["output_tokens"] > 0
         r = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast"}, headers={"accept": "application/json"})
         assert r.headers["content-type"].startswith("application/json")
+        # `stream` absent: the seed streams (DESIGN §4); the Responses API default (openai, openresponses) is JSON.
         r = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast"}, headers={"accept": "*/*"})
-        assert r.headers["content-type"].startswith("text/event-stream")
+        expected = "text/event-stream" if dialect == "platform" else "application/json"
+        assert r.headers["content-type"].startswith(expected)
         got = c.get(f"{url}/v1/responses/{body['id']}").json()
         assert got == body
 
@@ -127,7 +129,7 @@ def test_foreground_disconnect_cancels_generation(server: tuple[str, str]) -> No
     url, _ = server
     before = len(TrackingUpstream.closed_early)
     with httpx.Client(timeout=20) as c:
-        with c.stream("POST", f"{url}/v1/responses", json={"input": "x", "model": "slow"}) as r:
+        with c.stream("POST", f"{url}/v1/responses", json={"input": "x", "model": "slow", "stream": True}) as r:
             chunks = r.iter_raw()
             seen = b""
             while b"output_text.delta" not in seen:
@@ -165,7 +167,7 @@ def test_delete(server: tuple[str, str]) -> None:
 
 def test_keepalive_comments_while_idle(server: tuple[str, str]) -> None:
     url, dialect = server
-    raw = httpx.post(f"{url}/v1/responses", json={"input": "x", "model": "idle"}, timeout=20).content
+    raw = httpx.post(f"{url}/v1/responses", json={"input": "x", "model": "idle", "stream": True}, timeout=20).content
     assert b": keep-alive\n\n" in raw
     assert decode(raw, dialect=dialect).violations == []
 
@@ -194,7 +196,7 @@ def test_conversation_history_reaches_the_model(server: tuple[str, str]) -> None
 def test_x_response_id_header_on_every_create(server: tuple[str, str]) -> None:
     url, dialect = server
     with httpx.Client(timeout=20) as c:
-        streamed = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast"})
+        streamed = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast", "stream": True})
         assert streamed.headers["x-response-id"] == decode(streamed.content, dialect=dialect).result.response_id
         plain = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast", "stream": False})
         assert plain.headers["x-response-id"] == plain.json()["id"]
@@ -210,13 +212,15 @@ def test_x_response_id_header_on_every_create(server: tuple[str, str]) -> None:
 
 
 def test_resume_uses_the_larger_of_starting_after_and_last_event_id(server: tuple[str, str]) -> None:
-    url, _ = server
+    url, dialect = server
     with httpx.Client(timeout=20) as c:
         rid = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast", "background": True}).json()["id"]
         _wait_status(c, url, rid, {"completed"})
         for query, header in ((2, 5), (5, 2)):
             r = c.get(f"{url}/v1/responses/{rid}", params={"stream": "true", "starting_after": query},
                       headers={"last-event-id": str(header)})
-            assert r.status_code == 200 and r.content.startswith(b"id: 6\n")
+            first = r.content.split(b"\n\n", 1)[0]  # the first frame: event 6 (no `id:` line in openresponses)
+            assert r.status_code == 200 and b'"sequence_number":6,' in first
+            assert first.startswith(b"id: 6\n") if dialect != "openresponses" else b"id:" not in first
         bad = c.get(f"{url}/v1/responses/{rid}?stream=true", headers={"last-event-id": "abc"})
         assert bad.status_code == 400 and "Last-Event-ID" in bad.json()["error"]["message"]
