@@ -4,7 +4,10 @@
 #   scripts/compliance.sh            (called by .ci/run after `make test`)
 # Env: OPENRESPONSES_SUITE (default ../shared/tools/openresponses-compliance; skipped when the folder is missing),
 #      COMPLIANCE_OUT (where the suite's JSON results go; default build/compliance),
-#      COMPLIANCE_EMBEDDED=0 (skip the embedded-model run, e.g. on a machine without the model).
+#      COMPLIANCE_EMBEDDED=0 (skip the embedded-model run, e.g. on a machine without the model),
+#      COMPLIANCE_ALSO="platform openai" (also run the suite against these dialects, for the report only: nothing is
+#      required of them). Reports: $COMPLIANCE_OUT/<dialect>-<scripted|embedded>.json; the table in
+#      docs/conformance.md is made from them by scripts/compliance_table.py.
 # Each gateway gets a free loopback port and its own data folder, and is stopped on exit whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,13 +37,13 @@ required_embedded="basic-response assistant-phase system-prompt multi-turn tool-
 
 free_port() { "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# start_gateway NAME UPSTREAM -> sets gateway_url (not a subshell: the pid must reach `cleanup`); log: $work/NAME.log
+# start_gateway NAME DIALECT UPSTREAM -> sets gateway_url (not a subshell: the pid must reach `cleanup`); log: $work/NAME.log
 start_gateway() {
-  local name=$1 upstream=$2 port
+  local name=$1 dialect=$2 upstream=$3 port
   port=$(free_port)
   mkdir -p "$work/$name"
   RESPSTREAM_DATA_DIR="$work/$name" "$respstream" serve --host 127.0.0.1 --port "$port" \
-    --dialect openresponses --upstream "$upstream" >"$work/$name.log" 2>&1 &
+    --dialect "$dialect" --upstream "$upstream" >"$work/$name.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 240); do  # the embedded model takes a few seconds to load
     if "$py" -c "import sys, urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/healthz', timeout=1)" \
@@ -54,6 +57,11 @@ start_gateway() {
   echo "compliance: the $name gateway did not start:" >&2
   tail -20 "$work/$name.log" >&2
   return 1
+}
+
+stop_gateway() {  # the last one started
+  kill "${pids[-1]}" 2>/dev/null || true
+  wait "${pids[-1]}" 2>/dev/null || true
 }
 
 # judge NAME REPORT REQUIRED... -> prints the results; 0 when every required test passed
@@ -97,13 +105,18 @@ run_suite() {
 
 failed=0
 gateway_url=""
-start_gateway scripted 'scripted:20?tool=get_weather'
-# shellcheck disable=SC2086
-run_suite scripted "$gateway_url" 0 $required_scripted || failed=1
-
-if [ "${COMPLIANCE_EMBEDDED:-1}" != 0 ]; then
-  start_gateway embedded embedded
+for dialect in openresponses ${COMPLIANCE_ALSO:-}; do
+  required=$([ "$dialect" = openresponses ] && echo "$required_scripted" || true)
+  start_gateway "$dialect-scripted" "$dialect" 'scripted:20?tool=get_weather'
   # shellcheck disable=SC2086
-  run_suite embedded "$gateway_url" 1 $required_embedded || failed=1
-fi
+  run_suite "$dialect-scripted" "$gateway_url" 0 $required || failed=1
+  stop_gateway
+  if [ "${COMPLIANCE_EMBEDDED:-1}" != 0 ]; then
+    required=$([ "$dialect" = openresponses ] && echo "$required_embedded" || true)
+    start_gateway "$dialect-embedded" "$dialect" embedded
+    # shellcheck disable=SC2086
+    run_suite "$dialect-embedded" "$gateway_url" 1 $required || failed=1
+    stop_gateway
+  fi
+done
 exit $failed

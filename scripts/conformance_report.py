@@ -243,7 +243,11 @@ def main() -> int:
         for index, (name, report) in enumerate(reports):
             (options.json_dir / f"report-{index}.json").write_text(json.dumps({"target": name, **report}, indent=1))
     options.out.parent.mkdir(parents=True, exist_ok=True)
-    options.out.write_text(render(reports), encoding="utf-8")
+    # Keep the compliance-suite section that scripts/compliance_table.py writes between its markers.
+    old = options.out.read_text(encoding="utf-8") if options.out.is_file() else ""
+    start, end = "<!-- openresponses-suite:start -->", "<!-- openresponses-suite:end -->"
+    kept = ("\n" + start + old.split(start, 1)[1].split(end, 1)[0] + end + "\n") if start in old and end in old else ""
+    options.out.write_text(render(reports) + kept, encoding="utf-8")
     print(f"\nwrote {options.out}", file=sys.stderr)
     return 0
 
