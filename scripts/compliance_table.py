@@ -39,7 +39,7 @@ def _load(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
             report: dict[str, Any] = json.loads(path.read_text())
         except ValueError:
             continue
-        tests = {r["id"]: (r["status"], str((r.get("errors") or [""])[0])[:90]) for r in report["results"]}
+        tests = {r["id"]: (r["status"], str((r.get("errors") or [""])[0])[:60]) for r in report["results"]}
         retry = folder / f"{name}.retry.json"
         if retry.is_file():
             for r in json.loads(retry.read_text())["results"]:
@@ -83,7 +83,16 @@ def render(runs: dict[str, dict[str, tuple[str, str]]]) -> str:
     totals = [sum(1 for s, _ in runs[n].values() if s.startswith("passed")) for n in names]
     lines.append("| **passed** | " + " | ".join(f"**{t} of {len(runs[n])}**" for t, n in zip(totals, names,
                                                                                            strict=True)) + " |")
-    lines.append(END)
+    lines += [
+        "",
+        "Why the rest fails: `tool-calling` — the gateway runs its own `web_search` first (\"weather\" is a retrieval "
+        "cue), so `output[0]` is a `respstream:web_search_call` extension item, which the suite's item union does not "
+        "know; server tools only when asked for is the input side of issue 11. `image-input` — `input_image` parts are "
+        "refused with a 400 until the input side accepts them (and the embedded model takes no images: a clear 400 "
+        "is the expected answer there). `platform` answers a request without `stream` with SSE (the seed's "
+        "default), which the suite reads as a string. WebSocket and `/responses/compact` belong to a later issue.",
+        END,
+    ]
     return "\n".join(lines) + "\n"
 
 

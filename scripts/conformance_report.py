@@ -7,8 +7,9 @@ Usage (from the repository root)::
 
 How it works: it starts the embedded model exactly as the gateway's ``embedded`` upstream does (SmolLM2-135M-Instruct
 served by llama.cpp through the ``xllamacpp`` wheel on a random loopback port). llama.cpp serves its own
-``/v1/responses`` on that port; the gateway (``openai`` and ``platform`` dialects, each in a uvicorn thread on
-another loopback port) uses the same llama.cpp server as its OpenAI-compatible Chat Completions upstream. The live
+``/v1/responses`` on that port; the gateway (``openai``, ``platform`` and ``openresponses`` dialects, each in a
+uvicorn thread on another loopback port) uses the same llama.cpp server as its OpenAI-compatible Chat Completions
+upstream. The live
 suite runs against each endpoint in turn and the JSON reports become one Markdown page. Nothing leaves loopback.
 """
 
@@ -113,7 +114,7 @@ def collect() -> list[tuple[str, dict[str, Any]]]:
     try:
         print("\n== llama.cpp /v1/responses (checked with the openai dialect's rules)", file=sys.stderr)
         reports.append(("llama.cpp `/v1/responses`", check(llama, "openai")))
-        for dialect in ("openai", "platform"):
+        for dialect in ("openai", "platform", "openresponses"):
             app = create_app(Config(dialect=dialect, upstreams=[llama], store="memory"))
             with ServerThread(app) as gateway:
                 print(f"\n== respstream gateway, {dialect} dialect, upstream {llama}", file=sys.stderr)
