@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from respstream.server.config import Config
 from respstream.server.dialects import Dialect, get_dialect
