@@ -30,7 +30,8 @@ def register(subparsers: Any) -> None:
                              "scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T] (simulated); repeatable")
     parser.add_argument("--store", help="memory (default) | sqlite:///path/to/file.db | redis://host:port/db | "
                              "redis+cluster://host:port,host:port")
-    parser.add_argument("--dialect", choices=["platform", "openai"], help="wire dialect (default platform)")
+    parser.add_argument("--dialect", choices=["platform", "openai", "openresponses"],
+                        help="wire dialect (default platform; openresponses: the Open Responses spec)")
     parser.add_argument("--keys-file", dest="keys_file", help="API keys file (respstream keys ...)")
     parser.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
     parser.add_argument("--workers", type=int, help="gateway processes sharing the port (default 1; > 1 needs a "

@@ -1,4 +1,5 @@
-// Every event type name the page knows (OpenAI's 58, the platform's two, keepalive), for EventSource listeners.
+// Every event type name the page knows (OpenAI's 58, the platform's two, their other dialects' names, keepalive),
+// for EventSource listeners.
 export const EVENT_TYPES = [
   "response.created",
   "response.queued",
@@ -60,6 +61,10 @@ export const EVENT_TYPES = [
   "response.audio.transcript.done",
   "response.routing.completed",
   "response.rewrite.in_progress",
+  "respstream:response.routing.completed",
+  "respstream:response.rewrite.in_progress",
+  "response.reasoning.delta",
+  "response.reasoning.done",
   "keepalive",
 ];
 
@@ -92,8 +97,3 @@ export function eventFamily(type) {
   return "other";
 }
 
-// EventSource routes by the `event:` name: listen to the prefixed names as well.
-for (const name of ["response.routing.completed", "response.rewrite.in_progress"]) {
-  EVENT_TYPES.push(EXTENSION_PREFIX + name);
-}
-EVENT_TYPES.push("response.reasoning.delta", "response.reasoning.done");
