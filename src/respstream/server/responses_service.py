@@ -39,6 +39,7 @@ class Running:
     task: asyncio.Task[None]
     pipeline: Pipeline
     background: bool
+    store: Store  # where its log is written (a WebSocket's own store for store:false on a socket)
 
 
 class ResponseService:
@@ -63,19 +64,29 @@ class ResponseService:
         self._closing = False
 
     # -- create ----------------------------------------------------------------------------------------------------
-    async def _context(self, req: ResponseRequest, owner: str | None) -> list[InputItem]:
+    async def _previous(self, rid: str, owner: str | None, local: Store | None) -> ResponseRecord:
+        """The record ``previous_response_id`` names: from the connection-local store first (WebSocket), else the
+        store, where a ``store: false`` response is not found for a connection that has its own cache."""
+        prev = await local.get(rid) if local is not None else None
+        if prev is None:
+            prev = await self.store.get(rid)
+            if prev is not None and local is not None and prev.request.get("store") is False:
+                prev = None  # a store:false response lives only on the socket that made it
+        if prev is None or prev.owner != owner:
+            raise HTTPError(400, "previous_response_not_found", f"Previous response with id '{rid}' not found.",
+                            param="previous_response_id")
+        return prev
+
+    async def _context(self, req: ResponseRequest, owner: str | None, local: Store | None = None) -> list[InputItem]:
         items: list[InputItem] = []
         if req.conversation_id:
             stored = await self.store.conversation(req.conversation_id)
             items.extend(items_from_json(stored[-self.config.conversation_window :]))
         if req.previous_response_id:
-            prev = await self.store.get(req.previous_response_id)
-            if prev is None or prev.owner != owner:
-                raise HTTPError(400, "previous_response_not_found",
-                                f"Previous response with id '{req.previous_response_id}' not found.",
-                                param="previous_response_id")
+            prev = await self._previous(req.previous_response_id, owner, local)
             items.extend(items_from_json(prev.request.get("context", [])))
             items.extend(output_to_items(prev.response.get("output", [])))
+        _check_call_outputs(items, req.input)
         items.extend(req.input)
         window = self.config.conversation_window + len(req.input)
         return items[-window:]
@@ -106,12 +117,16 @@ class ResponseService:
             "conversation": {"id": req.conversation_id} if req.conversation_id else None,
         }
 
-    async def start(self, req: ResponseRequest, *, owner: str | None) -> tuple[ResponseRecord, Running]:
-        """Create and start a response. Raises :class:`HTTPError` (400 model/previous id, 503 store/shutdown)."""
+    async def start(self, req: ResponseRequest, *, owner: str | None,
+                    local: Store | None = None) -> tuple[ResponseRecord, Running]:
+        """Create and start a response. Raises :class:`HTTPError` (400 model/previous id, 503 store/shutdown).
+
+        ``local``: a WebSocket connection's own store. A ``store: false`` response is written there only (gone
+        when the socket closes) and ``previous_response_id`` is looked up there first."""
         if self._closing:
             raise HTTPError(503, "server_shutdown", "The server is shutting down.", headers={"Retry-After": "1"})
         try:
-            items = await self._context(req, owner)
+            items = await self._context(req, owner, local)
         except StoreUnavailable as exc:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
                             headers={"Retry-After": "1"}) from exc
@@ -134,14 +149,17 @@ class ResponseService:
             response=response, request={"context": [i.to_json() for i in items], "store": req.store},
             conversation_id=req.conversation_id,
         )
-        target = self.store.backend_for(record) if isinstance(self.store, SplitStore) else self.store
+        if local is not None and not req.store:
+            target: Store = local
+        else:
+            target = self.store.backend_for(record) if isinstance(self.store, SplitStore) else self.store
         writer = ResponseWriter(record, dialect=self.dialect, store=target, response=response,
                                 check=self.config.check_events, on_flush=self.metrics.count_events,
                                 max_event_bytes=self.config.max_event_bytes)
         with contextlib.suppress(WriterClosed):  # response.created over max_event_bytes: the log holds the error
             writer.start()
         try:
-            await self.store.create(record)
+            await target.create(record)
             await writer.flush()
         except StoreUnavailable as exc:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
@@ -152,7 +170,7 @@ class ResponseService:
             rewriter=self.rewriter, max_tool_rounds=self.config.max_tool_rounds, on_tool=self.metrics.tool,
         )
         task = asyncio.create_task(self._run(pipeline, record, req, target), name=f"response {rid}")
-        running = Running(task, pipeline, req.background)
+        running = Running(task, pipeline, req.background, target)
         self.running[rid] = running
         self.metrics.running_responses = len(self.running)
         return record, running
@@ -316,3 +334,16 @@ class ResponseService:
         tasks = [r.task for r in self.running.values()]
         if tasks:  # terminals being flushed; a store that is down must not hold the exit forever
             await asyncio.wait(tasks, timeout=max(1.0, grace))
+
+
+def _check_call_outputs(context: list[InputItem], new: list[InputItem]) -> None:
+    """Every ``function_call_output`` must answer a ``function_call`` before it (in the context or the new input):
+    an output for a call that never happened is a client bug, answered with a 400 naming the item."""
+    calls = {i.call_id for i in context if i.type == "function_call"}
+    for index, item in enumerate(new):
+        if item.type == "function_call":
+            calls.add(item.call_id)
+        elif item.type == "function_call_output" and item.call_id not in calls:
+            raise HTTPError(400, "invalid_value",
+                            f"No tool call found for function call output with call_id '{item.call_id}'.",
+                            param=f"input[{index}].call_id")
