@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import logging
 import uuid
@@ -23,13 +24,14 @@ from typing import Any
 import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
 
 from respstream.server.auth import KeyStore
+from respstream.server.compaction import compact
 from respstream.server.config import Config
 from respstream.server.http_errors import HTTPError, error_response
 from respstream.server.limits import RateLimiter, StreamGate
@@ -43,6 +45,7 @@ from respstream.server.store.base import Store, StoreUnavailable
 from respstream.server.store.factory import is_memory_url, open_store
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import SplitStore, backend_of
+from respstream.server.websocket import serve_websocket
 
 __all__ = ["Components", "GatewayApp", "build_store", "create_app"]
 
@@ -211,7 +214,7 @@ class _Gateway:
         return self.service
 
     # -- guards ----------------------------------------------------------------------------------------------------
-    def authenticate(self, request: Request) -> str | None:
+    def authenticate(self, request: HTTPConnection) -> str | None:
         """The caller's owner id (hash of its key), or None on an open server. Raises 401."""
         if not self.keys.enabled:
             return None
@@ -226,7 +229,7 @@ class _Gateway:
                             headers={"WWW-Authenticate": "Bearer"})
         return owner
 
-    def limit_rate(self, request: Request, owner: str | None) -> None:
+    def limit_rate(self, request: HTTPConnection, owner: str | None) -> None:
         key = owner or (request.client.host if request.client else "anonymous")
         wait = self.rate.check(key)
         if wait is not None:
@@ -438,6 +441,8 @@ def create_app(config: Config | None = None, components: Components | None = Non
     gw = _Gateway(config, components or Components())
     routes: list[Any] = [
         Route("/v1/responses", gw.create, methods=["POST"]),
+        WebSocketRoute("/v1/responses", functools.partial(serve_websocket, gw)),
+        Route("/v1/responses/compact", functools.partial(compact, gw), methods=["POST"]),
         Route("/v1/responses/{response_id}", gw.retrieve, methods=["GET"]),
         Route("/v1/responses/{response_id}", gw.delete, methods=["DELETE"]),
         Route("/v1/responses/{response_id}/cancel", gw.cancel, methods=["POST"]),

@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from respstream.server.compaction_item import decode_compaction
 from respstream.server.http_errors import HTTPError
 
 __all__ = ["MAX_JSON_DEPTH", "SERVER_TOOL_TYPES", "InputItem", "ResponseRequest", "check_depth", "parse_request"]
@@ -206,6 +207,12 @@ def _input_items(raw: Any, param: str = "input") -> list[InputItem]:
             if not isinstance(output, str):
                 raise _type_error(f"{where}.output", "a string")
             items.append(InputItem("function_call_output", role="tool", call_id=item["call_id"], output=output))
+        elif kind == "compaction":
+            try:
+                summary = decode_compaction(item.get("encrypted_content"))
+            except ValueError as exc:
+                raise _bad(f"{where}.encrypted_content {exc}", f"{where}.encrypted_content") from None
+            items.append(InputItem("message", role="system", text=f"Summary of the earlier conversation: {summary}"))
         elif kind == "reasoning":
             continue  # what the Agents SDK sends back; the model does not need its own reasoning again
         elif kind in _IGNORED_ITEMS:

@@ -77,7 +77,7 @@ class ResponseService:
                             param="previous_response_id")
         return prev
 
-    async def _context(self, req: ResponseRequest, owner: str | None, local: Store | None = None) -> list[InputItem]:
+    async def context(self, req: ResponseRequest, owner: str | None, local: Store | None = None) -> list[InputItem]:
         items: list[InputItem] = []
         if req.conversation_id:
             stored = await self.store.conversation(req.conversation_id)
@@ -126,7 +126,7 @@ class ResponseService:
         if self._closing:
             raise HTTPError(503, "server_shutdown", "The server is shutting down.", headers={"Retry-After": "1"})
         try:
-            items = await self._context(req, owner, local)
+            items = await self.context(req, owner, local)
         except StoreUnavailable as exc:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
                             headers={"Retry-After": "1"}) from exc

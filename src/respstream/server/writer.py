@@ -46,7 +46,8 @@ from respstream.server.store.base import (
 )
 from respstream.server.upstream.base import Usage
 
-__all__ = ["ERROR_CODES", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_frame",
+__all__ = ["ERROR_CODES", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_data",
+           "reader_terminal_frame",
            "terminal_outcome"]
 
 # Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
@@ -83,6 +84,15 @@ def frame(dialect: Dialect, entry: Entry) -> bytes:
         return fmt % (seq, seq, entry.piece)  # type: ignore[union-attr,no-any-return]
     name = entry.type.encode() if dialect.event_line_is_type else b"message"
     return b"id: %d\nevent: %b\ndata: %b\n\n" % (entry.sequence_number, name, entry.data)
+
+
+def reader_terminal_data(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
+    """The JSON of :func:`reader_terminal_frame` (what a WebSocket sends as its message)."""
+    if dialect.separate_terminal_types:
+        err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
+        return _encode({"type": "error", "sequence_number": sequence_number, "error": err})
+    return _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
+                    "param": None})
 
 
 def reader_terminal_frame(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
