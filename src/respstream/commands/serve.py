@@ -26,7 +26,8 @@ def register(subparsers: Any) -> None:
                         help="embedded (default) | http://host:port/v1 | "
                              "scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T] (simulated); repeatable")
     parser.add_argument("--store", help="memory (default) | sqlite:///path/to/file.db | redis://host:port/db")
-    parser.add_argument("--dialect", choices=["platform", "openai"], help="wire dialect (default platform)")
+    parser.add_argument("--dialect", choices=["platform", "openai", "openresponses"],
+                        help="wire dialect (default platform; openresponses: the Open Responses spec)")
     parser.add_argument("--keys-file", dest="keys_file", help="API keys file (respstream keys ...)")
     parser.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
     parser.set_defaults(func=run)

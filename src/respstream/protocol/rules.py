@@ -123,6 +123,10 @@ DONE_VALUES: Final[dict[type[ev.Event], str]] = {
     ev.FunctionCallArgumentsDone: "arguments",
 }
 
+# Other dialects' names for the same events (Open Responses' `response.reasoning.*`, `respstream:` extensions).
+for _table in (REQUIRED_FIELDS, ITEM_ROLES, DONE_VALUES):
+    _table.update(ev.with_aliases(_table))  # type: ignore[attr-defined]
+
 # Item / part states.
 # _IMPLICIT: a message opened by content_part.added alone (the seed's flow); _RESUMED: first seen in a resumed
 # stream, so it was opened before the point we resumed from (its deltas before that point are not ours to check).
@@ -278,7 +282,7 @@ class RuleChecker:
                 Violation("lifecycle.created_not_first", seq, f"the first event is {etype or 'typeless'}, not "
                           "response.created")
             )
-        if etype == "response.rewrite.in_progress":
+        if isinstance(event, ev.RewriteInProgress):  # also its `respstream:` name
             self._rewrite = True
         is_terminal = etype in TERMINAL_TYPES
         if self.terminal is not None:

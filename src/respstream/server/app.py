@@ -297,8 +297,9 @@ class _Gateway:
         svc = self.svc
         req = parse_request(body, server_tool_names=svc.tools.names())
         stream = req.stream
-        if stream is None:
-            stream = not req.background and not _wants_json_only(request.headers.get("accept", ""))
+        if stream is None:  # DESIGN §4: JSON in openai/openresponses; the seed streams unless Accept wants JSON
+            stream = (svc.dialect.stream_by_default and not req.background
+                      and not _wants_json_only(request.headers.get("accept", "")))
         if stream and self.gate.open >= self.gate.limit:
             raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
                             headers={"Retry-After": "1"})
