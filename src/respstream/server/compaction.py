@@ -5,8 +5,9 @@ How this works: the body (``model`` required; ``input``, ``previous_response_id`
 ``previous_response_id`` chain included, owned by the caller), written out as a plain transcript and summarised by
 an ordinary response on the routed model (no tools, ``store: false``, written to a throwaway in-process store so
 nothing of it is kept). The answer is ``{"id", "object": "response.compaction", "created_at", "output":
-[{"type": "compaction", "id", "encrypted_content"}], "usage"}``; the item goes back in as input to
-``/v1/responses`` (HTTP or WebSocket) where it becomes the summary (see :mod:`compaction_item`).
+[<every user message>..., {"type": "compaction", "id", "encrypted_content"}], "usage"}`` (OpenAI's shape); the
+item goes back in as input to ``/v1/responses`` (HTTP or WebSocket) where it becomes the summary (see
+:mod:`compaction_item`).
 
 ``prompt_cache_key`` is accepted and has no effect: the gateway's upstreams cache prompt prefixes on their own.
 """
@@ -97,11 +98,15 @@ async def compact(gw: _Gateway, request: Request) -> Response:
                                       "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
                                       "total_tokens": 0}
     dialect = svc.dialect
+    # OpenAI's shape: every user message as it was, then one compaction item holding the summary of it all.
+    kept = [{"type": "message", "id": dialect.new_id("msg"), "status": "completed", "role": "user",
+             "content": [{"type": "input_text", "text": item.text}]}
+            for item in items if item.type == "message" and item.role == "user"]
     return JSONResponse({
         "id": dialect.new_id("cmp"),
         "object": "response.compaction",
         "created_at": int(time.time()),
-        "output": [{"type": "compaction", "id": dialect.new_id("cmp"),
-                    "encrypted_content": encode_compaction(summary, str(response.get("model", model)))}],
+        "output": [*kept, {"type": "compaction", "id": dialect.new_id("cmp"),
+                           "encrypted_content": encode_compaction(summary, str(response.get("model", model)))}],
         "usage": usage,
     })
