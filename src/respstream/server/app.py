@@ -34,6 +34,7 @@ from respstream.server.auth import KeyStore
 from respstream.server.compaction import compact
 from respstream.server.config import Config
 from respstream.server.http_errors import HTTPError, error_response
+from respstream.server.input_items import input_tokens, list_input_items
 from respstream.server.limits import RateLimiter, StreamGate
 from respstream.server.metrics import Metrics
 from respstream.server.openapi import openapi_document
@@ -444,6 +445,8 @@ def create_app(config: Config | None = None, components: Components | None = Non
         Route("/v1/responses", gw.create, methods=["POST"]),
         WebSocketRoute("/v1/responses", functools.partial(serve_websocket, gw)),
         Route("/v1/responses/compact", functools.partial(compact, gw), methods=["POST"]),
+        Route("/v1/responses/input_tokens", functools.partial(input_tokens, gw), methods=["POST"]),
+        Route("/v1/responses/{response_id}/input_items", functools.partial(list_input_items, gw), methods=["GET"]),
         Route("/v1/responses/{response_id}", gw.retrieve, methods=["GET"]),
         Route("/v1/responses/{response_id}", gw.delete, methods=["DELETE"]),
         Route("/v1/responses/{response_id}/cancel", gw.cancel, methods=["POST"]),

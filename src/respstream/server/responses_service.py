@@ -14,11 +14,13 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from respstream.server.config import Config
 from respstream.server.dialects import Dialect, get_dialect
 from respstream.server.history import items_from_json, items_to_messages, output_to_items
 from respstream.server.http_errors import HTTPError
+from respstream.server.input_items import input_item_records
 from respstream.server.metrics import Metrics
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
@@ -91,6 +93,19 @@ class ResponseService:
         window = self.config.conversation_window + len(req.input)
         return items[-window:]
 
+    async def route(self, req: ResponseRequest) -> Any:
+        """The routing decision for ``req``. Raises a 400 ``model_not_found`` for an unknown pinned model."""
+        pinned = req.model != "auto"
+        try:
+            return await self.router.route(req.input_text, req.model if pinned else None)
+        except Exception as exc:
+            available = getattr(exc, "available", None)
+            if available is not None:
+                raise HTTPError(400, "model_not_found",
+                                f"The model '{req.model}' does not exist. Available: {', '.join(available)} (or auto).",
+                                param="model", extra={"available": list(available)}) from exc
+            raise
+
     async def start(self, req: ResponseRequest, *, owner: str | None,
                     local: Store | None = None) -> tuple[ResponseRecord, Running]:
         """Create and start a response. Raises :class:`HTTPError` (400 model/previous id, 503 store/shutdown).
@@ -105,15 +120,7 @@ class ResponseService:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
                             headers={"Retry-After": "1"}) from exc
         pinned = req.model != "auto"
-        try:
-            decision = await self.router.route(req.input_text, req.model if pinned else None)
-        except Exception as exc:
-            available = getattr(exc, "available", None)
-            if available is not None:
-                raise HTTPError(400, "model_not_found",
-                                f"The model '{req.model}' does not exist. Available: {', '.join(available)} (or auto).",
-                                param="model", extra={"available": list(available)}) from exc
-            raise
+        decision = await self.route(req)
         created = time.time()
         rid = self.dialect.new_id("resp")
         response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
@@ -121,7 +128,8 @@ class ResponseService:
         record = ResponseRecord(
             id=rid, status="queued" if req.background else "in_progress", created_at=created,
             background=req.background, dialect=self.dialect.name, owner=owner, instance_id=self.config.instance_id,
-            response=response, request={"context": [i.to_json() for i in items], "store": req.store},
+            response=response, request={"context": [i.to_json() for i in items], "store": req.store,
+                     "input_items": input_item_records(req.input, self.dialect)},
             conversation_id=req.conversation_id,
         )
         if local is not None and not req.store:

@@ -48,6 +48,7 @@ from respstream.protocol.sse import SSEDecoder
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chunks import ChunkTranslator
 from respstream.server.upstream.model_ids import alias_models
+from respstream.server.upstream.tokenize import count_with_llamacpp, server_root
 
 __all__ = ["ChatCompletionsUpstream", "build_request_body", "parse_retry_after", "simple_data_events"]
 
@@ -225,6 +226,11 @@ class ChatCompletionsUpstream:
             except UpstreamError:
                 return
             self.models = list(self._upstream_ids)
+
+    async def count_tokens(self, messages: list[dict[str, Any]], extra_text: str = "") -> int | None:
+        """Prompt tokens by the server's tokenizer where it has llama.cpp's endpoints (see upstream/tokenize.py);
+        None when it has not (the caller then estimates)."""
+        return await count_with_llamacpp(self._http(), server_root(self.base_url), messages, extra_text)
 
     def upstream_model_id(self, model: str) -> str:
         """The id to send upstream for a model id of ours (readable -> what ``GET /models`` said)."""
