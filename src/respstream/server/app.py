@@ -33,6 +33,7 @@ from starlette.types import Message, Receive, Scope, Send
 from respstream.server.auth import KeyStore
 from respstream.server.compaction import compact
 from respstream.server.config import Config
+from respstream.server.conversations import conversation_routes
 from respstream.server.http_errors import HTTPError, error_response
 from respstream.server.input_items import input_tokens, list_input_items
 from respstream.server.limits import RateLimiter, StreamGate
@@ -450,6 +451,7 @@ def create_app(config: Config | None = None, components: Components | None = Non
         Route("/v1/responses/{response_id}", gw.retrieve, methods=["GET"]),
         Route("/v1/responses/{response_id}", gw.delete, methods=["DELETE"]),
         Route("/v1/responses/{response_id}/cancel", gw.cancel, methods=["POST"]),
+        *conversation_routes(gw),
         Route("/v1/models", gw.models, methods=["GET"]),
         Route("/healthz", gw.healthz, methods=["GET"]),
         Route("/metrics", gw.metrics_text, methods=["GET"]),

@@ -32,7 +32,8 @@ from respstream.server.requests import InputItem, parse_request
 if TYPE_CHECKING:
     from respstream.server.app import _Gateway
 
-__all__ = ["INCLUDE_VALUES", "estimate_tokens", "input_item_records", "input_tokens", "list_input_items"]
+__all__ = ["INCLUDE_VALUES", "check_include", "estimate_tokens", "input_item_records", "input_tokens", "item_page",
+           "list_input_items"]
 
 # OpenAI's `include` values (its ResponseIncludable enum).
 INCLUDE_VALUES = frozenset({
@@ -66,30 +67,38 @@ def _limit(raw: str | None) -> int:
     return value
 
 
-async def list_input_items(gw: _Gateway, request: Request) -> Response:
-    record = await gw._record(request)
+def check_include(request: Request) -> None:
+    for value in [*request.query_params.getlist("include"), *request.query_params.getlist("include[]")]:
+        if value not in INCLUDE_VALUES:
+            raise HTTPError(400, "invalid_value", f"include value {value[:60]!r} is not one of: "
+                            f"{', '.join(sorted(INCLUDE_VALUES))}", param="include")
+
+
+def item_page(items: list[dict[str, Any]], request: Request, where: str) -> dict[str, Any]:
+    """One page of ``items`` (oldest first) in OpenAI's list shape, by the request's ``order``, ``after``,
+    ``limit`` and ``include``. ``where`` names the owner in the not-found message of an unknown ``after``."""
     query = request.query_params
     order = query.get("order", "desc")
     if order not in ("asc", "desc"):
         raise HTTPError(400, "invalid_value", "order must be 'asc' or 'desc'", param="order")
     limit = _limit(query.get("limit"))
-    for value in [*query.getlist("include"), *query.getlist("include[]")]:
-        if value not in INCLUDE_VALUES:
-            raise HTTPError(400, "invalid_value", f"include value {value[:60]!r} is not one of: "
-                            f"{', '.join(sorted(INCLUDE_VALUES))}", param="include")
-    items: list[dict[str, Any]] = list(record.request.get("input_items") or [])
-    if order == "desc":
-        items.reverse()
+    check_include(request)
+    items = list(reversed(items)) if order == "desc" else list(items)
     after = query.get("after")
     if after:
         ids = [item.get("id") for item in items]
         if after not in ids:
-            raise HTTPError(404, "not_found", f"Input item with id '{after[:80]}' not found in response "
-                            f"'{record.id}'.", param="after")
+            raise HTTPError(404, "not_found", f"Item with id '{after[:80]}' not found in {where}.", param="after")
         items = items[ids.index(after) + 1:]
     page = items[:limit]
-    return JSONResponse({"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
-                         "last_id": page[-1]["id"] if page else None, "has_more": len(items) > limit})
+    return {"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None, "has_more": len(items) > limit}
+
+
+async def list_input_items(gw: _Gateway, request: Request) -> Response:
+    record = await gw._record(request)
+    items: list[dict[str, Any]] = list(record.request.get("input_items") or [])
+    return JSONResponse(item_page(items, request, f"response '{record.id}'"))
 
 
 def estimate_tokens(messages: list[dict[str, Any]], extra_text: str = "") -> int:

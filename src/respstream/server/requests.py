@@ -78,6 +78,7 @@ class ResponseRequest:
     top_p: float | None = None
     previous_response_id: str | None = None
     conversation_id: str | None = None
+    conversation_api: bool = False  # named by OpenAI's `conversation` (must exist), not the platform's id
     metadata: dict[str, str] = field(default_factory=dict)
     parallel_tool_calls: bool = True
 
@@ -342,8 +343,9 @@ def parse_request(body: Any, *, server_tool_names: set[str]) -> ResponseRequest:
     conversation = body.get("conversation_id", body.get("conversation"))
     if isinstance(conversation, dict):
         conversation = conversation.get("id")
-    if conversation is not None and not isinstance(conversation, str):
-        raise _type_error("conversation_id", "a string")
+    if conversation is not None and (not isinstance(conversation, str) or not conversation):
+        name = "conversation_id" if "conversation_id" in body else "conversation"
+        raise _type_error(name, "a non-empty string (or {\"id\": ...})")
     parallel = _opt_bool(body, "parallel_tool_calls")
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
@@ -366,6 +368,7 @@ def parse_request(body: Any, *, server_tool_names: set[str]) -> ResponseRequest:
         top_p=_opt_number(body, "top_p", 0.0, 1.0),
         previous_response_id=_opt_str(body, "previous_response_id"),
         conversation_id=conversation,
+        conversation_api="conversation_id" not in body and conversation is not None,
         metadata=_metadata(body.get("metadata")),
         parallel_tool_calls=True if parallel is None else parallel,
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from respstream.server.config import Config
+from respstream.server.conversation_records import conversation_of
 from respstream.server.dialects import Dialect, get_dialect
 from respstream.server.history import items_from_json, items_to_messages, output_to_items
 from respstream.server.http_errors import HTTPError
@@ -82,6 +83,7 @@ class ResponseService:
     async def context(self, req: ResponseRequest, owner: str | None, local: Store | None = None) -> list[InputItem]:
         items: list[InputItem] = []
         if req.conversation_id:
+            await conversation_of(self.store, req.conversation_id, owner, implicit=not req.conversation_api)
             stored = await self.store.conversation(req.conversation_id)
             items.extend(items_from_json(stored[-self.config.conversation_window :]))
         if req.previous_response_id:
@@ -185,8 +187,8 @@ class ResponseService:
                 await self._end(writer, store, "internal_error", "the response could not be stored")
             self.metrics.responses[record.status] += 1
             if req.conversation_id and record.status in ("completed", "incomplete"):
-                new = [i.to_json() for i in req.input]
-                new += [i.to_json() for i in output_to_items(writer.response.get("output", []))]
+                new = input_item_records(req.input, self.dialect)
+                new += input_item_records(output_to_items(writer.response.get("output", [])), self.dialect)
                 try:
                     await self.store.extend_conversation(req.conversation_id, new)
                 except Exception:  # the response itself is complete and stored; only the history missed a turn
