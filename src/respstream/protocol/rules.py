@@ -135,9 +135,10 @@ _PART_OPEN, _TEXT_DONE, _PART_DONE = 1, 2, 3
 
 
 def event_name_violation(name: str, event: ev.Event, dialect: str | None) -> Violation | None:
-    """The SSE ``event:`` name against the dialect: ``platform`` sends ``message``, ``openai`` the JSON ``type``.
+    """The SSE ``event:`` name against the dialect: ``platform`` sends ``message``, ``openai`` and ``openresponses``
+    the JSON ``type``.
     Only checked when a dialect is chosen."""
-    if dialect == "openai" and event.type and name != event.type:
+    if dialect in ("openai", "openresponses") and event.type and name != event.type:
         expected = event.type
     elif dialect == "platform" and name != "message":
         expected = "message"

@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
+from respstream.server.response_object import SamplingDefaults
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.model_ids import readable_model_id
@@ -116,6 +117,10 @@ class EmbeddedUpstream:
     level (0-100, llama.cpp default 50). Extra API: ``await start()``, ``available()``, ``address`` (the llama.cpp
     server URL once started).
     """
+
+    # What llama.cpp samples with when a request gives no value (its server's defaults, as its `/props` reports
+    # them): the Response echoes these, not OpenAI's 1.0/1.0 (server/response_object.py).
+    sampling_defaults = SamplingDefaults(temperature=0.8, top_p=0.95)
 
     def __init__(
         self,
