@@ -22,12 +22,14 @@ from respstream.server.dialects import Dialect, get_dialect
 from respstream.server.history import items_from_json, items_to_messages, output_to_items
 from respstream.server.http_errors import HTTPError
 from respstream.server.input_items import input_item_records
+from respstream.server.mcp_tools import McpApproval, McpToolbox
 from respstream.server.metrics import Metrics
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
 from respstream.server.response_object import new_response, sampling_defaults_of
 from respstream.server.store.base import ResponseRecord, SequenceConflict, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
+from respstream.server.tools.netguard import AddressPolicy
 from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
 __all__ = ["TERMINAL_STATUSES", "ResponseService", "Running"]
@@ -95,6 +97,31 @@ class ResponseService:
         window = self.config.conversation_window + len(req.input)
         return items[-window:]
 
+    async def _mcp_toolbox(self, req: ResponseRequest, owner: str | None, local: Store | None) -> McpToolbox | None:
+        """The request's MCP servers, with its approval answers matched to their requests (from the input or the
+        previous response). Raises a 400 for an answer to an approval request that cannot be found."""
+        if not req.mcp_servers and not req.mcp_approvals:
+            return None
+        asked = {i.get("id"): i for i in req.mcp_approval_requests}
+        if req.mcp_approvals and req.previous_response_id:
+            prev = await self._previous(req.previous_response_id, owner, local)
+            asked.update({i.get("id"): i for i in prev.response.get("output", [])
+                          if i.get("type") == "mcp_approval_request"})
+        approvals = []
+        for answer in req.mcp_approvals:
+            found = asked.get(answer["approval_request_id"])
+            if found is None:
+                raise HTTPError(400, "invalid_value", "No mcp_approval_request with id "
+                                f"'{answer['approval_request_id'][:80]}' in the input or the previous response.",
+                                param="input")
+            approvals.append(McpApproval(request_id=answer["approval_request_id"],
+                                         server_label=str(found.get("server_label", "")),
+                                         name=str(found.get("name", "")), arguments=str(found.get("arguments", "")),
+                                         approve=answer["approve"], reason=answer.get("reason")))
+        policy = AddressPolicy(self.config.tools.get("fetch_allow", []) or [])
+        return McpToolbox(req.mcp_servers, approvals, policy,
+                          timeout=float(self.config.tools.get("timeout", 30.0) or 30.0))
+
     async def route(self, req: ResponseRequest) -> Any:
         """The routing decision for ``req``. Raises a 400 ``model_not_found`` for an unknown pinned model."""
         pinned = req.model != "auto"
@@ -123,6 +150,7 @@ class ResponseService:
                             headers={"Retry-After": "1"}) from exc
         pinned = req.model != "auto"
         decision = await self.route(req)
+        mcp = await self._mcp_toolbox(req, owner, local)
         created = time.time()
         rid = self.dialect.new_id("resp")
         response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
@@ -155,6 +183,7 @@ class ResponseService:
             writer=writer, request=req, decision=decision, pinned=pinned,
             messages=items_to_messages(req.instructions, items), router=self.router, tools=self.tools,
             rewriter=self.rewriter, max_tool_rounds=self.config.max_tool_rounds, on_tool=self.metrics.tool,
+            mcp=mcp,
         )
         task = asyncio.create_task(self._run(pipeline, record, req, target), name=f"response {rid}")
         running = Running(task, pipeline, req.background, target)

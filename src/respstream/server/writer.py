@@ -580,6 +580,18 @@ class ResponseWriter:
                                        "arguments": item["arguments"], "status": status, "output": output})
         self._done_item(index, item)
 
+    # Public for item kinds built outside this module (server/mcp_tools.py): the same bookkeeping as our own.
+    def add_output_item(self, item: dict[str, Any]) -> int:
+        """Close any open item, add ``item`` (``response.output_item.added``); returns its output index."""
+        self._close_current_item()
+        return self._add_item(item)
+
+    def finish_output_item(self, index: int, item: dict[str, Any]) -> None:
+        self._done_item(index, item)
+
+    def emit_event(self, event_type: str, fields: dict[str, Any]) -> None:
+        self._emit(event_type, fields)
+
     def _add_item(self, item: dict[str, Any]) -> int:
         index = len(self._output)
         self._output.append(item)
