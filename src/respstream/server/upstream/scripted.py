@@ -225,8 +225,10 @@ class ScriptedUpstream:
         offered = None
         for spec in request.tools:
             function = spec.get("function") if isinstance(spec, dict) else None
-            fresh = isinstance(function, dict) and function.get("name") in names and function["name"] not in called
-            if fresh and (offered is None or names.index(function["name"]) < names.index(offered["function"]["name"])):
+            fname = function.get("name") if isinstance(function, dict) else None
+            if not isinstance(fname, str) or fname not in names or fname in called:
+                continue
+            if offered is None or names.index(fname) < names.index(offered["function"]["name"]):
                 offered = spec
         if offered is None:
             return None
