@@ -162,8 +162,9 @@ class McpToolbox:
         host = parts.hostname or ""
         try:
             self.policy.check(host, await resolve(host, parts.port or (443 if parts.scheme == "https" else 80)))
-        except FetchRefused as exc:
-            raise McpToolError(str(exc).replace("fetch", "connect to MCP server")) from None
+        except FetchRefused:
+            raise McpToolError(f"refusing to connect to MCP server {server.spec.label!r} at {host}: a private, "
+                               "loopback, link-local or reserved address (allow it in tools.fetch_allow)") from None
         except OSError as exc:
             raise McpToolError(f"cannot resolve {host}: {exc}") from None
         http = create_mcp_http_client(headers=server.spec.headers or None)
