@@ -58,7 +58,8 @@ def test_mcp_call_without_approval(gateway: ServerThread, mcp_server: tuple[Test
                                         "tools": [_mcp(url, require_approval="never", headers={"X-Token": "t1"})]})
     types = [e["type"] for e in events]
     for expected in ("response.mcp_list_tools.in_progress", "response.mcp_list_tools.completed",
-                     "response.mcp_call.in_progress", "response.mcp_call_arguments.done", "response.mcp_call.completed"):
+                     "response.mcp_call.in_progress", "response.mcp_call_arguments.done",
+                     "response.mcp_call.completed"):
         assert expected in types, types
     final = events[-1]["response"]
     assert final["status"] == "completed"
