@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from respstream.server.openapi_more import more_paths
+
 __all__ = ["openapi_document"]
 
 _ERROR = {"$ref": "#/components/schemas/ErrorEnvelope"}
@@ -91,5 +93,6 @@ def openapi_document(dialect: str) -> dict[str, Any]:
             "/healthz": {"get": {"summary": "Health", "security": [], "responses": {"200": {"description": "OK"}}}},
             "/metrics": {"get": {"summary": "Prometheus metrics", "security": [],
                                  "responses": {"200": {"description": "text/plain"}}}},
+            **more_paths(),
         },
     }
