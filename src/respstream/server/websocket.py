@@ -178,11 +178,11 @@ class _Connection:
             if not gw.gate.try_enter():
                 raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.")
             try:
-                gw.metrics.active_streams = gw.gate.open
+                gw.metrics.set_open_streams(gw.gate.open)
                 record, running = await svc.start(req, owner=self.owner, local=self.local)
             except BaseException:
                 gw.gate.leave()
-                gw.metrics.active_streams = gw.gate.open
+                gw.metrics.set_open_streams(gw.gate.open)
                 raise
         except HTTPError as exc:
             await self._failed_turn(previous)
@@ -212,7 +212,7 @@ class _Connection:
             self.gone = True
         finally:
             gw.gate.leave()
-            gw.metrics.active_streams = gw.gate.open
+            gw.metrics.set_open_streams(gw.gate.open)
         final = await store.get(rid)
         if final is not None and final.status == "failed":
             await self._failed_turn(previous)
