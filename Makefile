@@ -31,6 +31,7 @@ system-deps:
 	@need=""; \
 	command -v redis-server >/dev/null 2>&1 || need="$$need redis-server"; \
 	command -v chromium >/dev/null 2>&1 || need="$$need chromium"; \
+	command -v npm >/dev/null 2>&1 || need="$$need npm"; \
 	if [ -n "$$need" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need; \
 	  else echo "missing Debian packages:$$need (run as root or install them)"; fi; \

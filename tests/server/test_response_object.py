@@ -120,3 +120,12 @@ def test_background_queued_and_cancelled_responses_are_complete(server: tuple[st
         cancelled = c.post(f"{url}/v1/responses/{queued['id']}/cancel").json()
         _valid(cancelled)
         assert cancelled["status"] == "cancelled" and cancelled["completed_at"] is None
+
+
+def test_server_tools_can_be_asked_for_by_their_extension_names() -> None:
+    from respstream.server.requests import parse_request
+
+    names = {"calculator", "web_search", "web_fetch", "current_datetime"}
+    req = parse_request({"input": "x", "tools": [{"type": "respstream:calculator"}, {"type": "respstream:web_search"}]},
+                        server_tool_names=names)
+    assert req.server_tools == {"calculator", "web_search"} and req.client_tools == []

@@ -233,6 +233,7 @@ class StreamCore:
         streamed = assembler.streamed
         released: list[Event] = []
         dialect = self.dialect
+        spec = self._spec
         decode = _decode_fast
         text_delta = OutputTextDelta
         # The inlined path for the common text delta: the same part as the last clean one, in order. It does
@@ -250,8 +251,8 @@ class StreamCore:
             seq = event.sequence_number
             if dialect is not None and not self._name_reported:
                 self._check_name(msg, event)
-            if self._spec is not None:
-                self._report(self._spec.message(data=msg.data, event_id=msg.id, event_type=event.type, seq=seq))
+            if spec is not None:
+                self._report(spec.message(data=msg.data, event_id=msg.id, event_type=event.type, seq=seq))
             if seq == sequencer.expected and not sequencer._pending:
                 sequencer.expected = seq + 1
                 if event.__class__ is text_delta:

@@ -1,4 +1,5 @@
-// Every event type name the page knows (OpenAI's 58, the platform's two, keepalive), for EventSource listeners.
+// Every event type name the page knows (OpenAI's 58, the platform's two, their other dialects' names, keepalive),
+// for EventSource listeners.
 export const EVENT_TYPES = [
   "response.created",
   "response.queued",
@@ -60,5 +61,23 @@ export const EVENT_TYPES = [
   "response.audio.transcript.done",
   "response.routing.completed",
   "response.rewrite.in_progress",
+  "respstream:response.routing.completed",
+  "respstream:response.rewrite.in_progress",
+  "response.reasoning.delta",
+  "response.reasoning.done",
   "keepalive",
 ];
+
+// Other dialects' names for the same events (protocol/events.py EVENT_ALIASES): the openai and openresponses
+// dialects prefix the platform's own events with `respstream:`; Open Responses names raw reasoning
+// `response.reasoning.*`. The page's state and rules work on the canonical name.
+const ALIASES = {
+  "respstream:response.routing.completed": "response.routing.completed",
+  "respstream:response.rewrite.in_progress": "response.rewrite.in_progress",
+  "response.reasoning.delta": "response.reasoning_text.delta",
+  "response.reasoning.done": "response.reasoning_text.done",
+};
+
+export function canonicalType(type) {
+  return ALIASES[type] ?? type;
+}

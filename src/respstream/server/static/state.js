@@ -1,5 +1,6 @@
 // The page's view of one response, built from events in sequence order (a small assembler).
 // It keeps what the live UI showed (streamed text) apart from the final text, so a rewrite is visible.
+import { canonicalType } from "./event-types.js";
 
 const TERMINAL_STATUS = {
   "response.completed": "completed",
@@ -61,7 +62,7 @@ export class ResponseState {
 
   /** Apply one in-order event; `now` is a millisecond clock reading. */
   apply(ev, now) {
-    const t = ev.type;
+    const t = canonicalType(ev.type);
     if (ev.response && typeof ev.response === "object") this._response(ev.response);
     switch (t) {
       case "response.routing.completed":
