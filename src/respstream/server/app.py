@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import logging
 import uuid
@@ -24,15 +25,18 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
 
 from respstream.server.auth import KeyStore
+from respstream.server.compaction import compact
 from respstream.server.config import Config
+from respstream.server.conversations import conversation_routes
 from respstream.server.http_errors import HTTPError, error_response
+from respstream.server.input_items import input_tokens, list_input_items
 from respstream.server.limits import RateLimiter, StreamGate
 from respstream.server.metrics import CONTENT_TYPE, Metrics, NoMetrics
 from respstream.server.openapi import openapi_document
@@ -47,6 +51,7 @@ from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import RequestObservation, Tracing, current_request, log_access
 from respstream.server.telemetry.health import HealthMonitor
 from respstream.server.telemetry.observation import reset_request, set_request
+from respstream.server.websocket import serve_websocket
 
 if TYPE_CHECKING:
     from respstream.server.shared_limits import SharedLimits
@@ -272,7 +277,7 @@ class _Gateway:
         return self.service
 
     # -- guards ----------------------------------------------------------------------------------------------------
-    def authenticate(self, request: Request) -> str | None:
+    def authenticate(self, request: HTTPConnection) -> str | None:
         """The caller's owner id (hash of its key), or None on an open server. Raises 401."""
         if not self.keys.enabled:
             return None
@@ -290,7 +295,7 @@ class _Gateway:
             obs.key_id = self.keys.key_id(owner)
         return owner
 
-    async def limit_rate(self, request: Request, owner: str | None) -> None:
+    async def limit_rate(self, request: HTTPConnection, owner: str | None) -> None:
         key = owner or (request.client.host if request.client else "anonymous")
         wait = self.rate.check(key) if self.shared is None else await self.shared.check_rate(key)
         if wait is not None:
@@ -541,9 +546,14 @@ def create_app(config: Config | None = None, components: Components | None = Non
     gw = _Gateway(config, components or Components())
     routes: list[Any] = [
         Route("/v1/responses", gw.create, methods=["POST"]),
+        WebSocketRoute("/v1/responses", functools.partial(serve_websocket, gw)),
+        Route("/v1/responses/compact", functools.partial(compact, gw), methods=["POST"]),
+        Route("/v1/responses/input_tokens", functools.partial(input_tokens, gw), methods=["POST"]),
+        Route("/v1/responses/{response_id}/input_items", functools.partial(list_input_items, gw), methods=["GET"]),
         Route("/v1/responses/{response_id}", gw.retrieve, methods=["GET"]),
         Route("/v1/responses/{response_id}", gw.delete, methods=["DELETE"]),
         Route("/v1/responses/{response_id}/cancel", gw.cancel, methods=["POST"]),
+        *conversation_routes(gw),
         Route("/v1/models", gw.models, methods=["GET"]),
         Route("/healthz", gw.healthz, methods=["GET"]),
         Route("/readyz", gw.readyz, methods=["GET"]),

@@ -54,6 +54,11 @@ class Config:
     # A reader whose socket takes nothing for this long is cut with `error` `slow_reader` (0: never).
     slow_reader_timeout_seconds: float = 30.0
     max_tool_rounds: int = 4
+    # WebSocket mode (server/websocket.py): a connection lives at most this long (the spec's 60 minutes), keeps
+    # this many of its responses for previous_response_id, and holds this many response.create messages queued.
+    websocket_max_connection_seconds: float = 3600.0
+    websocket_cache_responses: int = 64
+    websocket_max_queued_messages: int = 16
     retention_seconds: float = 24 * 3600.0
     conversation_window: int = 40  # items of conversation history the model sees
     max_event_bytes: int = 16 << 20
@@ -78,11 +83,12 @@ class Config:
             raise ConfigError(f"dialect must be platform, openai or openresponses, not {self.dialect!r}")
         if not self.upstreams:
             raise ConfigError("at least one upstream is needed (upstreams = [\"embedded\"])")
-        for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes"):
+        for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes", "websocket_cache_responses",
+                     "websocket_max_queued_messages"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
-        if self.keepalive_seconds <= 0:
-            raise ConfigError("keepalive_seconds must be positive")
+        if self.keepalive_seconds <= 0 or self.websocket_max_connection_seconds <= 0:
+            raise ConfigError("keepalive_seconds and websocket_max_connection_seconds must be positive")
         if self.lease_seconds <= 0 or self.retention_seconds <= 0:
             raise ConfigError("lease_seconds and retention_seconds must be positive")
         if self.slow_reader_timeout_seconds < 0 or self.shutdown_grace_seconds < 0:

@@ -47,7 +47,8 @@ from respstream.server.store.base import (
 )
 from respstream.server.upstream.base import Usage
 
-__all__ = ["ERROR_CODES", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_frame",
+__all__ = ["ERROR_CODES", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_data",
+           "reader_terminal_frame",
            "terminal_outcome"]
 
 # Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
@@ -93,6 +94,15 @@ def frame(dialect: Dialect, entry: Entry) -> bytes:
         return b"id: %d\nevent: %b\ndata: %b\n\n" % (entry.sequence_number, name, entry.data)
     body = b"event: %b\ndata: %b\n\n" % (name, entry.data)
     return body + _DONE if entry.terminal and dialect.done_sentinel else body
+
+
+def reader_terminal_data(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
+    """The JSON of :func:`reader_terminal_frame` (what a WebSocket sends as its message)."""
+    if dialect.separate_terminal_types:
+        err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
+        return _encode({"type": "error", "sequence_number": sequence_number, "error": err})
+    return _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
+                    "param": None})
 
 
 def reader_terminal_frame(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
@@ -590,6 +600,18 @@ class ResponseWriter:
             self._tool_summary.append({"call_id": item["call_id"], "name": item["name"],
                                        "arguments": item["arguments"], "status": status, "output": output})
         self._done_item(index, item)
+
+    # Public for item kinds built outside this module (server/mcp_tools.py): the same bookkeeping as our own.
+    def add_output_item(self, item: dict[str, Any]) -> int:
+        """Close any open item, add ``item`` (``response.output_item.added``); returns its output index."""
+        self._close_current_item()
+        return self._add_item(item)
+
+    def finish_output_item(self, index: int, item: dict[str, Any]) -> None:
+        self._done_item(index, item)
+
+    def emit_event(self, event_type: str, fields: dict[str, Any]) -> None:
+        self._emit(event_type, fields)
 
     def _add_item(self, item: dict[str, Any]) -> int:
         index = len(self._output)

@@ -27,8 +27,8 @@ from typing import Any, ClassVar, Protocol
 
 import msgspec
 
-__all__ = ["DeltaEntry", "DeltaTemplate", "Entry", "LogEntry", "ResponseRecord", "SequenceConflict", "Store",
-           "StoreUnavailable"]
+__all__ = ["ConversationRecord", "DeltaEntry", "DeltaTemplate", "Entry", "LogEntry", "ResponseRecord",
+           "SequenceConflict", "Store", "StoreUnavailable"]
 
 
 class LogEntry(msgspec.Struct, frozen=True, gc=False):
@@ -103,6 +103,17 @@ class ResponseRecord:
     conversation_id: str | None = None
 
 
+@dataclass(slots=True)
+class ConversationRecord:
+    """A Conversations API object (``POST /v1/conversations``, or made on first use of a platform
+    ``conversation_id``). Its items are the conversation history (``conversation()``)."""
+
+    id: str
+    created_at: float  # unix seconds
+    owner: str | None = None  # hash of the API key that created it; None when the server is open
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
 class StoreUnavailable(Exception):
     """The backing service (Redis, the SQLite file) cannot be reached. Before streaming: 503; during: ``error``."""
 
@@ -145,6 +156,24 @@ class Store(Protocol):
         ...
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None: ...
+
+    async def create_conversation(self, record: ConversationRecord) -> None:
+        """Store a conversation object (replacing one with the same id)."""
+        ...
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None: ...
+
+    async def update_conversation(self, record: ConversationRecord) -> None:
+        """Replace the object (its metadata); a no-op when it does not exist."""
+        ...
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        """Delete the object and every item of the conversation. True when the object existed."""
+        ...
+
+    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
+        """Delete the item whose ``"id"`` is ``item_id``. True when it existed."""
+        ...
 
     def hold_lease(self, response_id: str) -> AbstractAsyncContextManager[None]:
         """Hold the generation lease for ``response_id`` while the block runs (renewed in the background).

@@ -36,6 +36,7 @@ from respstream.server.store import redis_scripts as lua
 from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, StoreUnavailable
 from respstream.server.store.lease import lost_record, renewing, worker_lost_entries
 from respstream.server.store.redis_client import open_clients
+from respstream.server.store.redis_conversations import RedisConversations
 from respstream.server.store.redis_keys import RedisKeys
 from respstream.server.store.redis_watch import StreamWatch
 
@@ -43,7 +44,6 @@ __all__ = ["RedisStore"]
 
 _encode = msgspec.json.Encoder().encode
 _decode_record = msgspec.json.Decoder(ResponseRecord).decode
-_decode_item = msgspec.json.Decoder(dict[str, Any]).decode
 _TAIL_BATCH = 1000
 
 
@@ -84,7 +84,7 @@ def _entries(raw: list[tuple[bytes, dict[bytes, bytes]]]) -> tuple[list[LogEntry
     return out, False
 
 
-class RedisStore:
+class RedisStore(RedisConversations):
     """Event logs in Redis Streams. ``instance_id`` names this gateway instance as a lease holder.
 
     Raises ``StoreUnavailable`` from every method when Redis cannot be reached.
@@ -144,9 +144,6 @@ class RedisStore:
 
     def _instance(self, instance_id: str) -> str:
         return self.k.instance(instance_id)
-
-    def _conv(self, conversation_id: str) -> str:
-        return self.k.conversation(conversation_id)
 
     # --- records --------------------------------------------------------------------------------------------------
 
@@ -354,17 +351,11 @@ class RedisStore:
         cutoff = (time.time() if now is None else now) - self.retention_seconds
         with self._io():
             old: list[bytes] = await self._r.zrangebyscore(self._by_age, "-inf", f"({cutoff}")  # type: ignore[assignment]
-            stale: list[bytes] = await self._r.zrangebyscore(  # type: ignore[assignment]
-                self.k.conversations, "-inf", f"({cutoff}"
-            )
             leased: set[bytes] = await self._r.smembers(self._leased)  # type: ignore[assignment]
         deleted = 0
         for raw in old:
             deleted += await self.delete(raw.decode())
-        with self._io():
-            for raw in stale:
-                await self._r.delete(self._conv(raw.decode()))
-                await self._r.zrem(self.k.conversations, raw)
+        await self.expire_conversations(cutoff)
         for raw in leased:
             await self._end_if_lost(raw.decode())
             exists, term = await self._state(raw.decode())
@@ -372,26 +363,6 @@ class RedisStore:
                 with self._io():
                     await self._r.srem(self._leased, raw)
         return deleted
-
-    # --- conversations --------------------------------------------------------------------------------------------
-
-    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
-        with self._io():
-            raw = await self._r.lrange(self._conv(conversation_id), 0, -1)
-        return [_decode_item(item) for item in raw]
-
-    async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
-        if not items:
-            return
-        key = self._conv(conversation_id)
-        with self._io():
-            await self._r.zadd(self.k.conversations, {conversation_id: time.time()})
-            async with self._r.pipeline(transaction=True) as pipe:
-                pipe.rpush(key, *[_encode(item) for item in items])
-                if self.history_limit is not None:
-                    pipe.ltrim(key, -self.history_limit, -1)
-                pipe.pexpire(key, int(self.retention_seconds * 1000))
-                await pipe.execute()
 
     async def aclose(self) -> None:
         self._closed = True

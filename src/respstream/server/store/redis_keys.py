@@ -61,3 +61,7 @@ class RedisKeys:
     def conversation(self, conversation_id: str) -> str:
         """List: the conversation's items, oldest first."""
         return f"{self.prefix}{{c:{conversation_id}}}:items"
+
+    def conversation_meta(self, conversation_id: str) -> str:
+        """String: the conversation object's JSON (id, owner, created_at, metadata); same tag as its items."""
+        return f"{self.prefix}{{c:{conversation_id}}}:meta"

@@ -41,6 +41,7 @@ import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
+import httpx
 import msgspec
 
 from respstream.errors import BadInputError
@@ -58,6 +59,7 @@ from respstream.server.upstream.http_stream import (
     StreamResponse,
 )
 from respstream.server.upstream.model_ids import alias_models
+from respstream.server.upstream.tokenize import count_with_llamacpp, server_root
 
 __all__ = ["ChatCompletionsUpstream", "build_request_body", "parse_retry_after", "simple_data_events"]
 
@@ -223,6 +225,14 @@ class ChatCompletionsUpstream:
             except UpstreamError:
                 return
             self.models = list(self._upstream_ids)
+
+    async def count_tokens(self, messages: list[dict[str, Any]], extra_text: str = "") -> int | None:
+        """Prompt tokens by the server's tokenizer where it has llama.cpp's endpoints (see upstream/tokenize.py);
+        None when it has not (the caller then estimates)."""
+        # Rare (input_tokens requests), so a short-lived httpx client rather than the lean streaming one.
+        async with httpx.AsyncClient(headers=self._headers, trust_env=False,
+                                     timeout=httpx.Timeout(10.0, connect=self.connect_timeout)) as client:
+            return await count_with_llamacpp(client, server_root(self.base_url), messages, extra_text)
 
     def upstream_model_id(self, model: str) -> str:
         """The id to send upstream for a model id of ours (readable -> what ``GET /models`` said)."""

@@ -200,6 +200,12 @@ class EmbeddedUpstream:
         async for chunk in self._adapter.generate(request):
             yield chunk
 
+    async def count_tokens(self, messages: list[dict[str, Any]], extra_text: str = "") -> int | None:
+        """Prompt tokens by the embedded model's own tokenizer (llama.cpp ``/apply-template`` + ``/tokenize``)."""
+        await self.start()
+        assert self._adapter is not None
+        return await self._adapter.count_tokens(messages, extra_text)
+
     async def aclose(self) -> None:
         adapter, self._adapter = self._adapter, None
         if adapter is not None:
