@@ -225,6 +225,8 @@ class Assembler(ToolItems):
         self._await_failed = True
 
     def _after_terminal(self, event: ev.Event) -> None:
+        if event.type in ev.AFTER_TERMINAL_TYPES:
+            return  # a notice after the terminal (rate limits...): an `error` may still be followed by its failed
         if self._await_failed and isinstance(event, ev.ResponseFailed):
             # `error` directly followed by `response.failed`: one terminal, a failure.
             self._on_terminal_response(event)

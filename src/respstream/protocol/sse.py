@@ -124,6 +124,9 @@ class SSEDecoder:
             raise ValueError("max_event_size must be positive")
         self.max_event_size = max_event_size
         self.last_event_id = last_event_id
+        # Whether any block so far had an `event` field: "message" from a stream without one is not a name the
+        # server chose (checkers say "no event: line" rather than "event name 'message'").
+        self.saw_event_field = False
         self.bytes_seen = 0
         self._retry: int | None = None
         self._events: list[SSEMessage] = []
@@ -373,6 +376,7 @@ class SSEDecoder:
 
     def _head(self, line: bytes) -> str:
         """The event name of a lone ``event:`` line, cached by the whole line."""
+        self.saw_event_field = True
         raw = line[7:] if line.startswith(b" ", 6) else line[6:]
         name = self._names.get(raw) or self._name(raw)
         if len(self._heads) < _NAME_CACHE_MAX:
@@ -451,6 +455,7 @@ class SSEDecoder:
             self._data.append(value)
         elif field == b"event":
             self._event = value
+            self.saw_event_field = True
         elif field == b"id":
             if 0 not in value:
                 self._id_buf = value.decode("utf-8", "replace")

@@ -318,7 +318,8 @@ class StreamCore:
             ) from None
 
     def _check_name(self, msg: SSEMessage, event: Event) -> None:
-        name_violation = event_name_violation(msg.event, event, self.dialect)
+        unnamed = msg.event == "message" and not self.decoder.saw_event_field
+        name_violation = event_name_violation(msg.event, event, self.dialect, unnamed=unnamed)
         if name_violation is not None:
             self._name_reported = True
             self._report((name_violation,))
