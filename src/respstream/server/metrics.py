@@ -13,6 +13,7 @@ class Metrics:
         self.responses: Counter[str] = Counter()  # terminal status
         self.tool_calls: Counter[tuple[str, str]] = Counter()  # (tool, status)
         self.upstream_failures: Counter[str] = Counter()  # error code
+        self.upstream_repairs: Counter[str] = Counter()  # violation code repaired in a native Responses upstream
         self.events = 0
         self.active_streams = 0
         self.running_responses = 0
@@ -42,6 +43,11 @@ class Metrics:
                   "# TYPE respstream_upstream_failures_total counter"]
         for err_code, n in sorted(self.upstream_failures.items()):
             lines.append(f'respstream_upstream_failures_total{{code="{err_code}"}} {n}')
+        lines += ["# HELP respstream_upstream_repairs_total Protocol violations repaired in native Responses "
+                  "upstream streams, by violation code.",
+                  "# TYPE respstream_upstream_repairs_total counter"]
+        for violation, n in sorted(self.upstream_repairs.items()):
+            lines.append(f'respstream_upstream_repairs_total{{code="{violation}"}} {n}')
         lines += [
             "# HELP respstream_events_total Stream events emitted.",
             "# TYPE respstream_events_total counter",

@@ -158,6 +158,7 @@ class Pipeline:
             except asyncio.CancelledError:
                 w.fail(self.cancel_code, self.cancel_message)
             except UpstreamError as exc:
+                w.note_repairs(exc.repairs)
                 w.fail(exc.code, exc.message)
             except ToolCrashed as exc:
                 w.fail("tool_error", str(exc))
@@ -196,6 +197,8 @@ class Pipeline:
                     return
                 continue
             text = w.open_message_text
+            if result.finish.text is not None and text is not None:
+                text = result.finish.text  # the upstream's own final text corrected its deltas (native Responses)
             incomplete = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(
                 result.finish.reason
             )
@@ -265,6 +268,7 @@ class Pipeline:
                     call.arguments.append(chunk.arguments)
                 elif kind is Finish:
                     finish = chunk
+                    w.note_repairs(chunk.repairs)
                     break
                 if w.needs_flush_await:
                     await w.flush()  # stores without a synchronous append: one append per chunk
@@ -289,7 +293,8 @@ class Pipeline:
         """Run server calls, emit client calls. True when the response ends here (a client call is pending)."""
         w = self.writer
         if w.open_message_text is not None:
-            w.close_message(await self._rewrite(w.open_message_text))
+            text = w.open_message_text if result.finish.text is None else result.finish.text
+            w.close_message(await self._rewrite(text))
         else:
             w.close_message()
         chat_calls = [{"id": c.call_id, "type": "function",

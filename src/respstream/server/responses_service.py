@@ -181,6 +181,7 @@ class ResponseService:
                 log.exception("response %s: storing it failed", record.id)
                 await self._end(writer, store, "internal_error", "the response could not be stored")
             self.metrics.responses[record.status] += 1
+            self.metrics.upstream_repairs.update(writer.repairs)
             if req.conversation_id and record.status in ("completed", "incomplete"):
                 new = [i.to_json() for i in req.input]
                 new += [i.to_json() for i in output_to_items(writer.response.get("output", []))]
