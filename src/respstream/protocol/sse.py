@@ -169,6 +169,10 @@ class SSEDecoder:
             raise self._error
         if not chunk:
             return
+        one = self.take_block(chunk)
+        if one is not None:
+            self._events.append(one)
+            return
         self.bytes_seen += len(chunk)
         buf = self._buf
         if not self._bom_done:
@@ -214,6 +218,41 @@ class SSEDecoder:
         else:
             data = chunk
         self._parse(data, self._buf_off)
+
+    def take_block(self, chunk: bytes) -> SSEMessage | None:
+        """The message of a read that is exactly one whole block, as a live server writes each token
+        (``event: T`` + ``data: X``, or ``data: X``; LF framing), consumed; else ``None`` and nothing changes.
+
+        ``feed`` tries it first; a caller that reads one event per read (``StreamCore.feed``) may call it instead of
+        ``feed`` to skip the general paths. Nothing is taken while anything is pending, before the BOM check, or
+        after ``close()`` or an error, so the result is exactly what ``feed`` + ``events()`` would give."""
+        if (
+            chunk.endswith(b"\n\n")
+            and self._bom_done
+            and self._error is None
+            and not self._closed
+            and self._block_start < 0
+            and self._use_fast
+            and not self._cr
+            and not self._buf
+            and _CR not in chunk
+            and len(chunk) <= self.max_event_size
+        ):
+            if chunk.startswith(b"event:"):
+                nl = chunk.find(b"\n")
+                if chunk.startswith(b"data: ", nl + 1) and chunk.find(b"\n", nl + 7) == len(chunk) - 2:
+                    head = chunk[:nl]
+                    msg = SSEMessage(self._heads.get(head) or self._head(head), chunk[nl + 7 : -2],
+                                     self.last_event_id, self._buf_off)
+                    self._buf_off += len(chunk)
+                    self.bytes_seen += len(chunk)
+                    return msg
+            elif chunk.startswith(b"data: ") and chunk.find(b"\n") == len(chunk) - 2:
+                msg = SSEMessage("message", chunk[6:-2], self.last_event_id, self._buf_off)
+                self._buf_off += len(chunk)
+                self.bytes_seen += len(chunk)
+                return msg
+        return None
 
     def events(self) -> list[SSEMessage]:
         """Return the messages completed so far, in stream order, and forget them."""

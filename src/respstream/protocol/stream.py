@@ -97,7 +97,15 @@ class StreamCore:
         """Parse ``chunk`` (any size, any split). Raises :class:`BadInputError` as described in the module doc."""
         if self._closed:
             raise ValueError("StreamCore.feed() called after close()")
-        if not self._sniffed:
+        if self._sniffed:
+            # A read that is one whole event (a live server's token): straight to processing, no buffering.
+            one = self.decoder.take_block(chunk)
+            if one is not None:
+                self._bytes += len(chunk)
+                if self._fast[1] == -1 or not self._next_text_delta(one.data):
+                    self._process([one])
+                return
+        else:
             self._sniff(chunk)
         self._bytes += len(chunk)
         try:
@@ -298,6 +306,43 @@ class StreamCore:
         if assembler.events - self._compacted_at > _COMPACT_EVERY:
             self._compacted_at = assembler.events
             assembler.compact()
+
+    def _next_text_delta(self, data: bytes) -> bool:
+        """The one-event read of the commonest kind: the next text delta to the part of the previous clean one.
+        Does exactly what ``_process`` does for it (its inlined path) and returns True; anything else returns
+        False having changed nothing (``_process`` then takes the message: one more decode, on a rare path)."""
+        if self.dialect is not None and not self._name_reported:
+            return False  # the SSE event name is still to be checked
+        try:
+            event = _decode_fast(data)
+        except msgspec.MsgspecError:
+            return False
+        f_id, f_oi, f_ci, f_chunks = self._fast
+        sequencer = self.sequencer
+        seq = event.sequence_number
+        if (
+            event.__class__ is not OutputTextDelta
+            or seq != sequencer.expected
+            or sequencer._pending
+            or event.output_index != f_oi
+            or event.content_index != f_ci
+            or event.item_id != f_id
+            or event.delta is None
+        ):
+            return False
+        sequencer.expected = seq + 1
+        assembler = self.assembler
+        f_chunks.append(event.delta)
+        assembler.streamed.append(event.delta)
+        assembler.events += 1
+        assembler.last_sequence_number = seq
+        self._out.append(event)
+        self.messages += 1
+        self.json_events += 1
+        if assembler.events - self._compacted_at > _COMPACT_EVERY:
+            self._compacted_at = assembler.events
+            assembler.compact()
+        return True
 
     def _decode_slow(self, msg: SSEMessage, number: int) -> Event | None:
         """The lenient decode (wrong-typed fields, unknown types) or bad input; None for ``[DONE]``."""

@@ -1,6 +1,7 @@
 """Build an :class:`Upstream` from a ``--upstream`` spec string.
 
-- ``embedded`` -> :class:`~respstream.server.upstream.embedded.EmbeddedUpstream` (SmolLM2 via llama.cpp)
+- ``embedded`` -> :class:`~respstream.server.upstream.embedded.EmbeddedUpstream` (SmolLM2 via llama.cpp, through its
+  Chat Completions API); ``responses+embedded``: the same model through llama.cpp's own ``/v1/responses``
 - ``http://host:port/v1`` / ``https://…`` -> probed at ``start()``: the upstream's own Responses API when it has one,
   else Chat Completions (:class:`~respstream.server.upstream.responses_native.ResponsesNativeUpstream` with
   ``api="auto"``); ``responses+http(s)://…`` -> its Responses API, no probe; ``chat+http(s)://…`` ->
@@ -51,10 +52,11 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
         if not isinstance(own, dict):
             raise ValueError(f"upstream_options.per_upstream[{spec!r}] must be a table of options")
         options = {**options, **own}
-    if spec == "embedded":
+    if spec in ("embedded", "responses+embedded"):
         from respstream.server.upstream.embedded import EmbeddedUpstream
 
         kwargs = _accepted(EmbeddedUpstream, options)
+        kwargs["api"] = "responses" if spec.startswith("responses+") else "chat"
         if name:
             kwargs["name"] = name
         return EmbeddedUpstream(**kwargs)
