@@ -112,8 +112,9 @@ async def measure(events: int, runs: int) -> dict[str, float]:
     _attach(native_openai, responses_reads(events, numbered=True))
     native_llama = ResponsesNativeUpstream("http://replay.invalid/v1", name="llama", models=["m"])
     _attach(native_llama, responses_reads(events, numbered=False))
+    floor_reads = responses_reads(events, numbered=True)
     floor_client = httpx.AsyncClient(transport=httpx.MockTransport(
-        lambda request: httpx.Response(200, stream=_Replay(responses_reads(events, numbered=True)))))
+        lambda request: httpx.Response(200, stream=_Replay(floor_reads))))
 
     async def floor() -> int:
         async with floor_client.stream("POST", "http://replay.invalid/v1/responses") as response:
