@@ -105,3 +105,26 @@ def test_a_long_answer_one_token_per_read_is_compacted_and_equal() -> None:
     one_by_one, whole = read(chunks, None), read([b"".join(chunks)], None)
     assert one_by_one == whole
     assert whole[2]["output_text"].startswith("t0 t1 ")  # type: ignore[index]
+
+
+def test_deltas_the_inlined_path_cannot_take_are_equal_too() -> None:
+    # Deltas without `delta` (twice: the second is clean), and deltas with an output_index but no content_index
+    # (twice), in a stream without sequence numbers: every branch that leaves the inlined path.
+    head = [
+        b'data: {"type":"response.created","response":{"id":"r"}}\n\n',
+        b'data: {"type":"response.output_item.added","output_index":0,'
+        b'"item":{"id":"m","type":"message","content":[]}}\n\n',
+    ]
+    odd = [
+        b'data: {"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0}\n\n',
+        b'data: {"type":"response.output_text.delta","item_id":"m","output_index":0,"content_index":0}\n\n',
+        b'data: {"type":"response.output_text.delta","item_id":"m","output_index":0,"delta":"a"}\n\n',
+        b'data: {"type":"response.output_text.delta","item_id":"m","output_index":0,"delta":"b"}\n\n',
+        b'data: {"type":"response.output_text.delta","item_id":"m","delta":"c"}\n\n',
+        b'data: {"type":"response.output_text.delta","item_id":"m","delta":"d"}\n\n',
+        b'data: {"type":"response.output_text.delta","item_id":"m","delta":"e"}\n\n',
+    ]
+    chunks = [*head, *odd, b'data: {"type":"response.completed","response":{"id":"r","status":"completed"}}\n\n']
+    one_by_one, whole = read(chunks, None), read([b"".join(chunks)], None)
+    assert one_by_one == whole
+    assert whole[2]["output_text"] == "abcde"  # type: ignore[index]

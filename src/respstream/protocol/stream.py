@@ -255,51 +255,61 @@ class StreamCore:
                 self._check_name(msg, event)
             if seq == sequencer.expected and not sequencer._pending:
                 sequencer.expected = seq + 1
-                if event.__class__ is text_delta:
-                    delta = event.delta  # type: ignore[attr-defined]
-                    if (
-                        event.output_index == f_oi  # type: ignore[attr-defined]
-                        and event.content_index == f_ci  # type: ignore[attr-defined]
-                        and event.item_id == f_id  # type: ignore[attr-defined]
-                        and delta is not None
-                    ):
-                        f_chunks.append(delta)
-                        streamed.append(delta)
-                        assembler.events += 1
-                        assembler.last_sequence_number = seq
-                        out.append(event)
-                        continue
-                    found = check(event)
-                    feed(event)
-                    out.append(event)
-                    if found:
-                        self._report(found)
-                        f_oi = -1
-                    elif (
-                        delta is not None
-                        and assembler.terminal is None
-                        and event.output_index == assembler._c_oi  # type: ignore[attr-defined]
-                        and event.content_index == assembler._c_ci  # type: ignore[attr-defined]
-                    ):
-                        f_id, f_oi, f_ci = event.item_id, event.output_index, event.content_index  # type: ignore[attr-defined]
-                        f_chunks = assembler._c_chunks
-                    else:
-                        f_oi = -1
-                    continue
+            elif (
+                seq is not None
+                or sequencer._pending
+                or not sequencer._missing_reported
+                or assembler.last_sequence_number is not None
+            ):
                 f_oi = -1
+                sequencer.push_into(event, released)
+                self._take_sequencer_violations()
+                if released:
+                    for event in released:
+                        self._apply(event)
+                    released.clear()
+                continue
+            # In order: the next number, or (a stream without numbers, `sequence.missing` already reported) next.
+            if event.__class__ is text_delta:
+                delta = event.delta  # type: ignore[attr-defined]
+                if (
+                    event.output_index == f_oi  # type: ignore[attr-defined]
+                    and event.content_index == f_ci  # type: ignore[attr-defined]
+                    and event.item_id == f_id  # type: ignore[attr-defined]
+                    and delta is not None
+                ):
+                    f_chunks.append(delta)
+                    streamed.append(delta)
+                    assembler.events += 1
+                    assembler.last_sequence_number = seq
+                    out.append(event)
+                    continue
                 found = check(event)
-                if found:
-                    self._report(found)
                 feed(event)
                 out.append(event)
+                if found:
+                    self._report(found)
+                    f_oi = -1
+                elif delta is None or assembler.terminal is not None:
+                    f_oi = -1
+                elif (
+                    event.output_index == assembler._c_oi  # type: ignore[attr-defined]
+                    and event.content_index == assembler._c_ci  # type: ignore[attr-defined]
+                ):
+                    f_id, f_oi, f_ci = event.item_id, event.output_index, event.content_index  # type: ignore[attr-defined]
+                    f_chunks = assembler._c_chunks
+                elif event.output_index is None and event.content_index is None and event.item_id is not None:  # type: ignore[attr-defined]
+                    f_id, f_oi, f_ci = event.item_id, None, None  # type: ignore[attr-defined]
+                    f_chunks = assembler._n_chunks
+                else:
+                    f_oi = -1
                 continue
             f_oi = -1
-            sequencer.push_into(event, released)
-            self._take_sequencer_violations()
-            if released:
-                for event in released:
-                    self._apply(event)
-                released.clear()
+            found = check(event)
+            if found:
+                self._report(found)
+            feed(event)
+            out.append(event)
         self.messages = number
         self.json_events += len(messages)  # minus the [DONE]s, which _decode_slow subtracted
         self._fast = (f_id, f_oi, f_ci, f_chunks)
@@ -320,9 +330,14 @@ class StreamCore:
         f_id, f_oi, f_ci, f_chunks = self._fast
         sequencer = self.sequencer
         seq = event.sequence_number
+        if seq is None:
+            # A stream without numbers, once `sequence.missing` was reported (as _process's in-order test).
+            if not sequencer._missing_reported or self.assembler.last_sequence_number is not None:
+                return False
+        elif seq != sequencer.expected:
+            return False
         if (
             event.__class__ is not OutputTextDelta
-            or seq != sequencer.expected
             or sequencer._pending
             or event.output_index != f_oi
             or event.content_index != f_ci
@@ -330,7 +345,8 @@ class StreamCore:
             or event.delta is None
         ):
             return False
-        sequencer.expected = seq + 1
+        if seq is not None:
+            sequencer.expected = seq + 1
         assembler = self.assembler
         f_chunks.append(event.delta)
         assembler.streamed.append(event.delta)
