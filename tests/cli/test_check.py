@@ -30,6 +30,7 @@ def check(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str
                                         "item.done_without_added", "item.delta_after_done", "item.not_done",
                                         "item.not_done"]),
         ("rate_limits_after_completed", 0, "completed", []),  # OpenAI sends it after the terminal
+        ("compaction_rate_limits_steer", 0, "completed", []),
         ("changing_item_ids", 1, "completed", ["item.index_mismatch"]),  # once per item, not per event
         ("missing_created", 1, "completed", ["lifecycle.created_not_first"]),
         ("lone_failed", 1, "failed", ["lifecycle.created_not_first"]),

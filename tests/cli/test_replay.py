@@ -117,6 +117,8 @@ CASES: dict[str, tuple[list[str], int, dict[str, Any]]] = {
                                       "message": "litellm.APIConnectionError: upstream connection dropped"}}),
     "reasoning_id_changes": ([], 0, {"status": "completed", "output_text": "2 + 2 = 4",
                                      "codes": ["completed.output_mismatch"]}),
+    "compaction_rate_limits_steer": ([], 0, {"status": "completed", "output_text": "Summary kept.", "codes": [],
+                                             "events": 15, "last_sequence_number": 14}),
     "llamacpp_native_text": ([], 0, {"status": "completed", "output_text": "Chatbot: Hello, welcome to my world.",
                                      "codes": ["sequence.missing", "envelope.missing_field",
                                                "envelope.missing_field"], "last_sequence_number": None}),

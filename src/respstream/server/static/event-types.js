@@ -1,4 +1,4 @@
-// Every event type name the page knows (OpenAI's 58, the platform's two, keepalive), for EventSource listeners.
+// Every event type name the page knows (OpenAI's 58, its 5 newer ones, the platform's two, keepalive), for EventSource listeners.
 export const EVENT_TYPES = [
   "response.created",
   "response.queued",
@@ -58,6 +58,11 @@ export const EVENT_TYPES = [
   "response.audio.done",
   "response.audio.transcript.delta",
   "response.audio.transcript.done",
+  "response.compaction.compacting",
+  "response.rate_limits.updated",
+  "response.steer.accepted",
+  "response.steer.pending",
+  "response.steer.failed",
   "response.routing.completed",
   "response.rewrite.in_progress",
   "keepalive",

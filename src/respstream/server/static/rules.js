@@ -106,6 +106,7 @@ const REQUIRED = {
   "response.shell_call_command.done": ["output_index"],
   "response.shell_call_output_content.delta": [...ITEM, "delta"],
   "response.audio.delta": ["delta"], "response.audio.transcript.delta": ["delta"],
+  "response.compaction.compacting": ITEM,
 };
 const HOSTED_STATUS = /^response\.(web_search_call|file_search_call|code_interpreter_call|image_generation_call|mcp_list_tools|mcp_call)\.\w+$/;
 
