@@ -123,10 +123,11 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
     async def start(self) -> None:
         await super().start()
         if self.api_mode == "auto":
-            await self.probe()
+            await self.detect_api()
 
-    async def probe(self) -> str:
-        """Decide ``api_mode`` for an ``auto`` upstream with one bounded request; returns the mode. Never raises."""
+    async def detect_api(self) -> str:
+        """Decide ``api_mode`` for an ``auto`` upstream with one bounded request; returns the mode. Never raises.
+        (Not named ``probe``: that is the health check's hook, which must raise when the upstream is down.)"""
         if self.api_mode != "auto":
             return self.api_mode
         status: int | None = None
@@ -150,7 +151,7 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[Chunk, None]:
         """Stream chunks ending with one ``Finish``. Raises :class:`UpstreamError` (codes as Chat Completions)."""
         if self.api_mode == "auto":
-            await self.probe()
+            await self.detect_api()
         if self.api_mode != "responses":
             async for chunk in super().generate(request):
                 yield chunk
