@@ -65,5 +65,8 @@ def test_our_extra_types_are_the_documented_ones() -> None:
         "response.steer.accepted",
         "response.steer.pending",
         "response.steer.failed",
+        # the Open Responses spec's names for raw reasoning text (OpenAI says response.reasoning_text.*)
+        "response.reasoning.delta",
+        "response.reasoning.done",
     }
     assert extra <= allowed, sorted(extra - allowed)
