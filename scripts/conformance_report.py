@@ -8,8 +8,8 @@ Usage (from the repository root)::
 How it works: it starts the embedded model exactly as the gateway's ``embedded`` upstream does (SmolLM2-135M-Instruct
 served by llama.cpp through the ``xllamacpp`` wheel on a random loopback port). llama.cpp serves its own
 ``/v1/responses`` on that port; the gateway (``openai``, ``platform`` and ``openresponses`` dialects, each in a
-uvicorn thread on another loopback port) uses the same llama.cpp server as its OpenAI-compatible Chat Completions
-upstream. The live
+uvicorn thread on another loopback port) uses the same llama.cpp server as its upstream, through Chat Completions and
+through llama.cpp's own ``/v1/responses`` (the repair proxy). The live
 suite runs against each endpoint in turn and the JSON reports become one Markdown page. Nothing leaves loopback.
 """
 
@@ -115,10 +115,17 @@ def collect() -> list[tuple[str, dict[str, Any]]]:
         print("\n== llama.cpp /v1/responses (checked with the openai dialect's rules)", file=sys.stderr)
         reports.append(("llama.cpp `/v1/responses`", check(llama, "openai")))
         for dialect in ("openai", "platform", "openresponses"):
-            app = create_app(Config(dialect=dialect, upstreams=[llama], store="memory"))
+            app = create_app(Config(dialect=dialect, upstreams=[f"chat+{llama}"], store="memory"))
             with ServerThread(app) as gateway:
-                print(f"\n== respstream gateway, {dialect} dialect, upstream {llama}", file=sys.stderr)
+                print(f"\n== respstream gateway, {dialect} dialect, upstream chat+{llama}", file=sys.stderr)
                 reports.append((f"respstream gateway (`{dialect}`)", check(gateway.base_url, dialect)))
+        # The repair proxy: the same gateway reading llama.cpp's own /v1/responses (issue 18).
+        for dialect in ("openai", "platform"):
+            app = create_app(Config(dialect=dialect, upstreams=[f"responses+{llama}"], store="memory"))
+            with ServerThread(app) as gateway:
+                print(f"\n== respstream gateway, {dialect} dialect, upstream responses+{llama}", file=sys.stderr)
+                reports.append((f"gateway (`{dialect}`) over llama.cpp `/v1/responses`",
+                                check(gateway.base_url, dialect)))
     finally:
         asyncio.run(upstream.aclose())
     # The same gateway without a model: the scripted upstream always calls the client tool, so the tool round trip
@@ -149,7 +156,9 @@ def render(reports: list[tuple[str, dict[str, Any]]]) -> str:
         "Regenerate with `.venv/bin/python scripts/conformance_report.py` (this page is its output; do not edit by "
         "hand). It starts SmolLM2-135M-Instruct with llama.cpp (the `xllamacpp` wheel) on loopback, exactly as the "
         "gateway's `embedded` upstream does, then runs `respstream check --url` against llama.cpp's own "
-        "`/v1/responses` and against our gateway using that same llama.cpp server as its Chat Completions upstream.",
+        "`/v1/responses` and against our gateway using that same llama.cpp server as its upstream: through its Chat "
+        "Completions API (`chat+http://…`), and through llama.cpp's own `/v1/responses` (`responses+http://…`: the "
+        "gateway as a repair proxy, see docs/configuration.md#native-responses-upstreams).",
         "",
         f"Generated {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} on {platform.machine()} "
         f"({_cores()} cores) with Python {platform.python_version()}, xllamacpp {_version('xllamacpp')}, "

@@ -29,6 +29,13 @@ def check(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str
         ("item_rules", 1, "completed", ["item.delta_before_added", "item.duplicate_added", "item.index_mismatch",
                                         "item.done_without_added", "item.delta_after_done", "item.not_done",
                                         "item.not_done"]),
+        ("rate_limits_after_completed", 0, "completed", []),  # OpenAI sends it after the terminal
+        ("compaction_rate_limits_steer", 0, "completed", []),
+        ("changing_item_ids", 1, "completed", ["item.index_mismatch"]),  # once per item, not per event
+        ("missing_created", 1, "completed", ["lifecycle.created_not_first"]),
+        ("lone_failed", 1, "failed", ["lifecycle.created_not_first"]),
+        ("llamacpp_native_text", 1, "completed", ["sequence.missing", "envelope.missing_field",
+                                                  "envelope.missing_field"]),
     ],
 )
 def test_check_json(
@@ -113,3 +120,17 @@ def test_url_delegates_to_live_run(monkeypatch: pytest.MonkeyPatch, capsys: pyte
     monkeypatch.setitem(sys.modules, "respstream.conformance.live", fake)
     assert check(["--url", "http://127.0.0.1:9/v1"], capsys)[0] == 1
     assert seen == {"url": "http://127.0.0.1:9/v1"}
+
+
+def test_openai_dialect_names_a_stream_without_event_lines(
+    transcripts: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = check(["--json", "--dialect", "openai", str(transcripts / "text_data_only.sse")], capsys)
+    names = [v for v in json.loads(out)["violations"] if v["code"] == "envelope.event_name_mismatch"]
+    assert code == 1 and len(names) == 1
+    assert "no SSE `event:` line" in names[0]["message"]
+    assert "'message'" not in names[0]["message"]
+    # An explicit `event: message` (the seed's framing) is still named as what it is.
+    code, out, _ = check(["--json", "--dialect", "openai", str(transcripts / "platform_seed.sse")], capsys)
+    names = [v for v in json.loads(out)["violations"] if v["code"] == "envelope.event_name_mismatch"]
+    assert names[0]["message"].startswith("SSE event name 'message'")

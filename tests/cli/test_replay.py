@@ -106,6 +106,22 @@ CASES: dict[str, tuple[list[str], int, dict[str, Any]]] = {
     "resumed": (["--starting-after", "9"], 0, {"status": "completed", "output_text": "Hello again and again",
                                                "streamed_text": " again and again", "codes": [], "events": 5,
                                                "last_sequence_number": 14}),
+    "rate_limits_after_completed": ([], 0, {"status": "completed", "output_text": "Hello, world.", "codes": [],
+                                            "events": 13, "last_sequence_number": 12}),
+    "changing_item_ids": ([], 0, {"status": "completed", "output_text": "The answer is 42.",
+                                  "codes": ["item.index_mismatch"]}),
+    "missing_created": ([], 0, {"status": "completed", "output_text": "No created here.",
+                                "codes": ["lifecycle.created_not_first"]}),
+    "lone_failed": ([], 3, {"status": "failed", "output_text": "", "codes": ["lifecycle.created_not_first"],
+                            "error": {"code": "server_error",
+                                      "message": "litellm.APIConnectionError: upstream connection dropped"}}),
+    "reasoning_id_changes": ([], 0, {"status": "completed", "output_text": "2 + 2 = 4",
+                                     "codes": ["completed.output_mismatch"]}),
+    "compaction_rate_limits_steer": ([], 0, {"status": "completed", "output_text": "Summary kept.", "codes": [],
+                                             "events": 15, "last_sequence_number": 14}),
+    "llamacpp_native_text": ([], 0, {"status": "completed", "output_text": "Chatbot: Hello, welcome to my world.",
+                                     "codes": ["sequence.missing", "envelope.missing_field",
+                                               "envelope.missing_field"], "last_sequence_number": None}),
 }
 
 BAD_INPUT = {

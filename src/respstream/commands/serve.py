@@ -26,8 +26,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--port", type=int, help="port (default 8080)")
     parser.add_argument("--config", help="TOML or JSON config file")
     parser.add_argument("--upstream", action="append", dest="upstreams", metavar="URL",
-                        help="embedded (default) | http://host:port/v1 | "
-                             "scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T] (simulated); repeatable")
+                        help="embedded (default) | responses+embedded | http://host:port/v1 (probed: its own "
+                             "Responses API if it has one, else Chat Completions) | responses+http(s)://… | "
+                             "chat+http(s)://… | scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T] (simulated); "
+                             "repeatable")
     parser.add_argument("--store", help="memory (default) | sqlite:///path/to/file.db | redis://host:port/db | "
                              "redis+cluster://host:port,host:port")
     parser.add_argument("--dialect", choices=["platform", "openai", "openresponses"],
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if "embedded" in config.upstreams:
+    if "embedded" in config.upstreams or "responses+embedded" in config.upstreams:
         from respstream.server.upstream.embedded import EmbeddedUpstream
 
         if not EmbeddedUpstream.available():

@@ -60,6 +60,7 @@ class Assembler(ToolItems):
         self._c_oi: int = -1
         self._c_ci: int = -1
         self._c_chunks: list[str] = []
+        self._n_chunks: list[str] = []  # see _on_text_delta
         table = _TABLES.get(self.__class__)
         if table is None:  # once per class: event class -> plain function (a bound-method table per response
             # cost more than the events of a short one)
@@ -225,6 +226,8 @@ class Assembler(ToolItems):
         self._await_failed = True
 
     def _after_terminal(self, event: ev.Event) -> None:
+        if event.type in ev.AFTER_TERMINAL_TYPES:
+            return  # a notice after the terminal (rate limits...): an `error` may still be followed by its failed
         if self._await_failed and isinstance(event, ev.ResponseFailed):
             # `error` directly followed by `response.failed`: one terminal, a failure.
             self._on_terminal_response(event)
@@ -307,6 +310,10 @@ class Assembler(ToolItems):
         self.streamed.append(delta)
         if event.output_index is not None and event.content_index is not None:
             self._c_oi, self._c_ci, self._c_chunks = oi, ci, chunks
+        else:
+            # Located by item_id alone (llama.cpp sends no indices): the part it resolved to, for StreamCore's inlined
+            # path (valid only for the very next event, a text delta with the same item_id and no indices either).
+            self._n_chunks = chunks
 
     def _on_text_done(self, event: ev.OutputTextDone) -> None:
         oi = self._item(event.output_index, event.item_id, "message")

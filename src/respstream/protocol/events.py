@@ -18,6 +18,7 @@ from typing import Any, Final, Union
 import msgspec
 
 __all__ = [
+    "AFTER_TERMINAL_TYPES",
     "ALIAS_NAMES",
     "ALL_EVENT_TYPES",
     "EVENT_ALIASES",
@@ -33,6 +34,7 @@ __all__ = [
     "CodeInterpreterCallCompleted",
     "CodeInterpreterCallInProgress",
     "CodeInterpreterCallInterpreting",
+    "CompactionCompacting",
     "ContentPartAdded",
     "ContentPartDone",
     "CustomToolCallInputDelta",
@@ -64,6 +66,7 @@ __all__ = [
     "OutputTextDone",
     "PrefixedRewriteInProgress",
     "PrefixedRoutingCompleted",
+    "RateLimitsUpdated",
     "ReasoningDelta",
     "ReasoningDone",
     "ReasoningSummaryPartAdded",
@@ -88,6 +91,9 @@ __all__ = [
     "ShellCallCommandDone",
     "ShellCallOutputContentDelta",
     "ShellCallOutputContentDone",
+    "SteerAccepted",
+    "SteerFailed",
+    "SteerPending",
     "UnknownEvent",
     "WebSearchCallCompleted",
     "WebSearchCallInProgress",
@@ -481,6 +487,45 @@ class AudioTranscriptDone(Event, tag="response.audio.transcript.done", frozen=Tr
     pass
 
 
+# --- newer OpenAI families (openai-python 3.x types; spec §2.9 where documented) ------------------------------------
+# Compaction and steering are in the SDK's ResponseStreamEvent / ResponsesServerEvent unions; rate_limits.updated is
+# not typed there yet but OpenAI's live API sends it, after response.completed (peers.md #35).
+
+
+class CompactionCompacting(_ItemEvent, tag="response.compaction.compacting", frozen=True):
+    """New summary content is being sampled for a compaction item (no content; at most every 30 s)."""
+
+
+class RateLimitsUpdated(Event, tag="response.rate_limits.updated", frozen=True):
+    """The account's rate-limit windows; response-level, may follow the terminal event."""
+
+    rate_limits: list[Any] | None = None
+
+
+class SteerAccepted(Event, tag="response.steer.accepted", frozen=True):
+    """Steering input was validated and queued (WebSocket lanes); response-level."""
+
+    steer: JSONObject | None = None
+    stream_id: str | None = None
+
+
+class SteerPending(Event, tag="response.steer.pending", frozen=True):
+    """Accepted steering input is still queued after the response completed; OpenAI sends it after the terminal."""
+
+    steer: JSONObject | None = None
+    reason: str | None = None
+    required_input: list[Any] | None = None
+    stream_id: str | None = None
+
+
+class SteerFailed(Event, tag="response.steer.failed", frozen=True):
+    """Steering input was rejected or could not be committed; carries the input back."""
+
+    steer: JSONObject | None = None
+    error: JSONObject | None = None
+    stream_id: str | None = None
+
+
 # --- the seed platform's own events (platform-eugpt.md) -------------------------------------------------------------
 
 
@@ -614,6 +659,11 @@ EVENT_CLASSES: Final[tuple[type[Event], ...]] = (
     AudioDone,
     AudioTranscriptDelta,
     AudioTranscriptDone,
+    CompactionCompacting,
+    RateLimitsUpdated,
+    SteerAccepted,
+    SteerPending,
+    SteerFailed,
     RoutingCompleted,
     RewriteInProgress,
     *EVENT_ALIASES,
@@ -624,6 +674,10 @@ ALL_EVENT_TYPES: Final[frozenset[str]] = frozenset(_BY_TYPE)
 TERMINAL_RESPONSE_TYPES: Final[frozenset[str]] = frozenset(
     {"response.completed", "response.incomplete", "response.failed"}
 )
+# Response-level notices OpenAI documents (or sends) after the terminal event: not part of the response's life, so
+# never lifecycle.terminal_not_last (rate limits follow response.completed; steer.pending "is emitted after
+# response.completed" per the SDK's docstring).
+AFTER_TERMINAL_TYPES: Final[frozenset[str]] = frozenset({"response.rate_limits.updated", "response.steer.pending"})
 
 _union_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[EVENT_CLASSES])  # type: ignore[valid-type]  # noqa: UP007
 _object_decoder = msgspec.json.Decoder(type=dict[str, Any])

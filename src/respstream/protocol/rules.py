@@ -84,7 +84,7 @@ for _cls in (
     ev.ImageGenerationCallInProgress, ev.ImageGenerationCallGenerating, ev.ImageGenerationCallPartialImage,
     ev.ImageGenerationCallCompleted, ev.McpListToolsInProgress, ev.McpListToolsCompleted, ev.McpListToolsFailed,
     ev.McpCallInProgress, ev.McpCallArgumentsDone, ev.McpCallCompleted, ev.McpCallFailed,
-    ev.ShellCallOutputContentDone,
+    ev.ShellCallOutputContentDone, ev.CompactionCompacting,
 ):  # fmt: skip
     REQUIRED_FIELDS.setdefault(_cls, _ITEM)
 
@@ -134,16 +134,26 @@ _OPEN, _IMPLICIT, _DONE, _RESUMED = 1, 2, 3, 4
 _PART_OPEN, _TEXT_DONE, _PART_DONE = 1, 2, 3
 
 
-def event_name_violation(name: str, event: ev.Event, dialect: str | None) -> Violation | None:
+def event_name_violation(
+    name: str, event: ev.Event, dialect: str | None, *, unnamed: bool = False
+) -> Violation | None:
     """The SSE ``event:`` name against the dialect: ``platform`` sends ``message``, ``openai`` and ``openresponses``
-    the JSON ``type``.
-    Only checked when a dialect is chosen."""
+    the JSON ``type``. Only checked when a dialect is chosen. ``unnamed``: the stream had no ``event:`` line at all
+    (``name`` is then the WHATWG default ``message``), which the message says as such."""
     if dialect in ("openai", "openresponses") and event.type and name != event.type:
         expected = event.type
     elif dialect == "platform" and name != "message":
         expected = "message"
     else:
         return None
+    if unnamed:
+        what = "the stream has no SSE `event:` line (data-only framing)"
+        expected_line = f"`event: {expected}`"
+        return Violation(
+            "envelope.event_name_mismatch",
+            event.sequence_number,
+            f"{what} where the {dialect} dialect sends {expected_line}",
+        )
     return Violation(
         "envelope.event_name_mismatch",
         event.sequence_number,
@@ -287,6 +297,8 @@ class RuleChecker:
             self._rewrite = True
         is_terminal = etype in TERMINAL_TYPES
         if self.terminal is not None:
+            if etype in ev.AFTER_TERMINAL_TYPES:
+                return  # a response-level notice OpenAI sends after the terminal (rate limits, pending steer)
             if self._last_error and etype == "response.failed":
                 self._last_error = False  # `error` + `response.failed`: one terminal
                 return
@@ -420,8 +432,9 @@ class RuleChecker:
         if item_id is None:
             return
         known = self._ids.get(oi)
-        if known is not None and known != item_id and ("index", oi, item_id) not in self._once:
-            self._once.add(("index", oi, item_id))
+        # Once per item, however many ids it goes through (some servers mint a new item_id on every event).
+        if known is not None and known != item_id and ("index", oi) not in self._once:
+            self._once.add(("index", oi))
             out.append(Violation("item.index_mismatch", seq, f"item_id {item_id!r} but output item {oi} is "
                                  f"{known!r}"))
 

@@ -100,7 +100,15 @@ class StreamCore:
         """Parse ``chunk`` (any size, any split). Raises :class:`BadInputError` as described in the module doc."""
         if self._closed:
             raise ValueError("StreamCore.feed() called after close()")
-        if not self._sniffed:
+        if self._sniffed:
+            # A read that is one whole event (a live server's token): straight to processing, no buffering.
+            one = self.decoder.take_block(chunk)
+            if one is not None:
+                self._bytes += len(chunk)
+                if self._fast[1] == -1 or not self._next_text_delta(one.data):
+                    self._process([one])
+                return
+        else:
             self._sniff(chunk)
         self._bytes += len(chunk)
         try:
@@ -255,57 +263,110 @@ class StreamCore:
                 self._report(spec.message(data=msg.data, event_id=msg.id, event_type=event.type, seq=seq))
             if seq == sequencer.expected and not sequencer._pending:
                 sequencer.expected = seq + 1
-                if event.__class__ is text_delta:
-                    delta = event.delta  # type: ignore[attr-defined]
-                    if (
-                        event.output_index == f_oi  # type: ignore[attr-defined]
-                        and event.content_index == f_ci  # type: ignore[attr-defined]
-                        and event.item_id == f_id  # type: ignore[attr-defined]
-                        and delta is not None
-                    ):
-                        f_chunks.append(delta)
-                        streamed.append(delta)
-                        assembler.events += 1
-                        assembler.last_sequence_number = seq
-                        out.append(event)
-                        continue
-                    found = check(event)
-                    feed(event)
-                    out.append(event)
-                    if found:
-                        self._report(found)
-                        f_oi = -1
-                    elif (
-                        delta is not None
-                        and assembler.terminal is None
-                        and event.output_index == assembler._c_oi  # type: ignore[attr-defined]
-                        and event.content_index == assembler._c_ci  # type: ignore[attr-defined]
-                    ):
-                        f_id, f_oi, f_ci = event.item_id, event.output_index, event.content_index  # type: ignore[attr-defined]
-                        f_chunks = assembler._c_chunks
-                    else:
-                        f_oi = -1
-                    continue
+            elif (
+                seq is not None
+                or sequencer._pending
+                or not sequencer._missing_reported
+                or assembler.last_sequence_number is not None
+            ):
                 f_oi = -1
+                sequencer.push_into(event, released)
+                self._take_sequencer_violations()
+                if released:
+                    for event in released:
+                        self._apply(event)
+                    released.clear()
+                continue
+            # In order: the next number, or (a stream without numbers, `sequence.missing` already reported) next.
+            if event.__class__ is text_delta:
+                delta = event.delta  # type: ignore[attr-defined]
+                if (
+                    event.output_index == f_oi  # type: ignore[attr-defined]
+                    and event.content_index == f_ci  # type: ignore[attr-defined]
+                    and event.item_id == f_id  # type: ignore[attr-defined]
+                    and delta is not None
+                ):
+                    f_chunks.append(delta)
+                    streamed.append(delta)
+                    assembler.events += 1
+                    assembler.last_sequence_number = seq
+                    out.append(event)
+                    continue
                 found = check(event)
-                if found:
-                    self._report(found)
                 feed(event)
                 out.append(event)
+                if found:
+                    self._report(found)
+                    f_oi = -1
+                elif delta is None or assembler.terminal is not None:
+                    f_oi = -1
+                elif (
+                    event.output_index == assembler._c_oi  # type: ignore[attr-defined]
+                    and event.content_index == assembler._c_ci  # type: ignore[attr-defined]
+                ):
+                    f_id, f_oi, f_ci = event.item_id, event.output_index, event.content_index  # type: ignore[attr-defined]
+                    f_chunks = assembler._c_chunks
+                elif event.output_index is None and event.content_index is None and event.item_id is not None:  # type: ignore[attr-defined]
+                    f_id, f_oi, f_ci = event.item_id, None, None  # type: ignore[attr-defined]
+                    f_chunks = assembler._n_chunks
+                else:
+                    f_oi = -1
                 continue
             f_oi = -1
-            sequencer.push_into(event, released)
-            self._take_sequencer_violations()
-            if released:
-                for event in released:
-                    self._apply(event)
-                released.clear()
+            found = check(event)
+            if found:
+                self._report(found)
+            feed(event)
+            out.append(event)
         self.messages = number
         self.json_events += len(messages)  # minus the [DONE]s, which _decode_slow subtracted
         self._fast = (f_id, f_oi, f_ci, f_chunks)
         if assembler.events - self._compacted_at > _COMPACT_EVERY:
             self._compacted_at = assembler.events
             assembler.compact()
+
+    def _next_text_delta(self, data: bytes) -> bool:
+        """The one-event read of the commonest kind: the next text delta to the part of the previous clean one.
+        Does exactly what ``_process`` does for it (its inlined path) and returns True; anything else returns
+        False having changed nothing (``_process`` then takes the message: one more decode, on a rare path)."""
+        if self.dialect is not None and not self._name_reported:
+            return False  # the SSE event name is still to be checked
+        try:
+            event = _decode_fast(data)
+        except msgspec.MsgspecError:
+            return False
+        f_id, f_oi, f_ci, f_chunks = self._fast
+        sequencer = self.sequencer
+        seq = event.sequence_number
+        if seq is None:
+            # A stream without numbers, once `sequence.missing` was reported (as _process's in-order test).
+            if not sequencer._missing_reported or self.assembler.last_sequence_number is not None:
+                return False
+        elif seq != sequencer.expected:
+            return False
+        if (
+            event.__class__ is not OutputTextDelta
+            or sequencer._pending
+            or event.output_index != f_oi
+            or event.content_index != f_ci
+            or event.item_id != f_id
+            or event.delta is None
+        ):
+            return False
+        if seq is not None:
+            sequencer.expected = seq + 1
+        assembler = self.assembler
+        f_chunks.append(event.delta)
+        assembler.streamed.append(event.delta)
+        assembler.events += 1
+        assembler.last_sequence_number = seq
+        self._out.append(event)
+        self.messages += 1
+        self.json_events += 1
+        if assembler.events - self._compacted_at > _COMPACT_EVERY:
+            self._compacted_at = assembler.events
+            assembler.compact()
+        return True
 
     def _decode_slow(self, msg: SSEMessage, number: int) -> Event | None:
         """The lenient decode (wrong-typed fields, unknown types) or bad input; None for ``[DONE]``."""
@@ -328,7 +389,8 @@ class StreamCore:
             ) from None
 
     def _check_name(self, msg: SSEMessage, event: Event) -> None:
-        name_violation = event_name_violation(msg.event, event, self.dialect)
+        unnamed = msg.event == "message" and not self.decoder.saw_event_field
+        name_violation = event_name_violation(msg.event, event, self.dialect, unnamed=unnamed)
         if name_violation is not None:
             self._name_reported = True
             self._report((name_violation,))

@@ -48,6 +48,8 @@ class Metrics:
         self.upstream_failures = Counter("respstream_upstream_failures", "Upstream failures by upstream and code.",
                                          ["upstream", "code"], registry=reg)
         self.events = Counter("respstream_events", "Stream events emitted.", registry=reg)
+        self.upstream_repairs = Counter("respstream_upstream_repairs", "Protocol violations repaired in native "
+                                        "Responses upstream streams, by violation code.", ["code"], registry=reg)
         self.ttft = Histogram("respstream_time_to_first_token_seconds",
                               "From the request to the first generated token (text, reasoning or tool arguments).",
                               ["model"], buckets=LATENCY_BUCKETS, registry=reg)
@@ -99,6 +101,11 @@ class Metrics:
         if output_tokens is not None:
             self.tokens.labels("output").observe(output_tokens)
 
+    def repairs(self, counts: dict[str, int]) -> None:
+        """What the gateway repaired in one response's native Responses upstream stream (violation code -> n)."""
+        for code, n in counts.items():
+            self.upstream_repairs.labels(code).inc(n)
+
     def first_token(self, model: str, seconds: float) -> None:
         self.ttft.labels(model).observe(seconds)
 
@@ -146,6 +153,9 @@ class NoMetrics(Metrics):
         pass
 
     def finished(self, **_: Any) -> None:  # type: ignore[override]
+        pass
+
+    def repairs(self, counts: dict[str, int]) -> None:
         pass
 
     def first_token(self, model: str, seconds: float) -> None:

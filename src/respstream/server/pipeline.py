@@ -172,6 +172,7 @@ class Pipeline:
             except asyncio.CancelledError:
                 w.fail(self.cancel_code, self.cancel_message)
             except UpstreamError as exc:
+                w.note_repairs(exc.repairs)
                 w.fail(exc.code, exc.message)
             except (ToolCrashed, McpToolError) as exc:
                 w.fail("tool_error", str(exc))
@@ -214,6 +215,8 @@ class Pipeline:
                     return
                 continue
             text = w.open_message_text
+            if result.finish.text is not None and text is not None:
+                text = result.finish.text  # the upstream's own final text corrected its deltas (native Responses)
             incomplete = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(
                 result.finish.reason
             )
@@ -288,6 +291,7 @@ class Pipeline:
                     call.arguments.append(chunk.arguments)
                 elif kind is Finish:
                     finish = chunk
+                    w.note_repairs(chunk.repairs)
                     break
                 if w.needs_flush_await:
                     await w.flush()  # stores without a synchronous append: one append per chunk
@@ -321,7 +325,8 @@ class Pipeline:
         """Run server calls, emit client calls. True when the response ends here (a client call is pending)."""
         w = self.writer
         if w.open_message_text is not None:
-            w.close_message(await self._rewrite(w.open_message_text))
+            text = w.open_message_text if result.finish.text is None else result.finish.text
+            w.close_message(await self._rewrite(text))
         else:
             w.close_message()
         chat_calls = [{"id": c.call_id, "type": "function",

@@ -271,6 +271,8 @@ class ResponseService:
             except Exception:
                 log.exception("response %s: storing it failed", record.id)
                 await self._end(writer, store, "internal_error", "the response could not be stored")
+            if writer.repairs:
+                self.metrics.repairs(writer.repairs)
             if req.conversation_id and record.status in ("completed", "incomplete"):
                 new = input_item_records(req.input, self.dialect)
                 new += input_item_records(output_to_items(writer.response.get("output", [])), self.dialect)

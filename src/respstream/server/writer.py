@@ -47,9 +47,8 @@ from respstream.server.store.base import (
 )
 from respstream.server.upstream.base import Usage
 
-__all__ = ["ERROR_CODES", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_data",
-           "reader_terminal_frame",
-           "terminal_outcome"]
+__all__ = ["ERROR_CODES", "REPAIRS_FIELD", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame",
+           "reader_terminal_data", "reader_terminal_frame", "terminal_outcome"]
 
 # Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
 ERROR_CODES: dict[str, str] = {
@@ -68,6 +67,8 @@ ERROR_CODES: dict[str, str] = {
 }
 
 _encode = msgspec.json.Encoder().encode
+# The Response extension field that reports what the gateway repaired in a native Responses upstream's stream.
+REPAIRS_FIELD = "respstream:repairs"
 
 class ResponseDeleted(Exception):
     """The store no longer has this response (deleted, e.g. from another instance, or expired): stop writing."""
@@ -201,6 +202,7 @@ class ResponseWriter:
         self._compact = self._append_nowait is not None
         self._soon: asyncio.Handle | None = None
         self._inflight: asyncio.Future[None] | None = None
+        self.repairs: dict[str, int] = {}  # see note_repairs()
 
     # -- low level -------------------------------------------------------------------------------------------------
     @property
@@ -622,6 +624,19 @@ class ResponseWriter:
     def _done_item(self, index: int, item: dict[str, Any]) -> None:
         self._output[index] = item
         self._emit("response.output_item.done", {"output_index": index, "item": item})
+
+    # -- repairs ---------------------------------------------------------------------------------------------------
+    def note_repairs(self, repairs: dict[str, int] | None) -> None:
+        """What was repaired in a native Responses upstream's stream (violation code -> count), added up over the
+        response's rounds. Shown as the extension field ``respstream:repairs`` of the Response (terminal event,
+        ``GET``); absent when no round came from such an upstream. ``None`` (another kind of upstream): nothing."""
+        if repairs is None or self._closed:
+            return
+        total: dict[str, int] = dict(self.response.get(REPAIRS_FIELD) or {})
+        for code, n in repairs.items():
+            total[code] = total.get(code, 0) + n
+        self.response[REPAIRS_FIELD] = dict(sorted(total.items()))
+        self.repairs = self.response[REPAIRS_FIELD]
 
     # -- terminals -------------------------------------------------------------------------------------------------
     def complete(self, *, usage: Usage | None = None, incomplete_reason: str | None = None) -> None:

@@ -1,5 +1,5 @@
-// Every event type name the page knows (OpenAI's 58, the platform's two, their other dialects' names, keepalive),
-// for EventSource listeners.
+// Every event type name the page knows (OpenAI's 58, its 5 newer ones, the platform's two, their other dialects'
+// names, keepalive), for EventSource listeners.
 export const EVENT_TYPES = [
   "response.created",
   "response.queued",
@@ -59,6 +59,11 @@ export const EVENT_TYPES = [
   "response.audio.done",
   "response.audio.transcript.delta",
   "response.audio.transcript.done",
+  "response.compaction.compacting",
+  "response.rate_limits.updated",
+  "response.steer.accepted",
+  "response.steer.pending",
+  "response.steer.failed",
   "response.routing.completed",
   "response.rewrite.in_progress",
   "respstream:response.routing.completed",

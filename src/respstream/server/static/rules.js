@@ -85,6 +85,7 @@ export class Sequencer {
 }
 
 // Event-level fields that locate or carry content (envelope.missing_field), as in protocol/rules.py.
+const AFTER_TERMINAL = new Set(["response.rate_limits.updated", "response.steer.pending"]);
 const PART = ["item_id", "output_index", "content_index"];
 const ITEM = ["item_id", "output_index"];
 const REQUIRED = {
@@ -106,6 +107,7 @@ const REQUIRED = {
   "response.shell_call_command.done": ["output_index"],
   "response.shell_call_output_content.delta": [...ITEM, "delta"],
   "response.audio.delta": ["delta"], "response.audio.transcript.delta": ["delta"],
+  "response.compaction.compacting": ITEM,
 };
 const HOSTED_STATUS = /^response\.(web_search_call|file_search_call|code_interpreter_call|image_generation_call|mcp_list_tools|mcp_call)\.\w+$/;
 
@@ -218,6 +220,7 @@ export class Rules {
     if (type === "response.rewrite.in_progress") this.rewrite = true;
     const isTerminal = TERMINAL.has(type);
     if (this.terminal !== null) {
+      if (AFTER_TERMINAL.has(type)) return; // notices OpenAI sends after the terminal (protocol/events.py)
       if (this.lastError && type === "response.failed") {
         this.lastError = false; // `error` + `response.failed`: one terminal
         return;
@@ -325,7 +328,7 @@ export class Rules {
   _indexRule(oi, itemId, seq, out) {
     if (itemId === null) return;
     const known = this.ids.get(oi);
-    const key = `${oi}|${itemId}`;
+    const key = `index|${oi}`; // once per item, however many ids it goes through
     if (known !== undefined && known !== itemId && !this.once.has(key)) {
       this.once.add(key);
       out.push(v("item.index_mismatch", seq, `item_id '${itemId}' but output item ${oi} is '${known}'`));

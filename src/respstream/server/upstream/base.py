@@ -62,10 +62,18 @@ class Usage(msgspec.Struct, frozen=True, gc=False):
 
 
 class Finish(msgspec.Struct, frozen=True, gc=False):
-    """The last chunk. ``reason``: ``stop`` | ``length`` | ``tool_calls`` | ``content_filter``."""
+    """The last chunk. ``reason``: ``stop`` | ``length`` | ``tool_calls`` | ``content_filter``.
+
+    ``text``: the upstream's own final answer text when it differs from the text deltas it streamed (a native
+    Responses upstream whose ``*.done`` or terminal corrected them); the pipeline closes the message with it, announced
+    like a rewrite. ``repairs``: what the gateway repaired in the upstream's stream (violation code -> count); ``None``
+    for backends that do not stream Responses events (nothing to repair), ``{}`` for a clean native stream.
+    """
 
     reason: str = "stop"
     usage: Usage | None = None
+    text: str | None = None
+    repairs: dict[str, int] | None = None
 
 
 Chunk = TextDelta | ReasoningDelta | RefusalDelta | ToolCallDelta | Finish
@@ -101,6 +109,8 @@ class UpstreamError(Exception):
         self.status = status
         self.before_first_token = before_first_token
         self.retry_after = retry_after
+        # What the gateway repaired in the upstream's stream before it failed (native Responses upstreams).
+        self.repairs: dict[str, int] | None = None
 
     def __repr__(self) -> str:
         return f"UpstreamError({self.code!r}, {self.message!r}, before_first_token={self.before_first_token})"

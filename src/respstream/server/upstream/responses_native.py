@@ -1,0 +1,245 @@
+"""An upstream that speaks the Responses API itself (llama.cpp, vLLM, Ollama, LM Studio, OpenAI...) as an
+:class:`Upstream`: the gateway in front of it is a *repair proxy*.
+
+How this works: ``generate()`` posts the generation to ``{base_url}/responses`` with ``stream: true`` and
+``store: false`` (the gateway keeps the history: ``previous_response_id`` and conversations were already expanded
+into input items by the pipeline, so the upstream need not store anything), then reads the answer through
+:class:`~respstream.server.upstream.responses_events.ResponsesTranslator`, i.e. the protocol core. The chunks go to
+the same pipeline and writer as a Chat Completions upstream's, so routing, server tools, rewrite, background,
+durable resume on any instance, cancel and conversations work on top unchanged, and the stream the client gets has
+our sequence numbers, indices and lifecycle whatever the upstream sent. What was repaired is counted per violation
+code (``Finish.repairs``, ``UpstreamError.repairs``) for the response's record, ``GET`` and ``/metrics``.
+
+Everything about connections, limits, timeouts, retries and error codes is the Chat Completions adapter's (this class
+extends it): one keep-alive pool, ``max_concurrency`` slots with a bounded queue, ``idle_timeout``, ``deadline``,
+``retries`` before the first token, 429 -> ``rate_limited`` with ``Retry-After``.
+
+``api``: ``"responses"`` (a ``responses+http(s)://`` spec), or ``"auto"`` (a plain ``http(s)://`` spec): ``start()``
+probes which API the upstream offers with one ``POST {base_url}/responses`` whose body is ``{}`` (bounded by
+``probe_timeout``, same client, headers and API key as generation): a server with the Responses API refuses it
+(400/422: ``input`` is required), one without it answers 404/405/501, and is then used through Chat Completions.
+Any other answer (401, 5xx, no connection) leaves it undecided: that generation goes through Chat Completions, and the
+next one probes again. ``api_mode`` says what was decided.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator
+from typing import Any, Final
+
+import msgspec
+
+from respstream.server.telemetry.observation import mark_upstream_phase
+from respstream.server.telemetry.tracing import trace_headers
+from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
+from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.http_stream import HTTPStreamError
+from respstream.server.upstream.responses_events import ResponsesTranslator
+
+__all__ = ["ResponsesNativeUpstream", "build_responses_body"]
+
+log = logging.getLogger("respstream.server")
+
+_RETRYABLE: Final = {"upstream_unavailable", "upstream_error", "upstream_timeout"}
+_NO_RESPONSES_API: Final = {404, 405, 501}
+_HAS_RESPONSES_API: Final = {200, 400, 422}
+API_MODES: Final = ("responses", "auto")
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def build_responses_body(request: GenerationRequest, *, model: str | None = None) -> dict[str, Any]:
+    """The JSON body for a streaming ``POST /responses`` from the pipeline's Chat-style request.
+
+    Messages become input items (system/user/assistant messages with string content, ``function_call`` and
+    ``function_call_output`` items); Chat ``tools`` become Responses function tools; ``max_tokens`` is
+    ``max_output_tokens``. ``store: false``: the gateway owns the history.
+    """
+    items: list[dict[str, Any]] = []
+    for message in request.messages:
+        role = message.get("role")
+        if role == "tool":
+            items.append({"type": "function_call_output", "call_id": str(message.get("tool_call_id") or ""),
+                          "output": _text(message.get("content"))})
+            continue
+        text = _text(message.get("content"))
+        if text or not message.get("tool_calls"):
+            items.append({"type": "message", "role": role if role in ("system", "assistant") else "user",
+                          "content": text})
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            items.append({"type": "function_call", "call_id": str(call.get("id") or ""),
+                          "name": str(function.get("name") or ""), "arguments": str(function.get("arguments") or "{}")})
+    body: dict[str, Any] = {"model": model or request.model, "input": items, "stream": True, "store": False}
+    if request.tools:
+        body["tools"] = [_responses_tool(t) for t in request.tools]
+        if request.tool_choice is not None:
+            body["tool_choice"] = _responses_tool_choice(request.tool_choice)
+    if request.max_output_tokens is not None:
+        body["max_output_tokens"] = request.max_output_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body
+
+
+def _responses_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    function = tool.get("function")
+    if tool.get("type") != "function" or not isinstance(function, dict):
+        return tool
+    out: dict[str, Any] = {"type": "function", "name": function.get("name", "")}
+    for key in ("description", "parameters", "strict"):
+        if key in function:
+            out[key] = function[key]
+    return out
+
+
+def _responses_tool_choice(choice: Any) -> Any:
+    if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
+        return {"type": "function", "name": choice["function"].get("name")}
+    return choice
+
+
+class ResponsesNativeUpstream(ChatCompletionsUpstream):
+    """Streams from ``{base_url}/responses`` (see the module docstring); options as :class:`ChatCompletionsUpstream`
+    plus ``api`` (``responses`` | ``auto``) and ``probe_timeout`` (seconds, for ``auto``)."""
+
+    def __init__(self, base_url: str, *, name: str, api: str = "responses", probe_timeout: float = 5.0,
+                 **options: Any) -> None:
+        if api not in API_MODES:
+            raise ValueError(f"api must be one of {', '.join(API_MODES)}, not {api!r}")
+        super().__init__(base_url, name=name, **options)
+        self.api_mode = api  # "responses" | "chat" (decided by the probe) | "auto" (not decided yet)
+        self.probe_timeout = probe_timeout
+
+    def __repr__(self) -> str:
+        return f"ResponsesNativeUpstream({self.base_url!r}, name={self.name!r}, api={self.api_mode!r})"
+
+    async def start(self) -> None:
+        await super().start()
+        if self.api_mode == "auto":
+            await self.detect_api()
+
+    async def detect_api(self) -> str:
+        """Decide ``api_mode`` for an ``auto`` upstream with one bounded request; returns the mode. Never raises.
+        (Not named ``probe``: that is the health check's hook, which must raise when the upstream is down.)"""
+        if self.api_mode != "auto":
+            return self.api_mode
+        status: int | None = None
+        try:
+            async with asyncio.timeout(self.probe_timeout):
+                response = await self._lean().post(f"{self.base_url}/responses", b"{}",
+                                                   {**self._headers, "accept": "application/json"})
+                status = response.status_code
+                await response.aclose()
+        except (TimeoutError, HTTPStreamError) as exc:
+            log.info("upstream %s: API probe failed (%s); using Chat Completions for now", self.name, exc)
+            return "auto"
+        if status in _HAS_RESPONSES_API:
+            self.api_mode = "responses"
+        elif status in _NO_RESPONSES_API:
+            self.api_mode = "chat"
+        log.info("upstream %s: POST /responses probe answered HTTP %s -> %s", self.name, status, self.api_mode)
+        return self.api_mode
+
+    async def generate(self, request: GenerationRequest) -> AsyncGenerator[Chunk, None]:
+        """Stream chunks ending with one ``Finish``. Raises :class:`UpstreamError` (codes as Chat Completions)."""
+        if self.api_mode == "auto":
+            await self.detect_api()
+        if self.api_mode != "responses":
+            async for chunk in super().generate(request):
+                yield chunk
+            return
+        loop = asyncio.get_running_loop()
+        deadline_at = loop.time() + self.deadline
+        await self._acquire()
+        mark_upstream_phase("queue")
+        try:
+            attempt = 0
+            while True:
+                translator = ResponsesTranslator(name=self.name)
+                try:
+                    async for chunk in self._native_attempt(request, translator, deadline_at):
+                        yield chunk
+                    return
+                except UpstreamError as exc:
+                    retry = (
+                        exc.before_first_token
+                        and exc.code in _RETRYABLE
+                        and attempt < self.retries
+                        and exc.status is not None  # an HTTP failure; a failed *response* is the model's answer
+                        and exc.status >= 500
+                    )
+                    if not retry:
+                        raise
+                    attempt += 1
+                    pause = self.retry_backoff * (2 ** (attempt - 1))
+                    if loop.time() + pause >= deadline_at:
+                        raise
+                    await asyncio.sleep(pause)
+        finally:
+            self._semaphore.release()
+
+    async def _native_attempt(
+        self, request: GenerationRequest, translator: ResponsesTranslator, deadline_at: float
+    ) -> AsyncGenerator[Chunk, None]:
+        loop = asyncio.get_running_loop()
+        body = msgspec.json.encode(build_responses_body(request, model=self.upstream_model_id(request.model)))
+        headers = self._headers
+        traced = trace_headers()
+        if traced:
+            headers = {**headers, **traced}
+        try:
+            async with asyncio.timeout_at(deadline_at):
+                response = await self._lean().post(f"{self.base_url}/responses", body, headers)
+            mark_upstream_phase("connect")
+        except TimeoutError:
+            raise UpstreamError("upstream_timeout", f"{self.name}: generation deadline exceeded") from None
+        except HTTPStreamError as exc:
+            raise self._stream_error(exc, before_first_token=True) from None
+        try:
+            if response.status_code != 200:
+                raise await self._status_error(response)
+            idle_timeout = self.idle_timeout
+            while not translator.done:
+                try:
+                    if deadline_at - loop.time() > idle_timeout:
+                        raw = await response.read()  # the response's idle timer ends a stall first
+                    else:
+                        async with asyncio.timeout_at(deadline_at):
+                            raw = await response.read()
+                except TimeoutError:
+                    raise self._tagged(translator, UpstreamError(
+                        "upstream_timeout", f"{self.name}: generation deadline exceeded",
+                        before_first_token=not translator.streamed)) from None
+                except HTTPStreamError as exc:
+                    error = self._stream_error(exc, before_first_token=not translator.streamed)
+                    raise self._tagged(translator, error) from None
+                if not raw:
+                    break
+                for chunk in translator.feed(raw):
+                    yield chunk
+                if translator.failure is not None:
+                    raise translator.failure
+            for chunk in translator.finish():
+                yield chunk
+            if translator.failure is not None:
+                raise translator.failure
+        finally:
+            if translator.done and translator.failure is None:
+                drain = self._close_after_body(response)
+                await asyncio.wait((drain,), timeout=0.005)
+            else:
+                await response.aclose()
+
+    @staticmethod
+    def _tagged(translator: ResponsesTranslator, error: UpstreamError) -> UpstreamError:
+        error.repairs = translator.repair_counts()
+        return error
