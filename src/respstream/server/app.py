@@ -264,7 +264,7 @@ class _Gateway:
             raise HTTPError(400, "invalid_json", "The request body nests arrays/objects too deeply.") from None
 
     def _stream_response(self, rid: str, after: int, *, foreground: bool,
-                         headers: list[tuple[bytes, bytes]] | None = None) -> EventStreamResponse:
+                         headers: list[tuple[bytes, bytes]] | None = None, forget: bool = False) -> EventStreamResponse:
         svc = self.svc
         if not self.gate.try_enter():
             raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
@@ -274,6 +274,8 @@ class _Gateway:
         def closed() -> None:
             self.gate.leave()
             self.metrics.active_streams = self.gate.open
+            if forget:  # store: false: nothing is kept once its stream has ended
+                svc.forget_when_done(rid)
 
         def cut_slow_reader() -> None:  # the log then ends with slow_reader, not "the client disconnected"
             svc.cancel_running(rid, "slow_reader", "The client stopped reading.")
@@ -292,7 +294,7 @@ class _Gateway:
         self.limit_rate(request, owner)
         body = await self.read_json(request)
         svc = self.svc
-        req = parse_request(body, server_tool_names=svc.tools.names())
+        req = parse_request(body, server_tool_names=svc.tools.names(), dialect=svc.dialect.name)
         stream = req.stream
         if stream is None:
             stream = not req.background and not _wants_json_only(request.headers.get("accept", ""))
@@ -305,11 +307,14 @@ class _Gateway:
         id_header = {"x-response-id": record.id}
         if stream:
             return self._stream_response(record.id, -1, foreground=not req.background,
-                                         headers=[(b"x-response-id", record.id.encode())])
+                                         headers=[(b"x-response-id", record.id.encode())],
+                                         forget=not req.store)
         if req.background:
             return JSONResponse(record.response, headers=id_header)
         await svc.wait(record.id)
         final = await svc.store.get(record.id)
+        if not req.store:
+            svc.forget_when_done(record.id)
         return JSONResponse(final.response if final is not None else record.response, headers=id_header)
 
     async def _record(self, request: Request) -> Any:
@@ -351,9 +356,10 @@ class _Gateway:
     # -- the rest --------------------------------------------------------------------------------------------------
     async def models(self, request: Request) -> Response:
         self.authenticate(request)
-        names = ["auto", *self.svc.router.models()]
-        return JSONResponse({"object": "list", "data": [
-            {"id": n, "object": "model", "created": 0, "owned_by": "respstream"} for n in dict.fromkeys(names)]})
+        router: Any = self.svc.router
+        upstreams = getattr(router, "upstreams", [])
+        served = [(m, next((u for u in upstreams if m in getattr(u, "models", ())), None)) for m in router.models()]
+        return JSONResponse({"object": "list", "data": self.svc.catalog.listing(served)})
 
     async def healthz(self, request: Request) -> Response:
         ready = self.service is not None

@@ -81,6 +81,10 @@ class GenerationRequest:
     tool_choice: Any = None
     max_output_tokens: int | None = None
     temperature: float | None = None
+    # Further Chat Completions body fields, already in their Chat Completions names and shapes (top_p,
+    # response_format, reasoning_effort, logprobs...; see server/upstream/chat_request.py). Backends that are not
+    # Chat Completions read the ones they implement.
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 class UpstreamError(Exception):
