@@ -84,6 +84,22 @@ class RequestFields:
         """True when token logprobs are wanted (``top_logprobs`` given or asked for through ``include``)."""
         return self.top_logprobs is not None or "message.output_text.logprobs" in self.include
 
+    def echo(self) -> dict[str, Any]:
+        """These fields as the Response object echoes them (the values used; ``None``: the upstream's default)."""
+        return {
+            "presence_penalty": self.presence_penalty,
+            "frequency_penalty": self.frequency_penalty,
+            "top_logprobs": self.top_logprobs,
+            "reasoning": self.reasoning_json(),
+            "max_tool_calls": self.max_tool_calls,
+            "truncation": self.truncation,
+            "prompt_cache_key": self.prompt_cache_key,
+            "safety_identifier": self.safety_identifier,
+            "service_tier": self.service_tier or "default",
+            "text": self.text_json(),
+            "user": self.user,
+        }
+
     def reasoning_json(self) -> dict[str, Any]:
         """The ``reasoning`` object as echoed in the Response."""
         return {"effort": self.reasoning_effort, "summary": self.reasoning_summary}
@@ -202,6 +218,9 @@ def parse_fields(body: dict[str, Any]) -> RequestFields:
     if obfuscation is not None and not isinstance(obfuscation, bool):
         raise _bad("stream_options.include_obfuscation must be a boolean", "stream_options.include_obfuscation",
                    "invalid_type")
+    if obfuscation:
+        raise _unsupported("stream_options.include_obfuscation: true is not supported (the gateway never pads "
+                           "delta events; send false or leave it out)", "stream_options.include_obfuscation")
     return RequestFields(
         presence_penalty=_number(body.get("presence_penalty"), "presence_penalty", -2.0, 2.0),
         frequency_penalty=_number(body.get("frequency_penalty"), "frequency_penalty", -2.0, 2.0),

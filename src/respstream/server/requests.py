@@ -99,6 +99,47 @@ class ResponseRequest:
     tool_policy: ToolPolicy = field(default_factory=ToolPolicy)  # tool_choice as enforced
     media: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (param, Chat part) of image/file inputs
 
+    # The option fields under their request names, for the Response object's echo (server/response_object.py).
+    @property
+    def presence_penalty(self) -> float | None:
+        return self.options.presence_penalty
+
+    @property
+    def frequency_penalty(self) -> float | None:
+        return self.options.frequency_penalty
+
+    @property
+    def top_logprobs(self) -> int | None:
+        return self.options.top_logprobs
+
+    @property
+    def max_tool_calls(self) -> int | None:
+        return self.options.max_tool_calls
+
+    @property
+    def truncation(self) -> str:
+        return self.options.truncation
+
+    @property
+    def safety_identifier(self) -> str | None:
+        return self.options.safety_identifier
+
+    @property
+    def prompt_cache_key(self) -> str | None:
+        return self.options.prompt_cache_key
+
+    @property
+    def service_tier(self) -> str | None:
+        return self.options.service_tier
+
+    @property
+    def reasoning(self) -> dict[str, Any]:
+        return self.options.reasoning_json()
+
+    @property
+    def text(self) -> dict[str, Any]:
+        return self.options.text_json()
+
     @property
     def input_text(self) -> str:
         """The text the router looks at: the last user message (or all text when there is none)."""

@@ -102,13 +102,13 @@ class ResponseService:
             "previous_response_id": req.previous_response_id,
             "store": req.store,
             "temperature": req.temperature,
-            "text": {"format": {"type": "text"}},
             "tool_choice": req.tool_choice,
             "tools": req.client_tools,
             "top_p": req.top_p,
             "usage": None,
             "metadata": req.metadata,
             "conversation": {"id": req.conversation_id} if req.conversation_id else None,
+            **req.options.echo(),  # text, reasoning, penalties, truncation... (request_fields.RequestFields)
         }
 
     async def start(self, req: ResponseRequest, *, owner: str | None) -> tuple[ResponseRecord, Running]:
