@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from fakes.chat_server import Done, FakeChatCompletionsServer, finish, text, tool
+from fakes.chat_server import Chunk, Done, FakeChatCompletionsServer, finish, text, tool
 from respstream.server.app import create_app
 from respstream.server.config import Config
 
@@ -463,3 +463,24 @@ def test_a_part_the_model_does_not_take_is_a_400_naming_part_model_and_modalitie
     assert "input_image" in error["message"] and "fake-model" in error["message"] and "text" in error["message"]
     assert fake.requests == []
     assert listed["fake-model"]["input_modalities"] == ["text"] and listed["auto"]["input_modalities"] == ["text"]
+
+
+def _logprob_chunk(token: str, logprob: float) -> Chunk:
+    entry = {"token": token, "logprob": logprob, "bytes": list(token.encode()),
+             "top_logprobs": [{"token": token, "logprob": logprob, "bytes": list(token.encode())}]}
+    return Chunk({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [
+        {"index": 0, "delta": {"content": token}, "logprobs": {"content": [entry]}, "finish_reason": None}]})
+
+
+def test_top_logprobs_come_back_on_the_deltas_and_the_part(gw: tuple[str, str, FakeChatCompletionsServer]) -> None:
+    url, dialect, fake = gw
+    fake.script(_logprob_chunk("Hel", -0.25), _logprob_chunk("lo", -0.5), finish(), Done())
+    d = _stream(url, dialect, {"top_logprobs": 1})
+    deltas = [p for p in d.payloads() if p["type"] == "response.output_text.delta"]
+    assert [[e["logprob"] for e in p["logprobs"]] for p in deltas] == [[-0.25], [-0.5]]
+    assert deltas[0]["logprobs"][0]["top_logprobs"][0]["token"] == "Hel"
+    done = next(p for p in d.payloads() if p["type"] == "response.output_text.done")
+    assert [e["token"] for e in done["logprobs"]] == ["Hel", "lo"]
+    message = next(o for o in d.core.result.output if o["type"] == "message")
+    assert [e["token"] for e in message["content"][0]["logprobs"]] == ["Hel", "lo"]
+    assert d.core.result.output_text == "Hello"

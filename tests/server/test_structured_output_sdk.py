@@ -75,3 +75,7 @@ def test_every_forwarded_field_is_accepted_by_llama_cpp(sdk: tuple[OpenAI, str])
     )
     assert response.status in ("completed", "incomplete"), response.error
     assert response.output_text.strip()
+    # llama.cpp's token logprobs come back on the output_text part (and on each delta when streamed).
+    part = next(o for o in response.output if o.type == "message").content[0]
+    assert part.type == "output_text" and part.logprobs
+    assert all(isinstance(lp.logprob, float) and len(lp.top_logprobs) <= 2 for lp in part.logprobs)

@@ -270,7 +270,7 @@ class Pipeline:
                 if kind is TextDelta:
                     if chunk.text:
                         text.append(chunk.text)
-                        w.text_delta(chunk.text)
+                        w.text_delta(chunk.text, chunk.logprobs)
                 elif kind is ReasoningDelta:
                     if chunk.text:
                         w.reasoning_delta(chunk.text)

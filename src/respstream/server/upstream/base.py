@@ -32,7 +32,11 @@ __all__ = [
 
 
 class TextDelta(msgspec.Struct, frozen=True, gc=False):
+    """Answer text. ``logprobs``: the upstream's token log probabilities for it (Chat Completions
+    ``choices[0].logprobs.content``, the spec's ``LogProb`` shape), only when the request asked for them."""
+
     text: str
+    logprobs: list[Any] | None = None
 
 
 class ReasoningDelta(msgspec.Struct, frozen=True, gc=False):
