@@ -484,3 +484,16 @@ def test_top_logprobs_come_back_on_the_deltas_and_the_part(gw: tuple[str, str, F
     message = next(o for o in d.core.result.output if o["type"] == "message")
     assert [e["token"] for e in message["content"][0]["logprobs"]] == ["Hel", "lo"]
     assert d.core.result.output_text == "Hello"
+
+
+def test_max_tool_calls_also_bounds_server_tool_rounds(gw: tuple[str, str, FakeChatCompletionsServer]) -> None:
+    url, dialect, fake = gw
+    # Round 1 calls the (real) calculator; with max_tool_calls 1 round 2 is offered no tools at all.
+    fake.script(tool(0, id="c1", name="calculator", args='{"expression": "2+2"}'), finish("tool_calls"), Done())
+    fake.script(text("It is 4."), finish(), Done())
+    d = _stream(url, dialect, {"input": "2+2?", "tools": [{"type": "calculator"}], "max_tool_calls": 1})
+    assert len(fake.requests) == 2
+    assert [t["function"]["name"] for t in fake.requests[0]["tools"]] == ["calculator"]
+    assert "tools" not in fake.requests[1]  # the budget is spent: nothing more is offered
+    assert fake.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "4"}
+    assert d.core.result.output_text == "It is 4."

@@ -9,6 +9,9 @@ text is parsed as JSON and, for ``json_schema``, validated with the ``jsonschema
 ``invalid_structured_output`` and a message naming the JSON path that broke (a token-limit stop stays an ordinary
 ``incomplete``).
 
+A ``$ref`` is resolved only inside the schema itself: no retriever is configured, so a reference to a URL is never
+fetched (the answer then fails naming it).
+
 Cost bounds: the schema is checked once (``check_schema``) while the request is validated; the request body limit
 bounds its size. Validation runs in a worker thread (never on the event loop) under
 :data:`VALIDATION_TIMEOUT_SECONDS`, and answers over :data:`MAX_VALIDATED_CHARS` are refused rather than parsed.
@@ -133,7 +136,10 @@ def _problem(text: str, fmt: TextFormat) -> str | None:
         return None if isinstance(value, dict) else "the answer is JSON but not an object"
     assert fmt.schema is not None
     validator = jsonschema.validators.validator_for(fmt.schema)(fmt.schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    except Exception as exc:  # e.g. a $ref to a URL: no retriever is configured, so nothing is ever fetched
+        return f"the schema {fmt.name!r} cannot be applied ({type(exc).__name__}: {str(exc)[:200]})"
     if error is None:
         return None
     where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
