@@ -8,9 +8,9 @@ returns them typed. Each is then either forwarded to the upstream (see
 is listed in docs/compatibility.md; ``tests/server/test_request_fields_spec.py`` walks the spec's field list so a new
 field cannot slip through.
 
-Top-level fields nobody defines are refused (400 ``unknown_parameter``, as OpenAI does) in the ``openai`` and
-``openresponses`` dialects; the ``platform`` dialect ignores them, as the seed's changelog promises for additive
-fields (:data:`KNOWN_FIELDS` is the whole accepted list).
+Top-level fields nobody defines are ignored in every dialect (DESIGN §4: the seed's changelog promises that new
+optional request fields may land at any time); every field the spec or OpenAI defines is decided here or in
+:mod:`~respstream.server.requests`.
 """
 
 from __future__ import annotations
@@ -24,24 +24,11 @@ from respstream.server.structured_output import TextFormat, parse_text_format
 
 __all__ = [
     "INCLUDE_VALUES",
-    "KNOWN_FIELDS",
     "REASONING_EFFORTS",
     "SERVICE_TIERS",
     "RequestFields",
-    "check_unknown_fields",
     "parse_fields",
 ]
-
-# Every top-level field the gateway reads (spec CreateResponseBody + OpenAI's extras it handles or refuses by name).
-KNOWN_FIELDS = frozenset({
-    # Open Responses CreateResponseBody
-    "model", "input", "previous_response_id", "include", "tools", "tool_choice", "metadata", "text", "temperature",
-    "top_p", "presence_penalty", "frequency_penalty", "parallel_tool_calls", "stream", "stream_options",
-    "background", "max_output_tokens", "max_tool_calls", "reasoning", "safety_identifier", "prompt_cache_key",
-    "truncation", "instructions", "store", "service_tier", "top_logprobs",
-    # OpenAI Responses extras
-    "conversation", "conversation_id", "user", "prompt", "prompt_cache_retention", "project_id", "response_format",
-})
 
 INCLUDE_VALUES = frozenset({
     # Reasoning is returned as plain `content` text (nothing is encrypted), so a client that asks for the encrypted
@@ -187,13 +174,6 @@ def _include(raw: Any) -> list[str]:
                                f"{', '.join(sorted(INCLUDE_VALUES))})", f"include[{i}]")
         values.append(value)
     return values
-
-
-def check_unknown_fields(body: dict[str, Any]) -> None:
-    """400 ``unknown_parameter`` naming the first top-level field nobody defines (openai/openresponses dialects)."""
-    for key in body:
-        if key not in KNOWN_FIELDS:
-            raise _bad(f"Unknown parameter: '{key}'.", key, "unknown_parameter")
 
 
 def parse_fields(body: dict[str, Any]) -> RequestFields:

@@ -4,8 +4,8 @@ Every problem is an :class:`HTTPError` (400) naming the field (``param``, e.g. `
 before anything reaches a model. Fields we do not implement (audio inputs, ``prompt``, hosted tools we do not run)
 are ``unsupported_parameter``. The option fields (sampling, ``text``, ``reasoning``, ``include``...) are validated by
 :mod:`~respstream.server.request_fields`, image/file parts by :mod:`~respstream.server.input_parts`, ``tool_choice``
-by :mod:`~respstream.server.tool_policy`. Fields nobody defines are refused in the openai/openresponses dialects and
-ignored in ``platform``, as the seed's changelog promises for additive fields.
+by :mod:`~respstream.server.tool_policy`. Fields nobody defines are ignored (DESIGN §4), as the seed's changelog
+promises for additive fields.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from respstream.server.http_errors import HTTPError
 from respstream.server.input_parts import MEDIA_PART_TYPES, media_part
-from respstream.server.request_fields import RequestFields, check_unknown_fields, parse_fields
+from respstream.server.request_fields import RequestFields, parse_fields
 from respstream.server.tool_policy import ToolPolicy, parse_tool_choice, server_tools_opt_in
 
 __all__ = ["MAX_JSON_DEPTH", "SERVER_TOOL_TYPES", "InputItem", "ResponseRequest", "check_depth", "parse_request"]
@@ -352,13 +352,11 @@ def _check_unsupported(body: dict[str, Any]) -> None:
 def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "platform") -> ResponseRequest:
     """Validate a decoded JSON body. Raises :class:`HTTPError` (400) naming the offending field.
 
-    ``dialect`` decides what a field nobody defines gets (400 except in ``platform``) and whether server tools run
-    without being listed in ``tools`` (only in ``platform``; see :mod:`~respstream.server.tool_policy`)."""
+    ``dialect`` decides whether server tools run without being listed in ``tools`` (only in ``platform``; see
+    :mod:`~respstream.server.tool_policy`)."""
     if not isinstance(body, dict):
         raise HTTPError(400, "invalid_json", "the request body must be a JSON object")
     check_depth(body)
-    if server_tools_opt_in(dialect):
-        check_unknown_fields(body)
     _check_unsupported(body)
     options = parse_fields(body)
     if "input" not in body or body["input"] is None:
