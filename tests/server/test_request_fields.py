@@ -493,3 +493,16 @@ def test_max_tool_calls_also_bounds_server_tool_rounds(gw: tuple[str, str, FakeC
     assert "tools" not in fake.requests[1]  # the budget is spent: nothing more is offered
     assert fake.requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": "c1", "content": "4"}
     assert d.core.result.output_text == "It is 4."
+
+
+def test_forcing_a_hosted_tool_enables_it(gw: tuple[str, str, FakeChatCompletionsServer]) -> None:
+    url, dialect, fake = gw
+    fake.script(tool(0, id="c1", name="calculator", args='{"expression": "2+2"}'), finish("tool_calls"), Done())
+    fake.script(text("4"), finish(), Done())
+    _stream(url, dialect, {"input": "2+2?", "tool_choice": {"type": "calculator"}})
+    first = fake.requests[0]
+    assert "calculator" in [t["function"]["name"] for t in first["tools"]]
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "calculator"}}
+    assert fake.requests[1]["tool_choice"] == "auto"  # forced once: the next round may answer
+    r = _post(url, {"input": "x", "tool_choice": {"type": "calculator"}, "text": {"format": {"type": "json_object"}}})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "tool_choice"

@@ -371,6 +371,13 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
         server_tools = set()  # a forced schema turns the server tools off, as the seed does
     tool_choice, policy = parse_tool_choice(body.get("tool_choice"), {t["name"] for t in client_tools},
                                             SERVER_TOOL_TYPES)
+    forced = policy.forced
+    if forced is not None and forced not in {t["name"] for t in client_tools} and server_tools is not None \
+            and forced not in server_tools:
+        if options.text_format.structured:
+            raise _bad(f"tool_choice forces the server tool {forced!r}, but text.format turns server tools off",
+                       "tool_choice")
+        server_tools = server_tools | {forced}  # forcing a hosted tool type enables it, as listing it would
     max_tokens = body.get("max_output_tokens")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
         raise _type_error("max_output_tokens", "an integer")
