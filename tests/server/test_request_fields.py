@@ -9,6 +9,7 @@ fails :func:`test_every_spec_field_has_a_decision` until it is handled here and 
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
@@ -110,8 +111,8 @@ REFUSED: list[tuple[dict[str, Any], str, str]] = [
     ({"response_format": {"type": "json_object"}}, "unsupported_parameter", "response_format"),
     ({"tools": [WEATHER], "tool_choice": {"type": "allowed_tools", "tools": [{"type": "function", "name": "x"}]}},
      "invalid_value", "tool_choice.tools[0]"),
-    ({"input": [{"role": "user", "content": [{"type": "input_file", "file_url": "https://example.com/a.pdf"}]}]},
-     "unsupported_parameter", "input[0].content[0].file_url"),
+    ({"input": [{"role": "user", "content": [{"type": "input_file", "file_url": "ftp://example.com/a.pdf"}]}]},
+     "invalid_value", "input[0].content[0].file_url"),
     ({"input": [{"role": "user", "content": [{"type": "input_image", "file_id": "file-1"}]}]},
      "unsupported_parameter", "input[0].content[0].file_id"),
 ]
@@ -506,3 +507,45 @@ def test_forcing_a_hosted_tool_enables_it(gw: tuple[str, str, FakeChatCompletion
     assert fake.requests[1]["tool_choice"] == "auto"  # forced once: the next round may answer
     r = _post(url, {"input": "x", "tool_choice": {"type": "calculator"}, "text": {"format": {"type": "json_object"}}})
     assert r.status_code == 400 and r.json()["error"]["param"] == "tool_choice"
+
+
+PDF = b"%PDF-1.4 simulated file for the file_url test"
+
+
+async def _file_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """SIMULATED file host on loopback: GET /docs/a.pdf -> PDF bytes."""
+    if scope["type"] != "http":
+        return
+    found = scope["path"] == "/docs/a.pdf"
+    await send({"type": "http.response.start", "status": 200 if found else 404,
+                "headers": [(b"content-type", b"application/pdf")]})
+    await send({"type": "http.response.body", "body": PDF if found else b""})
+
+
+def test_file_url_is_fetched_through_the_network_policy(fake: FakeChatCompletionsServer) -> None:
+    fake.reset(default_script=True)
+    modalities = {"input_modalities": {"fake-model": ["text", "file"]}}
+    with ServerThread(_file_app, lifespan="off") as files:
+        part = {"type": "input_file", "file_url": f"{files.url}/docs/a.pdf"}
+        body = {"model": "fake-model", "input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "Summarise."}, part]}]}
+        # Default policy: a loopback address is refused (as web_fetch refuses it), named on the part.
+        closed = Config(dialect="openai", upstreams=[fake.url], upstream_options={"retries": 0}, models=modalities)
+        with ServerThread(create_app(closed)) as gw:
+            r = _post(gw.url, body)
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["param"] == "input[0].content[1].file_url"
+        assert "127.0.0.1" in r.json()["error"]["message"] and fake.requests == []
+        # Allowed by [tools] fetch_allow: fetched and sent inline as file_data.
+        allowed = Config(dialect="openai", upstreams=[fake.url], upstream_options={"retries": 0}, models=modalities,
+                         tools={"fetch_allow": ["127.0.0.1"]})
+        with ServerThread(create_app(allowed)) as gw:
+            d = post_stream(gw.url, body, dialect="openai")
+            missing = _post(gw.url, {**body, "input": [{"role": "user", "content": [
+                {"type": "input_file", "file_url": f"{files.url}/docs/none.pdf"}]}]})
+    assert d.status_code == 200 and d.violations == []
+    sent = fake.requests[-1]["messages"][-1]["content"][1]
+    encoded = base64.b64encode(PDF).decode()
+    assert sent == {"type": "file", "file": {"file_data": f"data:application/pdf;base64,{encoded}",
+                                             "filename": "a.pdf"}}
+    assert missing.status_code == 400 and "HTTP 404" in missing.json()["error"]["message"]

@@ -1,11 +1,11 @@
 """Non-text input parts (``input_image``, ``input_file``) and the input modalities a model takes.
 
 How this works: :func:`media_part` validates one Responses content part and returns its Chat Completions form
-(``image_url`` / ``file`` part), which the message keeps beside its text (``InputItem.parts``). The gateway never
-fetches a URL itself: an image URL goes to the upstream as it is (the upstream fetches it, as OpenAI does), so there
-is nothing for the network policy to check here; a ``file_url`` would need a fetch and is refused (send
-``file_data``). Before anything streams, :func:`check_modalities` refuses (400 ``unsupported_parameter``) a part the
-chosen model does not take, naming the part, the model and what it accepts.
+(``image_url`` / ``file`` part), which the message keeps beside its text (``InputItem.parts``). An image URL goes to
+the upstream as it is (the upstream fetches it, as OpenAI does). A ``file_url`` has no Chat Completions form: the
+part keeps it until :mod:`~respstream.server.input_files` fetches it through the network policy and inlines it as
+``file_data`` (after routing, before anything streams). Before that, :func:`check_modalities` refuses (400
+``unsupported_parameter``) a part the chosen model does not take, naming the part, the model and what it accepts.
 
 A model's modalities: ``[models] input_modalities`` in the config (model id or upstream name -> list of ``text``,
 ``image``, ``file``), else the upstream's own ``input_modalities`` attribute (the SIMULATED scripted upstream takes
@@ -55,13 +55,19 @@ def media_part(part: dict[str, Any], where: str) -> dict[str, Any]:
         if detail not in _DETAILS:
             raise _bad(f"{where}.detail must be one of {', '.join(_DETAILS)}", f"{where}.detail")
         return {"type": "image_url", "image_url": {"url": url, "detail": detail}}
-    if part.get("file_url") is not None:
-        raise _bad(f"{where}.file_url is not supported (the gateway does not fetch files; send file_data)",
-                   f"{where}.file_url", "unsupported_parameter")
+    url = _opt_string(part, "file_url", where)
     data = _opt_string(part, "file_data", where)
-    if not data:
-        raise _bad(f"{where}.file_data is required", f"{where}.file_data", "missing_required_parameter")
-    file: dict[str, Any] = {"file_data": data}
+    if url is not None and data is not None:
+        raise _bad(f"{where} gives both file_url and file_data; send one", f"{where}.file_url")
+    file: dict[str, Any]
+    if url is not None:
+        if not url.startswith(("http://", "https://")):
+            raise _bad(f"{where}.file_url must be an http(s) URL", f"{where}.file_url")
+        file = {"file_url": url}  # fetched and inlined before the upstream sees it (server/input_files.py)
+    elif not data:
+        raise _bad(f"{where}.file_data or file_url is required", f"{where}.file_data", "missing_required_parameter")
+    else:
+        file = {"file_data": data}
     filename = _opt_string(part, "filename", where)
     if filename:
         file["filename"] = filename

@@ -20,6 +20,7 @@ from respstream.server.config import Config
 from respstream.server.dialects import Dialect, get_dialect
 from respstream.server.history import items_from_json, items_to_messages, output_to_items
 from respstream.server.http_errors import HTTPError
+from respstream.server.input_files import resolve_file_urls
 from respstream.server.input_parts import check_modalities
 from respstream.server.metrics import Metrics
 from respstream.server.model_catalog import ModelCatalog
@@ -134,6 +135,7 @@ class ResponseService:
         if req.media:
             check_modalities(req.media, decision.model_id, self.catalog.modalities(decision.model_id,
                                                                                    decision.upstream))
+            await resolve_file_urls(req.media, self.tools)  # file_url -> file_data, through the network policy
         messages = fit_context(items_to_messages(req.instructions, items),
                                window=self.catalog.window(decision.model_id, decision.upstream),
                                max_output_tokens=req.max_output_tokens, truncation=req.options.truncation,
