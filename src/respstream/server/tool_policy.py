@@ -64,7 +64,8 @@ def _named(entry: Any, where: str, client_names: set[str], hosted: Mapping[str, 
         return name
     if isinstance(kind, str) and kind in hosted:
         return hosted[kind]
-    raise HTTPError(400, "invalid_value", f"{where}.type must be 'function' or a server tool type", param=where)
+    raise HTTPError(400, "invalid_value", f"{where}.type must be 'function' or a server tool type",
+                    param=f"{where}.type")
 
 
 def parse_tool_choice(raw: Any, client_names: set[str], hosted: Mapping[str, str]) -> tuple[Any, ToolPolicy]:
