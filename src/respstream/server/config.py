@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from respstream.server.telemetry.settings import LoggingSettings, TelemetrySettings
+
 __all__ = ["Config", "ConfigError", "load_config", "stable_instance_id"]
 
 
@@ -60,6 +62,8 @@ class Config:
     tools: dict[str, Any] = field(default_factory=dict)
     rewrite: dict[str, Any] = field(default_factory=dict)
     models: dict[str, Any] = field(default_factory=dict)  # aliases, input_modalities, context_window
+    telemetry: dict[str, Any] = field(default_factory=dict)  # [telemetry]: traces, OTLP endpoint, metrics
+    logging: dict[str, Any] = field(default_factory=dict)  # [logging]: level, format, access_log, levels
 
     def validate(self) -> None:
         """Raises :class:`ConfigError` for a value out of range."""
@@ -84,6 +88,17 @@ class Config:
             ModelCatalog.from_config(self.models)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        try:
+            self.telemetry_settings()
+            self.logging_settings()
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
+
+    def telemetry_settings(self) -> TelemetrySettings:
+        return TelemetrySettings.from_mapping(self.telemetry)
+
+    def logging_settings(self) -> LoggingSettings:
+        return LoggingSettings.from_mapping(self.logging)
 
     def resolved_keys_file(self) -> str:
         return self.keys_file or os.environ.get("RESPSTREAM_KEYS_FILE", "")
