@@ -407,7 +407,7 @@ class _Gateway:
         self.authenticate(request)
         router: Any = self.svc.router
         upstreams = list(self.components.upstreams if self.components else [])
-        upstreams = upstreams or list(getattr(router, "upstreams", []))
+        upstreams = [u for u in upstreams or getattr(router, "upstreams", []) if hasattr(u, "models")]
         served = [(m, next((u for u in upstreams if m in getattr(u, "models", ())), None)) for m in router.models()]
         health = self.health.known()
         served_by: dict[str, list[dict[str, Any]]] = {}
