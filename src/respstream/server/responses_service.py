@@ -234,6 +234,8 @@ class ResponseService:
                     writer.mark_in_progress()
                     await store.update(record)
                 async with store.hold_lease(record.id):
+                    # From here a store outage shorter than the lease (a Redis failover) only stalls the stream.
+                    writer.retry_unavailable_seconds = self.config.lease_seconds
                     # Every failure is settled while we still hold the lease: once it is released, a reader may
                     # end the unfinished log with `worker_lost` first and our precise terminal would be refused.
                     try:

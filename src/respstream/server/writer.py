@@ -236,14 +236,35 @@ class ResponseWriter:
             if self._on_flush is not None:
                 self._on_flush(len(batch))
 
+    # Seconds a flush keeps retrying a store that is unavailable (a Redis failover, a reconnect) before it raises;
+    # 0 = raise at once. The service sets it to the lease: past that, other instances end the log anyway.
+    retry_unavailable_seconds: float = 0.0
+
     async def flush(self) -> None:
         """Append the queued events to the store in one batch (wakes every reader once).
 
-        Raises what the store raises. On ``StoreUnavailable`` the batch stays queued, so a later ``flush()``
-        appends it without a gap in the sequence numbers. A cancellation never interrupts a store write half way
-        (the write finishes in the background and the next ``flush()`` waits for it first), so batches land in
-        order and none is lost.
+        Raises what the store raises. On ``StoreUnavailable`` the batch stays queued and is retried (with backoff)
+        for ``retry_unavailable_seconds``, so a Redis primary failing over to its replica stalls the stream instead
+        of failing it; a later ``flush()`` appends what is still queued without a gap in the sequence numbers. A
+        cancellation never interrupts a store write half way (the write finishes in the background and the next
+        ``flush()`` waits for it first), so batches land in order and none is lost.
         """
+        if self.retry_unavailable_seconds <= 0:
+            await self._flush_once()
+            return
+        deadline = time.monotonic() + self.retry_unavailable_seconds
+        pause = 0.05
+        while True:
+            try:
+                await self._flush_once()
+                return
+            except StoreUnavailable:
+                if time.monotonic() + pause > deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+    async def _flush_once(self) -> None:
         if self._inflight is not None:
             await self._settle()
         if not self._pending:

@@ -43,7 +43,7 @@ export class ResponseState {
     let it = this.items.get(key);
     if (!it) {
       it = { type: "message", id: itemId ?? null, name: null, callId: null, args: "", status: "in_progress",
-        output: null, parts: new Map(), reasoning: "" };
+        output: null, parts: new Map(), reasoning: "", sources: [] };
       this.items.set(key, it);
     }
     return it;
@@ -53,7 +53,7 @@ export class ResponseState {
     const key = ci ?? 0;
     let p = it.parts.get(key);
     if (!p) {
-      p = { streamed: "", final: null };
+      p = { streamed: "", final: null, annotations: [] };
       it.parts.set(key, p);
     }
     return p;
@@ -87,6 +87,17 @@ export class ResponseState {
       case "response.output_text.done": {
         const it = this.item(ev.output_index, ev.item_id);
         if (typeof ev.text === "string") this.part(it, ev.content_index).final = ev.text;
+        break;
+      }
+      case "response.output_text.annotation.added":
+        if (ev.annotation && typeof ev.annotation === "object") {
+          this.part(this.item(ev.output_index, ev.item_id), ev.content_index).annotations.push(ev.annotation);
+        }
+        break;
+      case "response.content_part.done": {
+        const p = this.part(this.item(ev.output_index, ev.item_id), ev.content_index);
+        if (ev.part && typeof ev.part.text === "string") p.final = ev.part.text;
+        if (ev.part && Array.isArray(ev.part.annotations)) p.annotations = ev.part.annotations;
         break;
       }
       case "response.function_call_arguments.delta":
@@ -141,6 +152,7 @@ export class ResponseState {
     if (item.call_id) it.callId = item.call_id;
     if (typeof item.arguments === "string" && (done || item.arguments)) it.args = item.arguments;
     if (item.action && item.action.query && !it.args) it.args = JSON.stringify({ query: item.action.query });
+    if (item.action && Array.isArray(item.action.sources)) it.sources = item.action.sources;
     if (item.output !== undefined && item.output !== null) it.output = item.output;
     if (item.error) it.output = typeof item.error === "string" ? item.error : JSON.stringify(item.error);
     if (item.status) it.status = item.status;
@@ -148,6 +160,7 @@ export class ResponseState {
     if (done && Array.isArray(item.content)) {
       item.content.forEach((c, ci) => {
         if (c && typeof c.text === "string") this.part(it, ci).final = c.text;
+        if (c && Array.isArray(c.annotations)) this.part(it, ci).annotations = c.annotations;
       });
     }
     if (item.type === "reasoning" && done) {
@@ -163,6 +176,22 @@ export class ResponseState {
 
   reasoning() {
     return [...this.items.values()].filter((it) => it.reasoning).map((it) => it.reasoning).join("\n\n");
+  }
+
+  /** The message parts in output order: {text, annotations} (final text, or streamed with `which`). */
+  parts(which = "final") {
+    const out = [];
+    for (const it of this.items.values()) {
+      if (it.type !== "message") continue;
+      for (const p of [...it.parts.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1])) {
+        out.push({ text: which === "streamed" ? p.streamed : p.final ?? p.streamed, annotations: p.annotations });
+      }
+    }
+    return out;
+  }
+
+  annotations() {
+    return this.parts().flatMap((p) => p.annotations);
   }
 
   _text(which) {
