@@ -64,7 +64,8 @@ def test_dialect_and_modalities_are_shown(page: Any, gateway: Gateway) -> None:
     with gateway("scripted:3", dialect="openai") as url:
         open_page(page, url)
         page.wait_for_function("document.getElementById('dialect').textContent === 'openai'")
-        assert page.inner_text("#modalities") == "text"
+        # The SIMULATED scripted upstream takes text, image and file parts (docs/configuration.md [models]).
+        assert page.inner_text("#modalities") == "text + image + file"
 
 
 @pytest.mark.parametrize(("answer", "valid", "errors"), [

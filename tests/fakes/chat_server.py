@@ -191,8 +191,12 @@ class FakeChatCompletionsServer:
         with self._lock:
             self._scripts.append(list(steps))
 
-    def reset(self) -> None:
+    def reset(self, *, default_script: bool = False) -> None:
+        """Forget queued scripts and what was recorded; ``default_script`` also makes an empty queue answer
+        "hello" again (instead of repeating the last script)."""
         with self._lock:
+            if default_script:
+                self._last = [text("hello"), finish(), Done()]
             self._scripts.clear()
             self.requests.clear()
             self.request_headers.clear()

@@ -94,7 +94,7 @@ def test_oversized_terminal_becomes_event_too_large(server: tuple[str, str]) -> 
 
 def test_crashing_tool_ends_with_tool_error_after_its_item(server: tuple[str, str]) -> None:
     url, dialect = server
-    d = post_stream(url, {"input": "x", "model": "tool"}, dialect=dialect)
+    d = post_stream(url, {"input": "x", "model": "tool", "tools": [{"type": "calculator"}]}, dialect=dialect)
     assert d.violations == []
     result = d.core.result
     assert result.error is not None and result.error["code"] == "tool_error"

@@ -55,7 +55,8 @@ def _name_and_arguments(item: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def test_arithmetic_runs_the_calculator_first(server: tuple[str, str, RecordingUpstream]) -> None:
     url, dialect, upstream = server
-    got = post_stream(url, {"input": "What is 17 * 23?"}, dialect=dialect)
+    # The openai dialect runs server tools only when the request lists them (docs/compatibility.md).
+    got = post_stream(url, {"input": "What is 17 * 23?", "tools": [{"type": "calculator"}]}, dialect=dialect)
     assert got.violations == [], got.violations
     routing = next(p for p in got.payloads() if p["type"].endswith("response.routing.completed"))
     assert routing["reasoning"] == "Contains arithmetic; calculator first"
@@ -75,7 +76,8 @@ def test_arithmetic_runs_the_calculator_first(server: tuple[str, str, RecordingU
 
 def test_time_question_reads_the_clock_in_the_named_city(server: tuple[str, str, RecordingUpstream]) -> None:
     url, dialect, _ = server
-    got = post_stream(url, {"input": "What time is it in Amsterdam?"}, dialect=dialect)
+    got = post_stream(url, {"input": "What time is it in Amsterdam?", "tools": [{"type": "current_datetime"}]},
+                      dialect=dialect)
     assert got.violations == [], got.violations
     item = _tool_items(got)[0]
     assert _name_and_arguments(item) == ("current_datetime", {"timezone": "Europe/Amsterdam"})
@@ -96,7 +98,7 @@ def test_no_grounding_when_the_request_does_not_enable_the_tool(server: tuple[st
 def test_no_grounding_on_a_function_call_output_continuation(server: tuple[str, str, RecordingUpstream]) -> None:
     url, dialect, _ = server
     tool = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
-    got = post_stream(url, {"tools": [tool], "input": [
+    got = post_stream(url, {"tools": [tool, {"type": "calculator"}, {"type": "current_datetime"}], "input": [
         {"type": "message", "role": "user", "content": "What is 17 * 23?"},
         {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c1", "output": "17 * 23 = 391, what time is it"}]},
@@ -116,7 +118,8 @@ def test_plain_greeting_has_no_tool_call(server: tuple[str, str, RecordingUpstre
 
 def test_a_pinned_model_is_not_grounded(server: tuple[str, str, RecordingUpstream]) -> None:
     url, dialect, _ = server
-    got = post_stream(url, {"input": "What is 17 * 23?", "model": "scripted-a"}, dialect=dialect)
+    got = post_stream(url, {"input": "What is 17 * 23?", "model": "scripted-a", "tools": [{"type": "calculator"}]},
+                      dialect=dialect)
     assert got.violations == []
     assert _tool_items(got) == []
 
@@ -126,7 +129,7 @@ def test_with_client_tools_the_result_is_a_note_so_the_model_may_still_call_them
 ) -> None:
     url, dialect, upstream = server
     tool = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
-    got = post_stream(url, {"input": "What is 17 * 23?", "tools": [tool]}, dialect=dialect)
+    got = post_stream(url, {"input": "What is 17 * 23?", "tools": [tool, {"type": "calculator"}]}, dialect=dialect)
     assert got.violations == []
     assert _name_and_arguments(_tool_items(got)[0]) == ("calculator", {"expression": "17 * 23"})
     messages = upstream.seen[-1]

@@ -81,7 +81,8 @@ def test_pinned_model_skips_routing_event(server: tuple[str, str]) -> None:
 
 def test_server_tool_loops_back_into_the_model(server: tuple[str, str]) -> None:
     url, dialect = server
-    got = post_stream(url, {"input": "what is 2+2", "model": "tooly"}, dialect=dialect)
+    got = post_stream(url, {"input": "what is 2+2", "model": "tooly", "tools": [{"type": "calculator"}]},
+                      dialect=dialect)
     assert got.violations == [], got.violations
     done = [p["item"] for p in got.payloads() if p["type"] == "response.output_item.done"]
     tool_item = done[0]
@@ -100,7 +101,8 @@ def test_server_tool_loops_back_into_the_model(server: tuple[str, str]) -> None:
 
 def test_web_search_is_hosted_shape_in_openai_dialect(server: tuple[str, str]) -> None:
     url, dialect = server
-    got = post_stream(url, {"input": "find docs", "model": "searchy"}, dialect=dialect)
+    got = post_stream(url, {"input": "find docs", "model": "searchy", "tools": [{"type": "web_search"}]},
+                      dialect=dialect)
     assert got.violations == []
     first = next(p["item"] for p in got.payloads() if p["type"] == "response.output_item.done")
     if dialect == "openai":
@@ -116,7 +118,7 @@ def test_web_search_is_hosted_shape_in_openai_dialect(server: tuple[str, str]) -
 
 def test_retrieval_route_searches_first(server: tuple[str, str]) -> None:
     url, dialect = server
-    got = post_stream(url, {"input": "the latest news"}, dialect=dialect)
+    got = post_stream(url, {"input": "the latest news", "tools": [{"type": "web_search"}]}, dialect=dialect)
     assert got.violations == []
     routing = next(p for p in got.payloads() if p["type"].endswith("response.routing.completed"))
     assert routing["category"] == "retrieval"
@@ -187,7 +189,9 @@ def test_retrieval_route_does_not_search_again_on_a_tool_output_continuation(ser
     call_id = first.core.result.tool_calls[0]["call_id"]
     # model auto, and the tool output reads like a fresh-facts question: the route is retrieval, but the turn carries
     # tool results, so the answer is grounded in them, not in a search for the tool's output.
-    follow = post_stream(url, {"previous_response_id": first.core.result.response_id, "tools": [tool], "input": [
+    search = {"type": "web_search"}  # listed: the openai dialect runs only the server tools a request asks for
+    previous = first.core.result.response_id
+    follow = post_stream(url, {"previous_response_id": previous, "tools": [tool, search], "input": [
         {"type": "function_call_output", "call_id": call_id, "output": "the latest reading: sunny"}]}, dialect=dialect)
     assert follow.violations == []
     routing = next(p for p in follow.payloads() if p["type"].endswith("response.routing.completed"))
@@ -198,6 +202,7 @@ def test_retrieval_route_does_not_search_again_on_a_tool_output_continuation(ser
     fresh = post_stream(url, {"input": [
         {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
-        {"type": "message", "role": "user", "content": "and the latest news?"}], "tools": [tool]}, dialect=dialect)
+        {"type": "message", "role": "user", "content": "and the latest news?"}], "tools": [tool, search]},
+        dialect=dialect)
     assert fresh.violations == []
     assert _searched(fresh)

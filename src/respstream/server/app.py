@@ -333,7 +333,8 @@ class _Gateway:
             raise HTTPError(400, "invalid_json", "The request body nests arrays/objects too deeply.") from None
 
     async def _stream_response(self, rid: str, after: int, *, foreground: bool,
-                               headers: list[tuple[bytes, bytes]] | None = None) -> EventStreamResponse:
+                               headers: list[tuple[bytes, bytes]] | None = None,
+                               forget: bool = False) -> EventStreamResponse:
         svc = self.svc
         shared = self.shared
         if shared is not None and not await shared.enter_stream():
@@ -351,6 +352,8 @@ class _Gateway:
             if shared is not None:
                 shared.leave_stream()
             self.metrics.set_open_streams(self.gate.open)
+            if forget:  # store: false: nothing is kept once its stream has ended
+                svc.forget_when_done(rid)
 
         def cut_slow_reader() -> None:  # the log then ends with slow_reader, not "the client disconnected"
             svc.cancel_running(rid, "slow_reader", "The client stopped reading.")
@@ -369,7 +372,7 @@ class _Gateway:
         await self.limit_rate(request, owner)
         body = await self.read_json(request)
         svc = self.svc
-        req = parse_request(body, server_tool_names=svc.tools.names())
+        req = parse_request(body, server_tool_names=svc.tools.names(), dialect=svc.dialect.name)
         stream = req.stream
         if stream is None:  # DESIGN §4: JSON in openai/openresponses; the seed streams unless Accept wants JSON
             stream = (svc.dialect.stream_by_default and not req.background
@@ -383,11 +386,14 @@ class _Gateway:
         id_header = {"x-response-id": record.id}
         if stream:
             return await self._stream_response(record.id, -1, foreground=not req.background,
-                                         headers=[(b"x-response-id", record.id.encode())])
+                                               headers=[(b"x-response-id", record.id.encode())],
+                                               forget=not req.store)
         if req.background:
             return JSONResponse(record.response, headers=id_header)
         await svc.wait(record.id)
         final = await svc.store.get(record.id)
+        if not req.store:
+            svc.forget_when_done(record.id)
         return JSONResponse(final.response if final is not None else record.response, headers=id_header)
 
     async def _record(self, request: Request) -> Any:
@@ -429,9 +435,10 @@ class _Gateway:
     # -- the rest --------------------------------------------------------------------------------------------------
     async def models(self, request: Request) -> Response:
         self.authenticate(request)
-        router = self.svc.router
-        names = ["auto", *router.models()]
-        upstreams = self.components.upstreams if self.components else []
+        router: Any = self.svc.router
+        upstreams = list(self.components.upstreams if self.components else [])
+        upstreams = [u for u in upstreams or getattr(router, "upstreams", []) if hasattr(u, "models")]
+        served = [(m, next((u for u in upstreams if m in getattr(u, "models", ())), None)) for m in router.models()]
         health = self.health.known()
         served_by: dict[str, list[dict[str, Any]]] = {}
         for upstream in upstreams:
@@ -440,9 +447,12 @@ class _Gateway:
                     {"name": upstream.name, "healthy": health.get(upstream.name, {}).get("healthy", True)})
         served_by["auto"] = [{"name": u.name, "healthy": health.get(u.name, {}).get("healthy", True)}
                              for u in upstreams]
-        return JSONResponse({"object": "list", "data": [
-            {"id": n, "object": "model", "created": 0, "owned_by": "respstream",
-             **({"upstreams": served_by[n]} if n in served_by else {})} for n in dict.fromkeys(names)]})
+        data = self.svc.catalog.listing(served)  # every model and alias with its input_modalities
+        for entry in data:
+            found = served_by.get(entry.get("alias_for", entry["id"]))
+            if found is not None:
+                entry["upstreams"] = found
+        return JSONResponse({"object": "list", "data": data})
 
     async def healthz(self, request: Request) -> Response:
         """Liveness: the process answers. Readiness (store and upstreams) is /readyz."""

@@ -1,8 +1,8 @@
 """Gateway configuration: one dataclass, loaded from a TOML or JSON file, overridden by CLI flags.
 
 Every key is documented in docs/configuration.md. Unknown keys are an error naming the key (a typo must not silently
-fall back to a default). Sub-tables ``router``, ``upstream_options``, ``tools`` and ``rewrite`` are handed as-is to
-the components that own them.
+fall back to a default). Sub-tables ``router``, ``upstream_options``, ``tools``, ``rewrite`` and ``models`` are handed
+as-is to the components that own them.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ class Config:
     upstream_options: dict[str, Any] = field(default_factory=dict)  # timeouts, retries... for every upstream
     tools: dict[str, Any] = field(default_factory=dict)
     rewrite: dict[str, Any] = field(default_factory=dict)
+    models: dict[str, Any] = field(default_factory=dict)  # aliases, input_modalities, context_window
     telemetry: dict[str, Any] = field(default_factory=dict)  # [telemetry]: traces, OTLP endpoint, metrics
     logging: dict[str, Any] = field(default_factory=dict)  # [logging]: level, format, access_log, levels
 
@@ -104,6 +105,12 @@ class Config:
             raise ConfigError(f"http_stack must be auto, fast or pure, not {self.http_stack!r}")
         if self.max_tool_rounds < 0 or self.rate_limit_per_minute < 0:
             raise ConfigError("max_tool_rounds and rate_limit_per_minute must not be negative")
+        from respstream.server.model_catalog import ModelCatalog
+
+        try:
+            ModelCatalog.from_config(self.models)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         try:
             self.telemetry_settings()
             self.logging_settings()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from respstream.server.input_parts import MEDIA_PART_TYPES, media_part
 from respstream.server.requests import InputItem
 
 __all__ = ["items_from_json", "items_to_messages", "output_to_items"]
@@ -41,8 +42,10 @@ def items_from_json(raw: list[dict[str, Any]]) -> list[InputItem]:
     for r in raw:
         kind = r.get("type")
         if kind == "message":
-            text = "".join(str(p.get("text", "")) for p in r.get("content", []))
-            items.append(InputItem("message", role=r.get("role", "user"), text=text))
+            content = r.get("content", [])
+            text = "".join(str(p.get("text", "")) for p in content if p.get("type") not in MEDIA_PART_TYPES)
+            parts = [media_part(p, "stored") for p in content if p.get("type") in MEDIA_PART_TYPES]
+            items.append(InputItem("message", role=r.get("role", "user"), text=text, parts=parts or None))
         elif kind == "function_call":
             items.append(InputItem("function_call", role="assistant", call_id=r.get("call_id"), name=r.get("name"),
                                    arguments=r.get("arguments", "")))
@@ -62,7 +65,11 @@ def items_to_messages(instructions: str | None, items: list[InputItem]) -> list[
     for item in items:
         if item.type == "message":
             role = "system" if item.role == "developer" else item.role
-            messages.append({"role": role, "content": item.text})
+            if item.parts:  # images/files: the Chat Completions content-part list, text first
+                text_part = [{"type": "text", "text": item.text}] if item.text else []
+                messages.append({"role": role, "content": text_part + item.parts})
+            else:
+                messages.append({"role": role, "content": item.text})
         elif item.type == "function_call":
             if item.call_id not in answered:
                 continue  # a call without its output confuses most chat templates

@@ -35,6 +35,7 @@ from respstream.server.mcp_tools import McpToolbox, McpToolError
 from respstream.server.requests import ResponseRequest
 from respstream.server.router import ground_first
 from respstream.server.store.base import SequenceConflict, StoreUnavailable
+from respstream.server.structured_output import check_output
 from respstream.server.telemetry.observation import current_attempt
 from respstream.server.telemetry.response import NULL_TELEMETRY, ResponseTelemetry
 from respstream.server.upstream.base import (
@@ -48,6 +49,7 @@ from respstream.server.upstream.base import (
     UpstreamError,
     Usage,
 )
+from respstream.server.upstream.chat_request import chat_options
 from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
 __all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolCrashed", "ToolsLike"]
@@ -144,8 +146,13 @@ class Pipeline:
         self._on_tool = on_tool
         server_names = tools.names()
         selected = request.server_tools
-        self.server_tools = server_names if selected is None else server_names & selected
-        self.client_tools = {t["name"]: t for t in request.client_tools}
+        policy = request.tool_policy
+        self.server_tools = {n for n in (server_names if selected is None else server_names & selected)
+                             if policy.permits(n)}
+        self.client_tools = {t["name"]: t for t in request.client_tools if policy.permits(t["name"])}
+        # max_tool_calls: every call the response makes (server tools, ground-first, client calls) counts.
+        self.calls_left: int | None = request.options.max_tool_calls
+        self._round_no = 0
         self.mcp = mcp  # the request's remote MCP servers (server/mcp_tools.py)
 
     # -- entry point -----------------------------------------------------------------------------------------------
@@ -205,7 +212,9 @@ class Pipeline:
     async def _generate_all(self) -> None:
         w = self.writer
         for round_no in range(self.max_tool_rounds + 1):
-            offer_tools = round_no < self.max_tool_rounds and self.request.tool_choice != "none"
+            self._round_no = round_no
+            offer_tools = (round_no < self.max_tool_rounds and self.request.tool_policy.mode != "none"
+                           and self.calls_left != 0)
             result = await self._round_with_fallback(offer_tools)
             if result.finish.usage is not None:
                 self._add_usage(result.finish.usage)
@@ -220,8 +229,18 @@ class Pipeline:
             incomplete = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(
                 result.finish.reason
             )
-            if text is not None:
-                final = await self._rewrite(text)
+            fmt = self.request.options.text_format
+            if fmt.structured and not incomplete:
+                # Structured output is checked, never rewritten: an answer that is not what the schema says must
+                # not end as "completed".
+                problem = await check_output(text or "", fmt)
+                if problem is not None:
+                    w.close_message(text, status="incomplete")
+                    w.fail("invalid_structured_output", f"text.format {fmt.type}: {problem}")
+                    return
+                w.close_message(text)
+            elif text is not None:
+                final = text if fmt.structured else await self._rewrite(text)
                 w.close_message(final, status="incomplete" if incomplete else "completed")
             w.complete(usage=self._usage, incomplete_reason=incomplete)
             return
@@ -261,6 +280,7 @@ class Pipeline:
             tool_choice=self._chat_tool_choice() if specs else None,
             max_output_tokens=self.request.max_output_tokens,
             temperature=self.request.temperature,
+            options=chat_options(self.request, tools_offered=bool(specs)),
         )
         text: list[str] = []
         calls: dict[int, _Call] = {}
@@ -276,7 +296,7 @@ class Pipeline:
                 if kind is TextDelta:
                     if chunk.text:
                         text.append(chunk.text)
-                        w.text_delta(chunk.text)
+                        w.text_delta(chunk.text, chunk.logprobs)
                 elif kind is ReasoningDelta:
                     if chunk.text:
                         w.reasoning_delta(chunk.text)
@@ -316,14 +336,21 @@ class Pipeline:
         return specs
 
     def _chat_tool_choice(self) -> Any:
-        choice = self.request.tool_choice
-        if isinstance(choice, dict):
-            return {"type": "function", "function": {"name": choice.get("name") or choice.get("type")}}
-        return choice
+        """``tool_choice`` for the upstream. A forced or required choice holds for the first round only: once the
+        model has called, the next round must be free to answer (else a forced tool would loop to the round limit)."""
+        policy = self.request.tool_policy
+        if self._round_no > 0 and policy.mode == "required":
+            return "auto"
+        return policy.chat_tool_choice()
 
     async def _handle_calls(self, result: _Round) -> bool:
         """Run server calls, emit client calls. True when the response ends here (a client call is pending)."""
         w = self.writer
+        if not self.request.parallel_tool_calls:
+            result.calls = result.calls[:1]  # parallel_tool_calls: false -> one call per turn, whatever the model did
+        if self.calls_left is not None:
+            result.calls = result.calls[: self.calls_left]  # calls past max_tool_calls are dropped, never run
+            self.calls_left -= len(result.calls)
         if w.open_message_text is not None:
             text = w.open_message_text if result.finish.text is None else result.finish.text
             w.close_message(await self._rewrite(text))
@@ -388,7 +415,7 @@ class Pipeline:
     def _grounding(self) -> tuple[str, dict[str, str]] | None:
         """The server tool to run before the first round and its arguments, or None (see the module docstring).
         A tool the request does not enable is skipped; the retrieval route then still searches when it may."""
-        if self.pinned or not self._fresh_user_turn():
+        if self.pinned or not self._fresh_user_turn() or self.calls_left == 0:
             return None
         text = self.request.input_text
         category = str(getattr(self.decision, "category", ""))
@@ -408,6 +435,8 @@ class Pipeline:
         answer, and a request with client function tools must leave the model free to call them (a trailing tool
         result reads as "tools done, now answer"): those get a system note before the user's message instead."""
         call_id = f"call_{self.writer.record.id[-12:]}_{'search' if name == 'web_search' else 'ground'}"
+        if self.calls_left is not None:
+            self.calls_left -= 1
         arguments_json = json.dumps(arguments)
         output = await self._run_server_tool(call_id, name, arguments_json)
         if name in ("calculator", "current_datetime") and not self.client_tools:

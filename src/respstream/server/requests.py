@@ -1,9 +1,11 @@
 """Validate a ``POST /v1/responses`` body into a typed :class:`ResponseRequest`.
 
 Every problem is an :class:`HTTPError` (400) naming the field (``param``, e.g. ``input[2].content[0].type``), raised
-before anything reaches a model. Fields we do not implement (``text.format`` other than text, image/file/audio
-inputs, ``prompt``, hosted tools we do not run) are ``unsupported_parameter``; fields we do not know are ignored, as
-the platform's changelog promises for additive fields.
+before anything reaches a model. Fields we do not implement (audio inputs, ``prompt``, hosted tools we do not run)
+are ``unsupported_parameter``. The option fields (sampling, ``text``, ``reasoning``, ``include``...) are validated by
+:mod:`~respstream.server.request_fields`, image/file parts by :mod:`~respstream.server.input_parts`, ``tool_choice``
+by :mod:`~respstream.server.tool_policy`. Fields nobody defines are ignored (DESIGN §4), as the seed's changelog
+promises for additive fields.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from typing import Any
 
 from respstream.server.compaction_item import decode_compaction
 from respstream.server.http_errors import HTTPError
+from respstream.server.input_parts import MEDIA_PART_TYPES, media_part
 from respstream.server.mcp_tools import MAX_MCP_SERVERS, McpServerSpec, parse_mcp_tool
+from respstream.server.request_fields import RequestFields, parse_fields
+from respstream.server.tool_policy import ToolPolicy, parse_tool_choice, server_tools_opt_in
 
 __all__ = ["MAX_JSON_DEPTH", "SERVER_TOOL_TYPES", "InputItem", "ResponseRequest", "check_depth", "parse_request"]
 
@@ -38,7 +43,7 @@ SERVER_TOOL_TYPES.update({f"respstream:{name}": tool for name, tool in list(SERV
 _UNSUPPORTED_TOOL_TYPES = {"file_search", "code_interpreter", "image_generation", "computer_use_preview", "computer",
                            "local_shell", "shell", "apply_patch", "custom"}
 _TEXT_PARTS = {"input_text", "output_text", "text"}
-_UNSUPPORTED_PARTS = {"input_image", "input_file", "input_audio", "image_url", "file"}
+_UNSUPPORTED_PARTS = {"input_audio", "image_url", "file"}
 _IGNORED_ITEMS = {"web_search_call", "mcp_list_tools", "file_search_call", "item_reference"}
 _ROLES = {"user", "assistant", "system", "developer"}
 _UNSUPPORTED_FIELDS = ("prompt",)
@@ -55,16 +60,27 @@ class InputItem:
     name: str | None = None
     arguments: str = ""
     output: str = ""
+    parts: list[dict[str, Any]] | None = None  # image/file parts of a message, in Chat Completions form
 
     def to_json(self) -> dict[str, Any]:
         if self.type == "message":
             part = "output_text" if self.role == "assistant" else "input_text"
-            return {"type": "message", "role": self.role, "content": [{"type": part, "text": self.text}]}
+            content = [{"type": part, "text": self.text}]
+            content += [_responses_part(p) for p in self.parts or ()]
+            return {"type": "message", "role": self.role, "content": content}
         if self.type == "function_call":
             return {"type": "function_call", "call_id": self.call_id, "name": self.name, "arguments": self.arguments}
         if self.type == "function_call_output":
             return {"type": "function_call_output", "call_id": self.call_id, "output": self.output}
         return {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": self.text}]}
+
+
+def _responses_part(chat_part: dict[str, Any]) -> dict[str, Any]:
+    """A Chat Completions image/file part back in its Responses input form (for stored context)."""
+    if chat_part.get("type") == "image_url":
+        image = chat_part.get("image_url") or {}
+        return {"type": "input_image", "image_url": image.get("url"), "detail": image.get("detail", "auto")}
+    return {"type": "input_file", **(chat_part.get("file") or {})}
 
 
 @dataclass(slots=True)
@@ -89,6 +105,50 @@ class ResponseRequest:
     mcp_servers: list[McpServerSpec] = field(default_factory=list)  # {"type": "mcp"} tools
     mcp_approvals: list[dict[str, Any]] = field(default_factory=list)  # mcp_approval_response input items
     mcp_approval_requests: list[dict[str, Any]] = field(default_factory=list)  # echoed mcp_approval_request items
+    options: RequestFields = field(default_factory=RequestFields)  # sampling, text.format, reasoning, include...
+    tool_policy: ToolPolicy = field(default_factory=ToolPolicy)  # tool_choice as enforced
+    media: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (param, Chat part) of image/file inputs
+
+    # The option fields under their request names, for the Response object's echo (server/response_object.py).
+    @property
+    def presence_penalty(self) -> float | None:
+        return self.options.presence_penalty
+
+    @property
+    def frequency_penalty(self) -> float | None:
+        return self.options.frequency_penalty
+
+    @property
+    def top_logprobs(self) -> int | None:
+        return self.options.top_logprobs
+
+    @property
+    def max_tool_calls(self) -> int | None:
+        return self.options.max_tool_calls
+
+    @property
+    def truncation(self) -> str:
+        return self.options.truncation
+
+    @property
+    def safety_identifier(self) -> str | None:
+        return self.options.safety_identifier
+
+    @property
+    def prompt_cache_key(self) -> str | None:
+        return self.options.prompt_cache_key
+
+    @property
+    def service_tier(self) -> str | None:
+        return self.options.service_tier
+
+    @property
+    def reasoning(self) -> dict[str, Any]:
+        return self.options.reasoning_json()
+
+    @property
+    def text(self) -> dict[str, Any]:
+        return self.options.text_json()
 
     @property
     def input_text(self) -> str:
@@ -154,7 +214,9 @@ def _opt_number(body: dict[str, Any], key: str, low: float, high: float) -> floa
     return float(value)
 
 
-def _content_text(content: Any, param: str) -> str:
+def _content_text(content: Any, param: str, media: list[tuple[str, dict[str, Any]]] | None = None) -> str:
+    """The text of a content list; image/file parts go to ``media`` as ``(param, Chat part)`` (refused when it is
+    ``None``: only messages take them)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -165,7 +227,10 @@ def _content_text(content: Any, param: str) -> str:
         if not isinstance(part, dict):
             raise _type_error(where, "an object")
         kind = _opt_kind(part.get("type"), f"{where}.type")
-        if kind in _UNSUPPORTED_PARTS:
+        if kind in MEDIA_PART_TYPES and media is not None:
+            media.append((where, media_part(part, where)))
+            continue
+        if kind in _UNSUPPORTED_PARTS or kind in MEDIA_PART_TYPES:
             raise _bad(f"{where}.type {kind!r} is not supported (text inputs only)", f"{where}.type",
                        "unsupported_parameter")
         if kind == "refusal":
@@ -181,6 +246,7 @@ def _content_text(content: Any, param: str) -> str:
 
 
 def _input_items(raw: Any, param: str = "input",
+                 media: list[tuple[str, dict[str, Any]]] | None = None,
                  mcp: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None) -> list[InputItem]:
     """``mcp``: where MCP approval responses and echoed approval requests go (they are no model input)."""
     if isinstance(raw, str):
@@ -202,7 +268,11 @@ def _input_items(raw: Any, param: str = "input",
             if "content" not in item:
                 raise _bad(f"{where}.content is required", f"{where}.content", "missing_required_parameter")
             assert role is not None
-            items.append(InputItem("message", role=role, text=_content_text(item["content"], f"{where}.content")))
+            found: list[tuple[str, dict[str, Any]]] = []
+            text = _content_text(item["content"], f"{where}.content", found if media is not None else None)
+            items.append(InputItem("message", role=role, text=text, parts=[p for _, p in found] or None))
+            if media is not None:
+                media.extend(found)
         elif kind == "function_call":
             for key in ("call_id", "name", "arguments"):
                 if not isinstance(item.get(key), str):
@@ -249,7 +319,7 @@ def _input_items(raw: Any, param: str = "input",
             raise _bad(f"{where}.type {kind!r} is not supported", f"{where}.type", "unsupported_parameter")
     if mcp is not None and (mcp[0] or mcp[1]) and not items:
         return items  # only an approval answer: the approved call is the new input
-    if not items or not any(i.text.strip() or i.type != "message" for i in items):
+    if not items or not any(i.text.strip() or i.parts or i.type != "message" for i in items):
         raise _bad(f"{param} is required and must not be empty", param, "missing_required_parameter")
     return items
 
@@ -299,23 +369,6 @@ def _tools(raw: Any, server_tool_names: set[str],
     return client, selected
 
 
-def _tool_choice(raw: Any, client_names: set[str]) -> Any:
-    if raw is None:
-        return "auto"
-    if isinstance(raw, str) and raw in ("auto", "none", "required"):
-        return raw
-    if isinstance(raw, dict):
-        kind = _opt_kind(raw.get("type"), "tool_choice.type")
-        if kind == "function":
-            name = raw.get("name")
-            if not isinstance(name, str) or name not in client_names:
-                raise _bad("tool_choice names a function that is not in tools", "tool_choice")
-            return raw
-        if kind in SERVER_TOOL_TYPES:
-            return raw
-    raise _bad("tool_choice must be auto, none, required or {type: function, name}", "tool_choice")
-
-
 def _metadata(raw: Any) -> dict[str, str]:
     if raw is None:
         return {}
@@ -333,42 +386,45 @@ def _check_unsupported(body: dict[str, Any]) -> None:
     for key in _UNSUPPORTED_FIELDS:
         if body.get(key) is not None:
             raise _bad(f"{key} is not supported", key, "unsupported_parameter")
-    text = body.get("text")
-    if text is not None:
-        if not isinstance(text, dict):
-            raise _type_error("text", "an object")
-        fmt = text.get("format")
-        kind = _opt_kind(fmt.get("type"), "text.format.type") if isinstance(fmt, dict) else None
-        if fmt is not None and kind != "text":
-            raise _bad("text.format is not supported (plain text output only)", "text.format",
-                       "unsupported_parameter")
-    for key in ("response_format",):
-        if body.get(key) is not None:
-            raise _bad(f"{key} is not supported (plain text output only)", key, "unsupported_parameter")
     project_id = body.get("project_id")
     if project_id is not None:
         try:
             uuid.UUID(str(project_id))
         except ValueError:
             raise _bad("project_id must be a UUID", "project_id") from None
-    options = body.get("stream_options")
-    if options is not None and not isinstance(options, dict):
-        raise _type_error("stream_options", "an object")
 
 
-def parse_request(body: Any, *, server_tool_names: set[str]) -> ResponseRequest:
-    """Validate a decoded JSON body. Raises :class:`HTTPError` (400) naming the offending field."""
+def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "platform") -> ResponseRequest:
+    """Validate a decoded JSON body. Raises :class:`HTTPError` (400) naming the offending field.
+
+    ``dialect`` decides whether server tools run without being listed in ``tools`` (only in ``platform``; see
+    :mod:`~respstream.server.tool_policy`)."""
     if not isinstance(body, dict):
         raise HTTPError(400, "invalid_json", "the request body must be a JSON object")
     check_depth(body)
     _check_unsupported(body)
+    options = parse_fields(body)
     if "input" not in body or body["input"] is None:
         raise _bad("input is required", "input", "missing_required_parameter")
     model = _opt_str(body, "model") or "auto"
     approvals: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
-    items = _input_items(body["input"], mcp=approvals)
+    media: list[tuple[str, dict[str, Any]]] = []
+    items = _input_items(body["input"], media=media, mcp=approvals)
     mcp_servers: list[McpServerSpec] = []
     client_tools, server_tools = _tools(body.get("tools"), server_tool_names, mcp_servers)
+    if server_tools is None and server_tools_opt_in(dialect):
+        server_tools = set()
+    if options.text_format.structured:
+        server_tools = set()  # a forced schema turns the server tools off, as the seed does
+    tool_choice, policy = parse_tool_choice(body.get("tool_choice"), {t["name"] for t in client_tools},
+                                            SERVER_TOOL_TYPES)
+    forced = policy.forced
+    if forced is not None and forced not in {t["name"] for t in client_tools} and server_tools is not None \
+            and forced not in server_tools:
+        if options.text_format.structured:
+            raise _bad(f"tool_choice forces the server tool {forced!r}, but text.format turns server tools off",
+                       "tool_choice")
+        server_tools = server_tools | {forced}  # forcing a hosted tool type enables it, as listing it would
     max_tokens = body.get("max_output_tokens")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
         raise _type_error("max_output_tokens", "an integer")
@@ -401,7 +457,7 @@ def parse_request(body: Any, *, server_tool_names: set[str]) -> ResponseRequest:
         instructions=instructions,
         client_tools=client_tools,
         server_tools=server_tools,
-        tool_choice=_tool_choice(body.get("tool_choice"), {t["name"] for t in client_tools}),
+        tool_choice=tool_choice,
         max_output_tokens=max_tokens,
         temperature=_opt_number(body, "temperature", 0.0, 2.0),
         top_p=_opt_number(body, "top_p", 0.0, 1.0),
@@ -413,4 +469,7 @@ def parse_request(body: Any, *, server_tool_names: set[str]) -> ResponseRequest:
         mcp_servers=mcp_servers,
         mcp_approvals=approvals[0],
         mcp_approval_requests=approvals[1],
+        options=options,
+        tool_policy=policy,
+        media=media,
     )

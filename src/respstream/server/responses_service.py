@@ -21,9 +21,12 @@ from respstream.server.conversation_records import conversation_of
 from respstream.server.dialects import Dialect, get_dialect
 from respstream.server.history import items_from_json, items_to_messages, output_to_items
 from respstream.server.http_errors import HTTPError
+from respstream.server.input_files import resolve_file_urls
 from respstream.server.input_items import input_item_records
+from respstream.server.input_parts import check_modalities
 from respstream.server.mcp_tools import McpApproval, McpToolbox
 from respstream.server.metrics import Metrics
+from respstream.server.model_catalog import ModelCatalog
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
 from respstream.server.response_object import new_response, sampling_defaults_of
@@ -32,6 +35,7 @@ from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.response import ResponseTelemetry
 from respstream.server.tools.netguard import AddressPolicy
+from respstream.server.truncation import fit_context
 from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
 __all__ = ["TERMINAL_STATUSES", "ResponseService", "Running"]
@@ -71,6 +75,8 @@ class ResponseService:
         self.tracing = tracing or Tracing(config.telemetry_settings())
         self.running: dict[str, Running] = {}
         self._closing = False
+        self.catalog = ModelCatalog.from_config(config.models)
+        self._forgetting: set[asyncio.Task[None]] = set()  # store: false responses waiting to be deleted
 
     # -- create ----------------------------------------------------------------------------------------------------
     async def _previous(self, rid: str, owner: str | None, local: Store | None) -> ResponseRecord:
@@ -128,10 +134,11 @@ class ResponseService:
 
     async def route(self, req: ResponseRequest) -> Any:
         """The routing decision for ``req``. Raises a 400 ``model_not_found`` for an unknown pinned model."""
-        pinned = req.model != "auto"
+        target_model = self.catalog.resolve(req.model)  # `[models] aliases`
+        pinned = target_model != "auto"
         try:
             with self.tracing.span("route", {"gen_ai.request.model": req.model}) as span:
-                decision = await self.router.route(req.input_text, req.model if pinned else None)
+                decision = await self.router.route(req.input_text, target_model if pinned else None)
                 span.set_attributes({"respstream.route.category": decision.category,
                                      "respstream.route.source": decision.source,
                                      "respstream.route.model": decision.model_id})
@@ -158,9 +165,17 @@ class ResponseService:
         except StoreUnavailable as exc:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
                             headers={"Retry-After": "1"}) from exc
-        pinned = req.model != "auto"
+        pinned = self.catalog.resolve(req.model) != "auto"
         decision = await self.route(req)
         mcp = await self._mcp_toolbox(req, owner, local)
+        if req.media:
+            check_modalities(req.media, decision.model_id, self.catalog.modalities(decision.model_id,
+                                                                                   decision.upstream))
+            await resolve_file_urls(req.media, self.tools)  # file_url -> file_data, through the network policy
+        messages = fit_context(items_to_messages(req.instructions, items),
+                               window=self.catalog.window(decision.model_id, decision.upstream),
+                               max_output_tokens=req.max_output_tokens, truncation=req.options.truncation,
+                               model=decision.model_id)
         created = time.time()
         rid = self.dialect.new_id("resp")
         response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
@@ -195,7 +210,7 @@ class ResponseService:
                             headers={"Retry-After": "1"}) from exc
         pipeline = Pipeline(
             writer=writer, request=req, decision=decision, pinned=pinned,
-            messages=items_to_messages(req.instructions, items), router=self.router, tools=self.tools,
+            messages=messages, router=self.router, tools=self.tools,
             rewriter=self.rewriter, max_tool_rounds=self.config.max_tool_rounds, on_tool=self.metrics.tool,
             mcp=mcp,
         )
@@ -317,6 +332,21 @@ class ResponseService:
                     return
             await asyncio.sleep(pause)
             pause = min(pause * 2, 1.0)
+
+    def forget_when_done(self, response_id: str) -> None:
+        """``store: false``: delete the response once its generation has ended and its reader is done with it
+        (called when the foreground stream closes or the JSON answer is built). GET then says 404."""
+        async def forget() -> None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.wait(response_id)
+            try:
+                await self.store.delete(response_id)
+            except Exception:  # it expires with the retention period anyway
+                log.warning("response %s (store: false) could not be deleted", response_id, exc_info=True)
+
+        task = asyncio.get_running_loop().create_task(forget(), name=f"forget {response_id}")
+        self._forgetting.add(task)
+        task.add_done_callback(self._forgetting.discard)
 
     # -- control ---------------------------------------------------------------------------------------------------
     def cancel_running(self, response_id: str, code: str = "cancelled", message: str | None = None) -> bool:

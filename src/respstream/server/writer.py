@@ -145,12 +145,13 @@ def usage_object(usage: Usage | None) -> dict[str, Any] | None:
 
 
 class _OpenPart:
-    __slots__ = ("content_index", "kind", "parts", "text")
+    __slots__ = ("content_index", "kind", "logprobs", "parts", "text")
 
     def __init__(self, kind: str, content_index: int) -> None:
         self.kind = kind  # output_text | refusal | reasoning_text
         self.content_index = content_index
         self.parts: list[str] = []
+        self.logprobs: list[Any] = []  # token logprobs of an output_text part, when the request asked for them
 
     def joined(self) -> str:
         return "".join(self.parts)
@@ -465,8 +466,25 @@ class ResponseWriter:
         if self._soon is None and self._append_nowait is not None:
             self._soon = asyncio.get_running_loop().call_soon(self._flush_now)
 
-    def text_delta(self, delta: str) -> None:
+    def text_delta(self, delta: str, logprobs: list[Any] | None = None) -> None:
+        if logprobs:
+            self._logprobs_delta(delta, logprobs)
+            return
         self._delta("message", "output_text", delta)
+
+    def _logprobs_delta(self, delta: str, logprobs: list[Any]) -> None:
+        """A text delta with token logprobs (only when the request asked for them): encoded whole, not from the
+        part's byte template; the part's ``done`` and its final content carry all of them."""
+        if self._closed:
+            raise WriterClosed("output_text delta after the terminal event")
+        item = self._item if self._item is not None and self._item.kind == "message" else self._open_item("message")
+        part = item.part if item.part is not None and item.part.kind == "output_text" else self._open_part(
+            item, "output_text")
+        part.parts.append(delta)
+        part.logprobs.extend(logprobs)
+        self._emit("response.output_text.delta", {**self._where(item, part), "delta": delta, "logprobs": logprobs})
+        if self._soon is None and self._append_nowait is not None:
+            self._soon = asyncio.get_running_loop().call_soon(self._flush_now)
 
     def refusal_delta(self, delta: str) -> None:
         self._delta("message", "refusal", delta)
@@ -491,12 +509,14 @@ class ResponseWriter:
         if rewritten:
             self._emit(self.dialect.extension("response.rewrite.in_progress"), {})
         if part.kind == "output_text":
-            self._emit("response.output_text.done", {**where, "text": text, "logprobs": []})
+            self._emit("response.output_text.done", {**where, "text": text, "logprobs": part.logprobs})
         elif part.kind == "refusal":
             self._emit("response.refusal.done", {**where, "refusal": text})
         else:
             self._emit(f"{self.dialect.reasoning_event}.done", {**where, "text": text})
         done_part = _part(part.kind, text)
+        if part.logprobs:
+            done_part["logprobs"] = part.logprobs
         self._emit("response.content_part.done", {**where, "part": done_part})
         item.content.append(done_part)
         item.part = None

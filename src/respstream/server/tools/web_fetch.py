@@ -4,6 +4,8 @@ How this works: redirects are followed by hand (at most ``max_redirects``). For 
 address is checked by :class:`~respstream.server.tools.netguard.AddressPolicy`, and the request is sent to the
 *checked* IP (``Host`` header and TLS SNI keep the name), so DNS cannot be asked twice with different answers. The body
 is read up to ``max_bytes``; HTML becomes plain text, other text types pass through, binary types are refused.
+:func:`fetch_bytes` takes the same path for a file (an ``input_file`` ``file_url``): the bytes as they are, any type,
+refused whole when larger than ``max_bytes`` (a cut file is useless).
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import functools
 import ipaddress
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
 
 import certifi
@@ -20,7 +24,9 @@ import httpx
 from respstream.server.tools.html_text import html_to_text
 from respstream.server.tools.netguard import AddressPolicy, resolve
 
-__all__ = ["FetchError", "FetchResult", "fetch_url"]
+__all__ = ["FetchError", "FetchResult", "FetchedFile", "fetch_bytes", "fetch_url"]
+
+_T = TypeVar("_T")
 
 _TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml+xml", "application/rss+xml")
 
@@ -46,6 +52,13 @@ class FetchResult:
         head = f"URL: {self.url}\nStatus: {self.status}\n" + (f"Title: {self.title}\n" if self.title else "")
         tail = "\n[truncated]" if cut or self.truncated else ""
         return f"{head}\n{text}{tail}"
+
+
+@dataclass(frozen=True)
+class FetchedFile:
+    url: str
+    content_type: str
+    data: bytes
 
 
 @functools.cache
@@ -77,8 +90,18 @@ async def fetch_url(
     """
     if client is None:
         async with httpx.AsyncClient(verify=_tls_context(), follow_redirects=False, trust_env=False) as own:
-            return await _fetch(url, own, policy, max_bytes, timeout, max_redirects, user_agent)
-    return await _fetch(url, client, policy, max_bytes, timeout, max_redirects, user_agent)
+            return await _fetch(url, own, policy, max_bytes, timeout, max_redirects, user_agent, _read)
+    return await _fetch(url, client, policy, max_bytes, timeout, max_redirects, user_agent, _read)
+
+
+async def fetch_bytes(
+    url: str, *, policy: AddressPolicy, max_bytes: int, timeout: float = 10.0, max_redirects: int = 5,
+    user_agent: str = "respstream-file-fetch/0.1",
+) -> FetchedFile:
+    """Fetch ``url`` as bytes (any content type) through the same address policy. Raises :class:`FetchError` or
+    ``netguard.FetchRefused``."""
+    async with httpx.AsyncClient(verify=_tls_context(), follow_redirects=False, trust_env=False) as own:
+        return await _fetch(url, own, policy, max_bytes, timeout, max_redirects, user_agent, _read_bytes)
 
 
 async def _fetch(
@@ -89,7 +112,8 @@ async def _fetch(
     timeout: float,
     max_redirects: int,
     user_agent: str,
-) -> FetchResult:
+    reader: Callable[[str, httpx.Response, int], Awaitable[_T]],
+) -> _T:
     for _hop in range(max_redirects + 1):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
@@ -122,10 +146,25 @@ async def _fetch(
             if response.status_code in (301, 302, 303, 307, 308) and "location" in response.headers:
                 url = urljoin(url, response.headers["location"])
                 continue
-            return await _read(url, response, max_bytes)
+            return await reader(url, response, max_bytes)
         finally:
             await response.aclose()
     raise FetchError(f"too many redirects (more than {max_redirects})")
+
+
+async def _read_bytes(url: str, response: httpx.Response, max_bytes: int) -> FetchedFile:
+    if response.status_code >= 400:
+        raise FetchError(f"{url} answered HTTP {response.status_code}")
+    content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    body = bytearray()
+    try:
+        async for part in response.aiter_bytes():
+            body += part
+            if len(body) > max_bytes:
+                raise FetchError(f"{url} is larger than {max_bytes} bytes")
+    except httpx.HTTPError as exc:
+        raise FetchError(f"reading {url} failed: {type(exc).__name__}") from None
+    return FetchedFile(url, content_type or "application/octet-stream", bytes(body))
 
 
 async def _read(url: str, response: httpx.Response, max_bytes: int) -> FetchResult:

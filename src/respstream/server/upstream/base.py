@@ -32,7 +32,11 @@ __all__ = [
 
 
 class TextDelta(msgspec.Struct, frozen=True, gc=False):
+    """Answer text. ``logprobs``: the upstream's token log probabilities for it (Chat Completions
+    ``choices[0].logprobs.content``, the spec's ``LogProb`` shape), only when the request asked for them."""
+
     text: str
+    logprobs: list[Any] | None = None
 
 
 class ReasoningDelta(msgspec.Struct, frozen=True, gc=False):
@@ -89,6 +93,10 @@ class GenerationRequest:
     tool_choice: Any = None
     max_output_tokens: int | None = None
     temperature: float | None = None
+    # Further Chat Completions body fields, already in their Chat Completions names and shapes (top_p,
+    # response_format, reasoning_effort, logprobs...; see server/upstream/chat_request.py). Backends that are not
+    # Chat Completions read the ones they implement.
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 class UpstreamError(Exception):

@@ -87,6 +87,8 @@ def build_request_body(
         body["max_tokens"] = request.max_output_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if request.options:
+        body.update(request.options)
     return body
 
 

@@ -56,6 +56,7 @@ class _WireDelta(msgspec.Struct, gc=False):
 class _WireChoice(msgspec.Struct, gc=False):
     delta: _WireDelta | None = None
     finish_reason: str | None = None
+    logprobs: Any = None  # present only when the request asked for logprobs
 
 
 class _WireChunk(msgspec.Struct):
@@ -70,6 +71,12 @@ class _WireChunk(msgspec.Struct):
 # an unexpected shape fails validation and goes through the generic decoder instead, which ignores wrong types.
 _decode_wire = msgspec.json.Decoder(_WireChunk)
 _decode = msgspec.json.Decoder()
+
+
+def _logprobs(value: Any) -> list[Any] | None:
+    """``choices[0].logprobs.content`` (a list of token entries), else ``None``."""
+    content = value.get("content") if isinstance(value, dict) else None
+    return [e for e in content if isinstance(e, dict)] if isinstance(content, list) else None
 
 
 def _text(value: Any) -> str | None:
@@ -170,8 +177,10 @@ class ChunkTranslator:
                 if not think.idle or "<" in content:
                     for kind, text in think.feed(content):
                         out.append(TextDelta(text) if kind == "text" else ReasoningDelta(text))
-                else:  # the common case: plain answer text, nothing held back
+                elif choice.logprobs is None:  # the common case: plain answer text, nothing held back
                     out.append(TextDelta(content))
+                else:
+                    out.append(TextDelta(content, _logprobs(choice.logprobs)))
             if delta.refusal:
                 out.append(RefusalDelta(delta.refusal))
             if delta.tool_calls:
@@ -204,7 +213,8 @@ class ChunkTranslator:
                     refusal=_text(raw.get("refusal")),
                     tool_calls=tool_calls if isinstance(tool_calls, list) else None,
                 )
-            wire_choices = [_WireChoice(delta=delta, finish_reason=_text(choice.get("finish_reason")))]
+            wire_choices = [_WireChoice(delta=delta, finish_reason=_text(choice.get("finish_reason")),
+                                        logprobs=choice.get("logprobs"))]
         usage = data.get("usage")
         return _WireChunk(
             choices=wire_choices, usage=usage if isinstance(usage, dict) else None, error=data.get("error")

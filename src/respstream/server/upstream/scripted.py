@@ -167,6 +167,9 @@ class ScriptedUpstream:
     ``deltas``: the N of the spec (``None``: 8 words, or word-ish pieces of ``text``). Raises ValueError on N < 0.
     """
 
+    # It takes image and file parts (and ignores them): the compliance suite's image-input test runs against it.
+    input_modalities = ("text", "image", "file")
+
     def __init__(
         self,
         deltas: int | None = None,
