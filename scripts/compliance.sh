@@ -31,9 +31,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The suite's HTTP tests that issue 11 makes pass (compaction and WebSocket belong to a later issue).
-required_scripted="basic-response assistant-phase system-prompt multi-turn tool-calling streaming-response image-input"
-required_embedded="basic-response assistant-phase system-prompt multi-turn tool-calling streaming-response"
+# Every test of the suite (issues 11 and 12): the HTTP tests, /responses/compact and the WebSocket transport. With
+# the embedded model all but image-input, which gets the honest 400 (the model takes text only).
+required_embedded="basic-response assistant-phase system-prompt multi-turn tool-calling streaming-response
+  response-output-phase-schema compact-response compact-missing-model websocket-response
+  websocket-sequential-responses websocket-continuation websocket-previous-response-not-found
+  websocket-failed-continuation-evicts-cache websocket-compact-new-chain websocket-reconnect-store-false-recovery"
+required_scripted="$required_embedded image-input"
 
 free_port() { "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
