@@ -196,9 +196,9 @@ class Pipeline:
                     return
                 continue
             text = w.open_message_text
-            incomplete = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(
-                result.finish.reason
-            )
+            # "repetition": the upstream's loop guard stopped an answer that kept repeating itself.
+            incomplete = {"length": "max_output_tokens", "content_filter": "content_filter",
+                          "repetition": "repetition"}.get(result.finish.reason)
             if text is not None:
                 final = await self._rewrite(text)
                 w.close_message(final, status="incomplete" if incomplete else "completed")

@@ -45,6 +45,7 @@ import msgspec
 
 from respstream.errors import BadInputError
 from respstream.protocol.sse import SSEDecoder
+from respstream.server.upstream.answer_filters import answer_filters
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chunks import ChunkTranslator
 from respstream.server.upstream.model_ids import alias_models
@@ -155,6 +156,9 @@ class ChatCompletionsUpstream:
         retry_backoff: float = 0.1,
         include_usage: bool = True,
         headers: dict[str, str] | None = None,
+        extra_body: dict[str, Any] | None = None,
+        loop_guard: bool = False,
+        text_tool_calls: bool = False,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
@@ -172,6 +176,12 @@ class ChatCompletionsUpstream:
         self.retries = max(0, retries)
         self.retry_backoff = retry_backoff
         self.include_usage = include_usage
+        # Answer-quality options (off unless configured; the embedded model turns them on): body fields merged
+        # under every request (e.g. llama.cpp's repeat_penalty; the request's own fields win), the loop guard, and
+        # tool calls written as answer text (server/upstream/text_tool_calls.py).
+        self.extra_body = dict(extra_body or {})
+        self.loop_guard = loop_guard
+        self.text_tool_calls = text_tool_calls
         # identity: compressing a token stream saves nothing and some servers buffer compressed output.
         self._headers = {
             "accept": "text/event-stream",
@@ -292,7 +302,11 @@ class ChatCompletionsUpstream:
             while True:
                 translator = ChunkTranslator()
                 try:
-                    async for chunk in self._attempt(request, translator, deadline_at):
+                    chunks = self._attempt(request, translator, deadline_at)
+                    if self.loop_guard or self.text_tool_calls:
+                        chunks = answer_filters(chunks, request, loop_guard=self.loop_guard,
+                                                text_tool_calls=self.text_tool_calls)
+                    async for chunk in chunks:
                         yield chunk
                     return
                 except UpstreamError as exc:
@@ -318,9 +332,9 @@ class ChatCompletionsUpstream:
     ) -> AsyncGenerator[Chunk, None]:
         loop = asyncio.get_running_loop()
         client = self._http()
-        body = msgspec.json.encode(
-            build_request_body(request, include_usage=self.include_usage, model=self.upstream_model_id(request.model))
-        )
+        model = self.upstream_model_id(request.model)
+        fields = build_request_body(request, include_usage=self.include_usage, model=model)
+        body = msgspec.json.encode({**self.extra_body, **fields} if self.extra_body else fields)
         http_request = client.build_request("POST", f"{self.base_url}/chat/completions", content=body)
         try:
             async with asyncio.timeout_at(deadline_at):

@@ -1,6 +1,7 @@
 """Build an :class:`Upstream` from a ``--upstream`` spec string.
 
-- ``embedded`` -> :class:`~respstream.server.upstream.embedded.EmbeddedUpstream` (SmolLM2 via llama.cpp)
+- ``embedded`` / ``embedded:SIZE`` -> :class:`~respstream.server.upstream.embedded.EmbeddedUpstream` (llama.cpp
+  in-process; ``SIZE`` = ``small`` | ``medium`` | ``large``, default the ``model_size`` option, else ``large``)
 - ``http://host:port/v1`` / ``https://…`` ->
   :class:`~respstream.server.upstream.chat_completions.ChatCompletionsUpstream`
   (``name`` defaults to ``host:port``; ``models`` unset means discovered at ``start()``, listed under readable ids)
@@ -36,10 +37,12 @@ def _accepted(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str,
 def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Upstream:
     """Parse ``spec`` and build the upstream. Raises ValueError for a spec it cannot read (the message says why)."""
     spec = spec.strip()
-    if spec == "embedded":
+    if spec == "embedded" or spec.startswith("embedded:"):
         from respstream.server.upstream.embedded import EmbeddedUpstream
 
         kwargs = _accepted(EmbeddedUpstream, options)
+        if spec.startswith("embedded:"):
+            kwargs["model_size"] = spec.split(":", 1)[1]
         if name:
             kwargs["name"] = name
         return EmbeddedUpstream(**kwargs)
@@ -56,6 +59,6 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
         kwargs.pop("name", None)
         return ChatCompletionsUpstream(spec, name=name or parts.netloc, **kwargs)
     raise ValueError(
-        f"unknown upstream {spec!r}: use 'embedded', an OpenAI-compatible base URL such as "
-        "'http://127.0.0.1:8000/v1', or 'scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T]'"
+        f"unknown upstream {spec!r}: use 'embedded' (or embedded:small|medium|large), an OpenAI-compatible base URL "
+        "such as 'http://127.0.0.1:8000/v1', or 'scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T]'"
     )
