@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from respstream.server.requests import ResponseRequest
 from respstream.server.router import ground_first
 from respstream.server.store.base import SequenceConflict, StoreUnavailable
+from respstream.server.tools.search_query import search_query
 from respstream.server.upstream.base import (
     Finish,
     GenerationRequest,
@@ -272,7 +273,11 @@ class Pipeline:
 
     # -- tools -----------------------------------------------------------------------------------------------------
     def _tool_specs(self) -> list[dict[str, Any]]:
-        specs = [s for s in self.tools.specs() if s.get("function", {}).get("name") in self.server_tools]
+        specs: list[dict[str, Any]] = []
+        # An upstream may decline server tools (the embedded models: a small model offered web_search calls it for
+        # every question, and the specs cost ~1,300 prompt tokens a round); grounding runs them for it instead.
+        if getattr(self.decision.upstream, "offer_server_tools", True):
+            specs = [s for s in self.tools.specs() if s.get("function", {}).get("name") in self.server_tools]
         for tool in self.client_tools.values():
             specs.append({"type": "function", "function": {
                 "name": tool["name"], "description": tool.get("description") or "",
@@ -349,7 +354,7 @@ class Pipeline:
         if chosen is not None and chosen[0] in self.server_tools:
             return chosen
         if category == "retrieval" and "web_search" in self.server_tools:
-            return "web_search", {"query": text[:500]}
+            return "web_search", {"query": search_query(text)}
         return None
 
     async def _ground_first(self, name: str, arguments: dict[str, str]) -> None:

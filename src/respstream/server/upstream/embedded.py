@@ -140,7 +140,9 @@ class EmbeddedUpstream:
     (more queue in the adapter). ``n_threads`` defaults to CPU count - 1 (at least 1); ``poll`` sets llama.cpp's
     spin-wait level (0-100, llama.cpp default 50). Generation defaults: ``max_output_tokens`` (the cap when a
     request sets none), ``sampling`` (extra llama.cpp body fields, see :data:`DEFAULT_SAMPLING`), ``loop_guard`` and
-    ``text_tool_calls`` (see :class:`ChatCompletionsUpstream`). Extra API: ``await start()``, ``available()``,
+    ``text_tool_calls`` (see :class:`ChatCompletionsUpstream`); ``offer_server_tools`` (default false: the
+    pipeline runs the gateway's tools by grounding instead of offering them to the model). Extra API:
+    ``await start()``, ``available()``,
     ``address`` (the llama.cpp server URL once started).
     """
 
@@ -164,6 +166,7 @@ class EmbeddedUpstream:
         sampling: dict[str, Any] | None = None,
         loop_guard: bool = True,
         text_tool_calls: bool = True,
+        offer_server_tools: bool = False,
     ) -> None:
         spec_for(model_size)  # ValueError naming the sizes for a typo
         if max_output_tokens is not None and max_output_tokens < 1:
@@ -184,6 +187,9 @@ class EmbeddedUpstream:
         self.n_threads = n_threads
         self.poll = poll
         self.max_output_tokens = max_output_tokens
+        # Read by the pipeline: the gateway's own tools are run for this model by grounding (router.ground_first)
+        # rather than offered to it; client function tools are always offered.
+        self.offer_server_tools = offer_server_tools
         self._adapter_options: dict[str, Any] = {
             "connect_timeout": connect_timeout,
             "idle_timeout": idle_timeout,
