@@ -30,6 +30,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from respstream.server.grounded_answer import Fact, GroundedFacts, grounding_instruction
 from respstream.server.requests import ResponseRequest
 from respstream.server.router import ground_first
 from respstream.server.store.base import SequenceConflict, StoreUnavailable
@@ -134,6 +135,8 @@ class Pipeline:
         self.cancel_requested = False
         self._usage = Usage()
         self._on_tool = on_tool
+        self._facts: list[Fact] = []  # deterministic tool results the final text must state (grounded_answer.py)
+        self._last_tool_status = ""
         server_names = tools.names()
         selected = request.server_tools
         self.server_tools = server_names if selected is None else server_names & selected
@@ -327,6 +330,7 @@ class Pipeline:
                 log.exception("server tool %s raised", name)
                 crashed = exc
                 output, status = f"the {name} tool crashed ({type(exc).__name__})", "failed"
+        self._last_tool_status = status
         if self._on_tool is not None:
             self._on_tool(name, status)
         w.server_tool_finished(index, output=output, status=status, sources=_sources(output) if name == "web_search"
@@ -368,11 +372,20 @@ class Pipeline:
         call_id = f"call_{self.writer.record.id[-12:]}_{'search' if name == 'web_search' else 'ground'}"
         arguments_json = json.dumps(arguments)
         output = await self._run_server_tool(call_id, name, arguments_json)
+        if name in ("calculator", "current_datetime") and self._last_tool_status == "completed":
+            # A computed answer: the model is told to state it (a system note before the question), and the final
+            # text is checked against it (GroundedFacts, in _rewrite).
+            fact = Fact(name, dict(arguments), output)
+            self._facts.append(fact)
+            self.messages.insert(len(self.messages) - 1 if self.messages else 0,
+                                 {"role": "system", "content": grounding_instruction(fact)})
         if name in ("calculator", "current_datetime") and not self.client_tools:
             self.messages.append({"role": "assistant", "content": "", "tool_calls": [
                 {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments_json}}]})
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
             return
+        if name in ("calculator", "current_datetime") and self._facts:
+            return  # with client tools: the system note above already carries the result
         if name == "web_search":
             note = (f"Web search results for the user's question:\n{output}\n"
                     "Answer using these results and cite the URLs you use.")
@@ -384,10 +397,13 @@ class Pipeline:
 
     async def _rewrite(self, text: str) -> str:
         try:
-            return await self.rewriter.rewrite(text, language=None)
+            text = await self.rewriter.rewrite(text, language=None)
         except Exception:  # a rewriter must never cost the answer
             log.exception("rewrite failed; keeping the streamed text")
-            return text
+        if self._facts:
+            # The last rewrite step: the answer must state what calculator / current_datetime computed.
+            text = GroundedFacts(self._facts).apply(text)
+        return text
 
     def _add_usage(self, usage: Usage) -> None:
         u = self._usage
