@@ -84,7 +84,7 @@ def check_calculation(text: str, expression: str, result: str) -> str | None:
         if _plain_number(match.group(0)) in forms:
             return None
     claim = re.compile(re.escape(expression.strip()) + r"\s*(?:=|is|equals|gives|makes|ist|est|fait|gleich)\s*"
-                       r"(-?\d[\d,.]*)", re.IGNORECASE) if expression.strip() else None
+                       r"(-?\d+(?:[,.]\d+)*)", re.IGNORECASE) if expression.strip() else None
     found = claim.search(text) if claim is not None else None
     if found is not None:
         return text[: found.start(1)] + result + text[found.end(1):]

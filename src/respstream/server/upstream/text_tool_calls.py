@@ -36,6 +36,8 @@ __all__ = ["TextToolCalls", "offered_functions", "schema_errors", "text_tool_cal
 _HEADER = re.compile(
     r'\s*(?:```[A-Za-z]*\s*|<tool_call>\s*)?[\[{]\s*(?:\{\s*)?"(?:name|function|tool)"\s*:\s*"([^"\\]{0,128})"'
 )
+_FIRST_KEY = re.compile(r'\s*(?:```[A-Za-z]*\s*|<tool_call>\s*)?[\[{]\s*(?:\{\s*)?"([^"\\]{0,64})"\s*:')
+_CALL_KEYS = ("name", "function", "tool")
 _OPENERS = ("```", "<tool_call>")
 _FIRST_BRACKET = re.compile(r"[\[{]")
 _TRAILERS = re.compile(r"^(?:\s|```|</tool_call>|[,\]])*$")
@@ -183,6 +185,9 @@ class TextToolCalls:
             return self._release("answer text")
         match = _HEADER.match(held)
         if match is None:
+            key = _FIRST_KEY.match(held)
+            if key is not None and key.group(1) not in _CALL_KEYS:
+                return self._release(f"an object whose first key is {key.group(1)!r}")
             if len(held) >= self.max_header or self._went_another_way(start):
                 return self._release("not a tool call")
             return []
@@ -200,6 +205,8 @@ class TextToolCalls:
             return bool(rest) and rest[0] not in "{["
         if start.startswith("<"):
             return not ("<tool_call>".startswith(start[:11]) or start.startswith("<tool_call>"))
+        if start[0] not in "{[":
+            return not "```".startswith(start)  # "`" or "``": a fence may still be coming
         body = start.lstrip("[{ \t\r\n")
         return bool(body) and body[0] != '"'
 

@@ -1,0 +1,122 @@
+"""Tool calls written as answer text become real calls (server/upstream/text_tool_calls.py); the rest stays text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+from respstream.server.upstream.base import Chunk, Finish, TextDelta, ToolCallDelta
+from respstream.server.upstream.text_tool_calls import (
+    TextToolCalls,
+    offered_functions,
+    schema_errors,
+    text_tool_call_stream,
+)
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
+           "required": ["city"], "additionalProperties": False}
+FUNCTIONS = {"get_weather": WEATHER}
+
+
+def run(pieces: list[str], functions: dict[str, dict[str, object]] | None = None) -> list[Chunk]:
+    detector = TextToolCalls(FUNCTIONS if functions is None else functions)
+    out: list[Chunk] = []
+    for piece in pieces:
+        out.extend(detector.feed(piece))
+    out.extend(detector.finish())
+    return out
+
+
+def split(text: str, size: int = 3) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+@pytest.mark.parametrize("text", [
+    '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+    '  ```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```\n',
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+    '```\n{"name":"get_weather","parameters":{"city":"Paris"}}\n```',
+    '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}',
+])
+def test_a_call_written_as_text_becomes_a_tool_call(text: str) -> None:
+    for pieces in ([text], split(text, 1), split(text, 7)):
+        out = run(pieces)
+        calls = [c for c in out if isinstance(c, ToolCallDelta)]
+        assert len(calls) == 1, out
+        assert calls[0].name == "get_weather" and calls[0].call_id and calls[0].index == 0
+        assert json.loads(calls[0].arguments) == {"city": "Paris"}
+        assert not any(isinstance(c, TextDelta) and c.text.strip() for c in out), out
+
+
+@pytest.mark.parametrize("text", [
+    "The weather in Paris is sunny.",
+    '{"name": "unknown_tool", "arguments": {}}',                      # not offered
+    '{"name": "get_weather", "arguments": {"town": "Paris"}}',        # schema: city required, town not a parameter
+    '{"name": "get_weather", "arguments": {"city": 3}}',              # schema: wrong type
+    '{"name": "get_weather", "arguments": {"city": "Paris", "unit": "k"}}',  # enum
+    '{"answer": 42}',                                                 # ordinary JSON answer
+    '```python\nprint("hi")\n```',
+    "<b>bold</b> text",
+    '{"name": "get_weather", "arguments": {"city": "Par',             # never closed
+])
+def test_anything_else_is_released_unchanged(text: str) -> None:
+    for pieces in ([text], split(text, 1), split(text, 5)):
+        out = run(pieces)
+        assert not any(isinstance(c, ToolCallDelta) for c in out)
+        assert "".join(c.text for c in out if isinstance(c, TextDelta)) == text
+
+
+def test_plain_text_is_not_held_back() -> None:
+    detector = TextToolCalls(FUNCTIONS)
+    assert detector.feed("  ") == []  # leading whitespace waits for the first real character
+    assert detector.feed("Hello") == [TextDelta("  Hello")]
+    assert detector.passthrough and detector.feed(" world") == [TextDelta(" world")]
+
+
+def test_a_non_call_object_is_released_within_its_first_key() -> None:
+    detector = TextToolCalls(FUNCTIONS)
+    assert detector.feed('{"ans') == []
+    assert detector.feed('wer": ') == [TextDelta('{"answer": ')]
+
+
+def test_no_offered_functions_means_pass_through() -> None:
+    text = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    assert run([text], functions={}) == [TextDelta(text)]
+
+
+def test_a_list_of_calls_and_text_after_a_call() -> None:
+    one = '{"name": "get_weather", "arguments": {"city": "%s"}}'
+    text = f"[{one % 'Paris'}, {one % 'Oslo'}]"
+    calls = [c for c in run(split(text)) if isinstance(c, ToolCallDelta)]
+    assert [json.loads(c.arguments)["city"] for c in calls] == ["Paris", "Oslo"] and [c.index for c in calls] == [0, 1]
+    out = run(['{"name": "get_weather", "arguments": {"city": "Paris"}} I will check that.'])
+    assert isinstance(out[0], ToolCallDelta) and out[-1] == TextDelta(" I will check that.")
+
+
+def test_scan_is_linear_on_a_long_call() -> None:
+    big = "x" * 50_000
+    text = '{"name": "get_weather", "arguments": {"city": "' + big + '"}}'
+    calls = [c for c in run(split(text, 4)) if isinstance(c, ToolCallDelta)]
+    assert len(calls) == 1 and len(json.loads(calls[0].arguments)["city"]) == 50_000
+
+
+def test_schema_errors_and_offered_functions() -> None:
+    assert schema_errors({"city": "x"}, WEATHER) == []
+    assert schema_errors({}, WEATHER) == ["arguments.city is required"]
+    assert schema_errors({"city": "x", "n": 1}, WEATHER) == ["arguments.n is not a parameter"]
+    integer = {"properties": {"n": {"type": "integer"}}}
+    assert schema_errors({"n": True}, integer) == ["arguments.n must be of type integer"]
+    tools = [{"type": "function", "function": {"name": "f", "parameters": WEATHER}}, {"type": "other"}]
+    assert offered_functions(tools) == {"f": WEATHER}
+
+
+async def test_stream_turns_the_finish_into_tool_calls() -> None:
+    async def source() -> AsyncIterator[Chunk]:
+        yield TextDelta('{"name": "get_weather", ')
+        yield TextDelta('"arguments": {"city": "Paris"}}')
+        yield Finish("stop")
+
+    out = [c async for c in text_tool_call_stream(source(), FUNCTIONS)]
+    assert isinstance(out[0], ToolCallDelta) and out[-1] == Finish("tool_calls")
