@@ -13,6 +13,7 @@ from respstream.server.upstream.text_tool_calls import (
     offered_functions,
     schema_errors,
     text_tool_call_stream,
+    written_call,
 )
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
@@ -120,3 +121,12 @@ async def test_stream_turns_the_finish_into_tool_calls() -> None:
 
     out = [c async for c in text_tool_call_stream(source(), FUNCTIONS)]
     assert isinstance(out[0], ToolCallDelta) and out[-1] == Finish("tool_calls")
+
+
+def test_a_written_out_call_is_recognised_as_not_an_answer() -> None:
+    names = {"calculator", "get_weather"}
+    assert written_call('{"name": "calculator", "arguments": {"expression": "17 * 23"}}', names)
+    assert written_call('```json\n{"name": "get_weather", "arguments": {}}\n```', names)
+    assert not written_call('{"name": "other", "arguments": {}}', names)
+    assert not written_call('The call would be {"name": "calculator"}', names)
+    assert not written_call('{"result": 391}', names)

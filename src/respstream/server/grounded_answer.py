@@ -88,12 +88,12 @@ def check_calculation(text: str, expression: str, result: str) -> str | None:
     found = claim.search(text) if claim is not None else None
     if found is not None:
         return text[: found.start(1)] + result + text[found.end(1):]
-    return f"{text.rstrip()}\n\n(Calculator: {expression} = {result}.)" if text.strip() else f"{expression} = {result}"
+    return f"{text.rstrip()}\n\n(Calculator: {expression} = {result}.)" if text.strip() else f"{expression} = {result}."
 
 
 # -- current_datetime -------------------------------------------------------------------------------------------------
 
-_TIME = re.compile(r"(?<![\d:])([01]?\d|2[0-3])[:.h]([0-5]\d)(?::[0-5]\d)?(?:\s*([AaPp])\.?\s*[Mm]\.?)?(?![\d])")
+_TIME = re.compile(r"(?<![\d:+\-])([01]?\d|2[0-3])[:.h]([0-5]\d)(?::[0-5]\d)?(?:\s*([AaPp])\.?\s*[Mm]\.?)?(?![\d])")
 _WEEKDAYS = (
     ("monday", "maandag", "montag", "lundi"), ("tuesday", "dinsdag", "dienstag", "mardi"),
     ("wednesday", "woensdag", "mittwoch", "mercredi"), ("thursday", "donderdag", "donnerstag", "jeudi"),
@@ -115,7 +115,6 @@ def check_datetime(text: str, output: str) -> str | None:
     moment = _moment(output)
     if moment is None:
         return None
-    hhmm = f"{moment:%H:%M}"
     wrong: re.Match[str] | None = None
     for match in _TIME.finditer(text):
         hour, minute, half = int(match.group(1)), int(match.group(2)), (match.group(3) or "").lower()
@@ -135,7 +134,9 @@ def check_datetime(text: str, output: str) -> str | None:
     if day is not None and day.group(0).split()[-1][:3] in _month_stems(moment.month):
         return None
     note = f"(current_datetime: {output.split('; ISO')[0]}.)"
-    return f"{text.rstrip()}\n\n{note}" if text.strip() else f"It is {hhmm}. {note}"
+    if not text.strip():
+        return f"It is {output.split('; ISO')[0]}."
+    return f"{text.rstrip()}\n\n{note}"
 
 
 def _month_stems(month: int) -> set[str]:

@@ -46,6 +46,7 @@ from respstream.server.upstream.base import (
     UpstreamError,
     Usage,
 )
+from respstream.server.upstream.text_tool_calls import written_call
 from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
 __all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolCrashed", "ToolsLike"]
@@ -379,13 +380,16 @@ class Pipeline:
             self._facts.append(fact)
             self.messages.insert(len(self.messages) - 1 if self.messages else 0,
                                  {"role": "system", "content": grounding_instruction(fact)})
-        if name in ("calculator", "current_datetime") and not self.client_tools:
+        offered = getattr(self.decision.upstream, "offer_server_tools", True)
+        if name in ("calculator", "current_datetime") and not self.client_tools and offered:
+            # A model that calls tools sees the result as its own call's (small models repeat it faithfully). One
+            # that is not offered the gateway's tools gets only the note: shown a call, it writes calls as text.
             self.messages.append({"role": "assistant", "content": "", "tool_calls": [
                 {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments_json}}]})
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
             return
         if name in ("calculator", "current_datetime") and self._facts:
-            return  # with client tools: the system note above already carries the result
+            return  # the system note above already carries the result
         if name == "web_search":
             note = (f"Web search results for the user's question:\n{output}\n"
                     "Answer using these results and cite the URLs you use.")
@@ -400,6 +404,10 @@ class Pipeline:
             text = await self.rewriter.rewrite(text, language=None)
         except Exception:  # a rewriter must never cost the answer
             log.exception("rewrite failed; keeping the streamed text")
+        if written_call(text, self.tools.names() | set(self.client_tools)):
+            # The model printed a call of a tool it was not offered (or after the tool rounds) instead of answering:
+            # that is not an answer. With a grounded fact the next step states the result instead.
+            text = ""
         if self._facts:
             # The last rewrite step: the answer must state what calculator / current_datetime computed.
             text = GroundedFacts(self._facts).apply(text)

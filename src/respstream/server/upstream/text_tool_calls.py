@@ -31,7 +31,7 @@ from typing import Any
 
 from respstream.server.upstream.base import Chunk, Finish, TextDelta, ToolCallDelta
 
-__all__ = ["TextToolCalls", "offered_functions", "schema_errors", "text_tool_call_stream"]
+__all__ = ["TextToolCalls", "offered_functions", "schema_errors", "text_tool_call_stream", "written_call"]
 
 _HEADER = re.compile(
     r'\s*(?:```[A-Za-z]*\s*|<tool_call>\s*)?[\[{]\s*(?:\{\s*)?"(?:name|function|tool)"\s*:\s*"([^"\\]{0,128})"'
@@ -97,6 +97,21 @@ def schema_errors(value: Any, schema: dict[str, Any], where: str = "arguments", 
         for i, item in enumerate(value[:256]):
             errors.extend(schema_errors(item, schema["items"], f"{where}[{i}]", depth + 1))
     return errors
+
+
+def written_call(text: str, names: set[str]) -> bool:
+    """True when the whole of ``text`` is a tool call written out (a JSON object, or list of them, naming one of
+    ``names``, optionally fenced or tagged): what a model not offered that tool printed instead of an answer."""
+    body = text.strip()
+    if not body or body[0] not in "{[<`" or len(body) > 64 * 1024:
+        return False
+    body = re.sub(r"^(?:```[A-Za-z]*|<tool_call>)\s*|\s*(?:```|</tool_call>)$", "", body).strip()
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return False
+    objects = value if isinstance(value, list) else [value]
+    return bool(objects) and all(isinstance(o, dict) and o.get("name") in names for o in objects)
 
 
 class _ObjectScanner:
