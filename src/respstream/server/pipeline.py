@@ -8,7 +8,12 @@ status) and loops back into the model, up to ``max_tool_rounds``; a client funct
 call in ``output``. *Ground first*: before the first round, one server tool picked by
 :func:`~respstream.server.router.ground_first` from the input and the route runs and its result goes to the model as
 a tool result (arithmetic -> ``calculator``, a time question -> ``current_datetime``, the ``retrieval`` route ->
-``web_fetch`` for a URL or ``web_search``), so tools work even with a model too small to call them. Only for a routed
+``web_fetch`` for a URL or ``web_search``), so tools work even with a model too small to call them. A computed result
+(calculator, current_datetime) also goes to the model as a system instruction to state it
+(:func:`~respstream.server.grounded_answer.grounding_instruction`), and the final text is checked against it
+(:class:`~respstream.server.grounded_answer.GroundedFacts`, after the rewriter; a correction shows as
+``response.rewrite.in_progress``). An upstream with ``offer_server_tools = False`` (the embedded models) is offered
+only the client's function tools. Only for a routed
 (not pinned) request, a tool enabled for the request, fresh user input (not a ``function_call_output``
 continuation), and once per response. The last
 message goes through the rewriter before its ``output_text.done``.
