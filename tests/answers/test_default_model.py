@@ -1,6 +1,6 @@
 """`make serve`'s default model end to end: Qwen2.5-Coder-1.5B-Instruct through the real gateway (llama.cpp via
-xllamacpp). Two short prompts only: a grounded calculation and a client function tool (the model writes the call
-as JSON text; the gateway turns it into a function_call)."""
+xllamacpp). Few, short prompts: a grounded calculation, and an OpenAI Agents SDK run with a function tool (the model
+writes the call as JSON text; the gateway turns it into a function_call; the SDK runs it and the model answers)."""
 
 from __future__ import annotations
 
@@ -43,15 +43,25 @@ def test_the_default_model_states_the_calculators_result(gateway: str, capsys: p
     assert calls and calls[0]["output"] == "391"
 
 
-def test_the_default_model_calls_a_client_function_tool(gateway: str) -> None:
-    from openai import OpenAI
+async def test_the_default_model_runs_an_agents_sdk_function_tool(gateway: str) -> None:
+    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+    from openai import AsyncOpenAI
 
-    client = OpenAI(base_url=gateway, api_key="unused", timeout=240)
-    tool = {"type": "function", "name": "get_weather", "description": "Current weather for a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
-                           "additionalProperties": False}}
-    response = client.responses.create(model="auto", input="What is the weather in Paris right now?",
-                                       tools=[tool], max_output_tokens=64)  # type: ignore[list-item]
-    calls = [item for item in response.output if item.type == "function_call"]
-    assert calls, response.output
-    assert calls[0].name == "get_weather" and json.loads(calls[0].arguments)["city"].lower() == "paris"
+    set_tracing_disabled(True)  # tracing would try to upload to api.openai.com
+    calls: list[str] = []
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """Get the current weather for a city."""
+        calls.append(city)
+        return f"sunny and 21 C in {city}"
+
+    client = AsyncOpenAI(base_url=gateway, api_key="unused", max_retries=0, timeout=300)
+    agent = Agent(name="weather", instructions="Answer weather questions with the get_weather tool.",
+                  tools=[get_weather], model=OpenAIResponsesModel(model="auto", openai_client=client))
+    try:
+        result = await Runner.run(agent, "What is the weather in Paris?", max_turns=3)
+    finally:
+        await client.close()
+    assert [c.lower() for c in calls] == ["paris"]  # the model wrote the call as text; the gateway made it a call
+    assert isinstance(result.final_output, str) and result.final_output.strip()

@@ -10,6 +10,7 @@ import pytest
 from respstream.server.upstream.base import Chunk, Finish, TextDelta, ToolCallDelta
 from respstream.server.upstream.text_tool_calls import (
     TextToolCalls,
+    answered_calls,
     offered_functions,
     schema_errors,
     text_tool_call_stream,
@@ -130,3 +131,20 @@ def test_a_written_out_call_is_recognised_as_not_an_answer() -> None:
     assert not written_call('{"name": "other", "arguments": {}}', names)
     assert not written_call('The call would be {"name": "calculator"}', names)
     assert not written_call('{"result": 391}', names)
+
+
+def test_a_call_that_already_has_its_result_stays_text() -> None:
+    messages = [
+        {"role": "user", "content": "weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    ]
+    answered = answered_calls(messages)
+    assert answered == {("get_weather", '{"city": "Paris"}')}
+    text = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    detector = TextToolCalls(FUNCTIONS, answered=answered)
+    out = detector.feed(text) + detector.finish()
+    assert out == [TextDelta(text)] and detector.reason == "repeats a call that already has its result"
+    other = TextToolCalls(FUNCTIONS, answered=answered)
+    assert isinstance(other.feed(text.replace("Paris", "Oslo"))[0], ToolCallDelta)

@@ -12,7 +12,7 @@ from contextlib import aclosing
 
 from respstream.server.upstream.base import Chunk, GenerationRequest
 from respstream.server.upstream.loop_guard import LoopGuard, guard_stream
-from respstream.server.upstream.text_tool_calls import offered_functions, text_tool_call_stream
+from respstream.server.upstream.text_tool_calls import answered_calls, offered_functions, text_tool_call_stream
 
 __all__ = ["answer_filters"]
 
@@ -26,7 +26,7 @@ async def answer_filters(
         if text_tool_calls and request.tools and request.tool_choice != "none":
             functions = offered_functions(request.tools)
             if functions:
-                stream = text_tool_call_stream(stream, functions)
+                stream = text_tool_call_stream(stream, functions, answered_calls(request.messages))
         if loop_guard:
             stream = guard_stream(stream, LoopGuard())
         async for chunk in stream:

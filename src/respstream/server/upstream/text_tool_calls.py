@@ -17,7 +17,8 @@ Small models served by llama.cpp often answer a tool request with the call as te
    round's :class:`Finish` says ``tool_calls``; a closing fence or tag after it is dropped, other text after it is
    kept as text. If anything fails, the held text is released unchanged: nothing is ever lost.
 
-A JSON list of such objects becomes several calls.
+A JSON list of such objects becomes several calls. A call identical to one the conversation already has a result
+for (:func:`answered_calls`) stays text: a model echoing its history must not start a tool loop.
 Cost is linear in the text: each character is scanned once, held text is joined once.
 """
 
@@ -31,7 +32,9 @@ from typing import Any
 
 from respstream.server.upstream.base import Chunk, Finish, TextDelta, ToolCallDelta
 
-__all__ = ["TextToolCalls", "offered_functions", "schema_errors", "text_tool_call_stream", "written_call"]
+__all__ = [
+    "TextToolCalls", "answered_calls", "offered_functions", "schema_errors", "text_tool_call_stream", "written_call",
+]
 
 _HEADER = re.compile(
     r'\s*(?:```[A-Za-z]*\s*|<tool_call>\s*)?[\[{]\s*(?:\{\s*)?"(?:name|function|tool)"\s*:\s*"([^"\\]{0,128})"'
@@ -156,8 +159,12 @@ class TextToolCalls:
     text. ``calls`` counts the calls made. ``reason`` says why held text was released (for logs and tests).
     """
 
-    def __init__(self, functions: dict[str, dict[str, Any]], *, max_header: int = 200, max_call: int = 64 * 1024):
+    def __init__(self, functions: dict[str, dict[str, Any]], *, max_header: int = 200, max_call: int = 64 * 1024,
+                 answered: set[tuple[str, str]] | None = None):
         self.functions = functions
+        # (name, canonical arguments) of calls this conversation already has results for: a model that writes one
+        # of them again after its result is echoing history, and turning that into a call would loop forever.
+        self.answered = answered or set()
         self.max_header = max_header
         self.max_call = max_call
         self._state = "deciding" if functions else "text"
@@ -282,6 +289,8 @@ class TextToolCalls:
         errors = schema_errors(arguments, self.functions[name])
         if errors:
             return f"arguments do not fit the schema: {errors[0]}"
+        if (name, json.dumps(arguments, sort_keys=True)) in self.answered:
+            return "repeats a call that already has its result"
         return ToolCallDelta(index, call_id=f"call_{uuid.uuid4().hex[:24]}", name=name,
                              arguments=json.dumps(arguments, ensure_ascii=False))
 
@@ -299,11 +308,28 @@ class TextToolCalls:
         return []
 
 
-async def text_tool_call_stream(chunks: AsyncIterator[Chunk], functions: dict[str, dict[str, Any]]) -> AsyncIterator[
-    Chunk
-]:
+def answered_calls(messages: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(name, canonical arguments) of the assistant tool calls in ``messages`` that a ``tool`` message answered."""
+    answered_ids = {m.get("tool_call_id") for m in messages if isinstance(m, dict) and m.get("role") == "tool"}
+    out: set[tuple[str, str]] = set()
+    for message in messages:
+        for call in (message.get("tool_calls") or []) if isinstance(message, dict) else []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict) or call.get("id") not in answered_ids:
+                continue
+            try:
+                arguments = json.loads(function.get("arguments") or "{}")
+            except (TypeError, ValueError):
+                continue
+            out.add((str(function.get("name")), json.dumps(arguments, sort_keys=True)))
+    return out
+
+
+async def text_tool_call_stream(
+    chunks: AsyncIterator[Chunk], functions: dict[str, dict[str, Any]], answered: set[tuple[str, str]] | None = None
+) -> AsyncIterator[Chunk]:
     """Pass ``chunks`` through :class:`TextToolCalls` (see the module docstring)."""
-    detector = TextToolCalls(functions)
+    detector = TextToolCalls(functions, answered=answered)
     async for chunk in chunks:
         kind = type(chunk)
         if kind is TextDelta:
