@@ -60,6 +60,14 @@ def banner(host: str, port: int) -> str:
     )
 
 
+def _print_upstreams(report: dict[str, Any]) -> None:
+    """The banner's last line, once the upstreams were started and probed: which are up, which are down."""
+    parts = []
+    for name, state in report.get("upstreams", {}).items():
+        parts.append(f"{name} up" if state["healthy"] else f"{name} DOWN ({state.get('detail') or state['breaker']})")
+    print("  upstreams: " + ("; ".join(parts) or "none"), flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     from respstream.server.auth import KeyStore
     from respstream.server.config import ConfigError, load_config, stable_instance_id
@@ -108,13 +116,17 @@ def run(args: argparse.Namespace) -> int:
 
     from respstream.server.app import create_app
     from respstream.server.serving import GatewayServer
+    from respstream.server.telemetry import configure_logging
 
+    configure_logging(config.logging_settings())
     app = create_app(config)
+    app.state.gateway.on_ready = _print_upstreams
     print(banner(config.host, config.port) + f"  store: {config.store}; background responses and conversations: "
           f"{config.resolved_background_store()}\n", flush=True)
     # Open streams already carry their terminal when uvicorn starts waiting for connections (GatewayServer drains
     # first), so this only bounds a client that does not read its last bytes.
     uv_config = uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level, lifespan="on",
+                               access_log=False,  # ours (respstream.access) has the request and response ids
                                timeout_graceful_shutdown=int(config.shutdown_grace_seconds) + 1)
     server = GatewayServer(uv_config, drain=app.state.gateway.drain)
     # Everything built so far (modules, app, config) lives as long as the process: moving it out of the collector's

@@ -64,6 +64,10 @@ class KeyStore:
         digest = hash_key(key)
         return digest if digest in self._active else None
 
+    def key_id(self, owner: str) -> str | None:
+        """The id (from the keys file) of the key whose owner id is ``owner``: what logs may show, never the key."""
+        return self._active.get(owner)
+
     # -- management (respstream keys) ------------------------------------------------------------------------------
     def load(self) -> list[dict[str, Any]]:
         if self.path is None or not self.path.exists():
