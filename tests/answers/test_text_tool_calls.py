@@ -74,7 +74,7 @@ def test_plain_text_is_not_held_back() -> None:
     detector = TextToolCalls(FUNCTIONS)
     assert detector.feed("  ") == []  # leading whitespace waits for the first real character
     assert detector.feed("Hello") == [TextDelta("  Hello")]
-    assert detector.passthrough and detector.feed(" world") == [TextDelta(" world")]
+    assert detector.feed(" world") == [TextDelta(" world")]  # then straight through
 
 
 def test_a_non_call_object_is_released_within_its_first_key() -> None:
@@ -148,3 +148,18 @@ def test_a_call_that_already_has_its_result_stays_text() -> None:
     assert out == [TextDelta(text)] and detector.reason == "repeats a call that already has its result"
     other = TextToolCalls(FUNCTIONS, answered=answered)
     assert isinstance(other.feed(text.replace("Paris", "Oslo"))[0], ToolCallDelta)
+
+
+def test_a_fenced_call_after_a_short_lead_in_is_added_at_the_end() -> None:
+    text = ('To get the weather in Paris, you can use the following function call:\n\n```json\n'
+            '{"name": "get_weather", "arguments": {"city": "Paris"}}\n```\nThis returns the weather.')
+    detector = TextToolCalls(FUNCTIONS)
+    streamed: list[Chunk] = []
+    for piece in split(text, 5):
+        streamed.extend(detector.feed(piece))
+    assert "".join(c.text for c in streamed if isinstance(c, TextDelta)) == text  # nothing held back
+    tail = detector.finish()
+    assert len(tail) == 1 and isinstance(tail[0], ToolCallDelta) and json.loads(tail[0].arguments) == {"city": "Paris"}
+    far = TextToolCalls(FUNCTIONS)
+    far.feed("x" * 400 + '```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```')
+    assert far.finish() == []  # a call deep inside an answer is an example, not a call

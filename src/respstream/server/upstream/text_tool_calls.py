@@ -17,8 +17,11 @@ Small models served by llama.cpp often answer a tool request with the call as te
    round's :class:`Finish` says ``tool_calls``; a closing fence or tag after it is dropped, other text after it is
    kept as text. If anything fails, the held text is released unchanged: nothing is ever lost.
 
-A JSON list of such objects becomes several calls. A call identical to one the conversation already has a result
-for (:func:`answered_calls`) stays text: a model echoing its history must not start a tool loop.
+A JSON list of such objects becomes several calls. An answer that starts with a short lead-in sentence (at most
+``max_header`` characters) and then a fenced or tagged call is streamed as text at once, and the call is added at
+the end of the text (the text is kept as well: the client already has it). A call identical to one the
+conversation already has a result for (:func:`answered_calls`) stays text: a model echoing its history must not
+start a tool loop.
 Cost is linear in the text: each character is scanned once, held text is joined once.
 """
 
@@ -43,6 +46,7 @@ _FIRST_KEY = re.compile(r'\s*(?:```[A-Za-z]*\s*|<tool_call>\s*)?[\[{]\s*(?:\{\s*
 _CALL_KEYS = ("name", "function", "tool")
 _OPENERS = ("```", "<tool_call>")
 _FIRST_BRACKET = re.compile(r"[\[{]")
+_LEAD_IN = re.compile(r"(?:```[A-Za-z]*\s*|<tool_call>\s*)(?=[\[{])")
 _TRAILERS = re.compile(r"^(?:\s|```|</tool_call>|[,\]])*$")
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "array": (list,),
@@ -173,20 +177,33 @@ class TextToolCalls:
         self._scanner = _ObjectScanner()
         self.calls = 0
         self.reason: str | None = None
+        # Answer text that began with prose is passed on at once, but kept (up to max_call) in case the prose is a
+        # short lead-in to a fenced call ("You can use this call: ```json {...}```"), checked at finish().
+        self._watch = False
+        self._seen: list[str] = []
+        self._seen_len = 0
 
     @property
     def passthrough(self) -> bool:
-        return self._state == "text"
+        return self._state == "text" and not self._watch
 
     def _release(self, reason: str) -> list[Chunk]:
         self._state = "text"
         self.reason = reason
+        self._watch = reason == "answer text"
+        if self._watch:
+            self._seen = list(self._held)
+            self._seen_len = self._held_len
         text = "".join(self._held)
         self._held.clear()
         return [TextDelta(text)] if text else []
 
     def feed(self, text: str) -> list[Chunk]:
         if self._state == "text":
+            if self._watch:
+                self._seen.append(text)
+                self._seen_len += len(text)
+                self._watch = self._seen_len <= self.max_call
             return [TextDelta(text)] if text else []
         self._held.append(text)
         self._held_len += len(text)
@@ -305,7 +322,33 @@ class TextToolCalls:
             return [TextDelta(rest)]
         if self._state in ("deciding", "call"):
             return self._release("the answer ended before the call did")
+        if self._watch:
+            self._watch = False
+            return self._lead_in_call("".join(self._seen))
         return []
+
+    def _lead_in_call(self, text: str) -> list[Chunk]:
+        """A fenced or tagged call after a short lead-in (at most ``max_header`` characters of prose): the calls,
+        emitted after the text (which the client already has), else nothing."""
+        opener = _LEAD_IN.search(text, 0, self.max_header + 16)
+        if opener is None:
+            return []
+        scanner = _ObjectScanner()
+        scanner.feed(text[opener.end():])
+        if scanner.end is None:
+            return []
+        try:
+            value = json.loads(text[opener.end():opener.end() + scanner.end])
+        except ValueError:
+            return []
+        calls: list[Chunk] = []
+        for position, obj in enumerate(value if isinstance(value, list) else [value]):
+            call = self._call(obj, self.calls + position)
+            if isinstance(call, str):
+                return []
+            calls.append(call)
+        self.calls += len(calls)
+        return calls
 
 
 def answered_calls(messages: list[dict[str, Any]]) -> set[tuple[str, str]]:
