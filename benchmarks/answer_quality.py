@@ -124,9 +124,9 @@ def run_size(size: str, verbose: bool) -> Score:
         while True:
             try:
                 models = httpx.get(f"{url}/models", timeout=2).json()
-                score.model = models["data"][0]["id"]
+                score.model = next(m["id"] for m in models["data"] if m["id"] != "auto")
                 break
-            except (httpx.HTTPError, KeyError, IndexError, ValueError):
+            except (httpx.HTTPError, KeyError, IndexError, ValueError, StopIteration):
                 if proc.poll() is not None or time.monotonic() - started > 180:
                     raise SystemExit(f"{size}: the gateway did not start") from None
                 time.sleep(0.5)
@@ -205,7 +205,7 @@ def main() -> int:
         return 2
     scores = [run_size(size, args.verbose) for size in sizes]
     header = ("| size | model | grounded: model / final (of 10) | facts (of 10) | long within cap (of 2) | "
-              "ended by loop guard | client tool call (of 5) | s per prompt | output tok/s |")
+              "ended by loop guard | client tool call (of 5) | s per prompt | output tokens / request second |")
     print(header)
     print("|" + "---|" * 9)
     for s in scores:
