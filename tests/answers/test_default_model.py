@@ -63,5 +63,6 @@ async def test_the_default_model_runs_an_agents_sdk_function_tool(gateway: str) 
         result = await Runner.run(agent, "What is the weather in Paris?", max_turns=3)
     finally:
         await client.close()
-    assert [c.lower() for c in calls] == ["paris"]  # the model wrote the call as text; the gateway made it a call
+    # The model writes the call as text; the gateway makes it a call.
+    assert [c.lower() for c in calls] == ["paris"], result.final_output
     assert isinstance(result.final_output, str) and result.final_output.strip()

@@ -13,7 +13,8 @@ a tool result (arithmetic -> ``calculator``, a time question -> ``current_dateti
 (:func:`~respstream.server.grounded_answer.grounding_instruction`), and the final text is checked against it
 (:class:`~respstream.server.grounded_answer.GroundedFacts`, after the rewriter; a correction shows as
 ``response.rewrite.in_progress``). An upstream with ``offer_server_tools = False`` (the embedded models) is offered
-only the client's function tools. Only for a routed
+only the client's function tools, and none in a round that follows a tool result (such a model would repeat the call
+instead of answering): one client tool round per turn. Only for a routed
 (not pinned) request, a tool enabled for the request, fresh user input (not a ``function_call_output``
 continuation), and once per response. The last
 message goes through the rewriter before its ``output_text.done``.
@@ -252,6 +253,11 @@ class Pipeline:
     async def _round(self, upstream: Upstream, offer_tools: bool) -> _Round:
         w = self.writer
         specs = self._tool_specs() if offer_tools else []
+        if specs and not getattr(upstream, "offer_server_tools", True) and self.messages \
+                and self.messages[-1].get("role") == "tool":
+            # A small embedded model shown a tool result with the tools still offered writes the same call again
+            # instead of answering: after a tool result it answers (one tool round per turn for these models).
+            specs = []
         gen_request = GenerationRequest(
             model=self.decision.model_id,
             messages=self.messages,
