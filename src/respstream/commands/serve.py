@@ -11,9 +11,12 @@ import argparse
 import gc
 import ipaddress
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-__all__ = ["register", "run"]
+if TYPE_CHECKING:
+    from respstream.server.config import Config
+
+__all__ = ["register", "run", "serve_config"]
 
 
 def register(subparsers: Any) -> None:
@@ -28,10 +31,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--model-size", dest="model_size", choices=["small", "medium", "large"],
                         help="the embedded model: small (SmolLM2-135M, fastest), medium (Qwen2.5-Coder-0.5B) or "
                              "large (Qwen2.5-Coder-1.5B, the default: right answers and tool calls)")
-    parser.add_argument("--store", help="memory (default) | sqlite:///path/to/file.db | redis://host:port/db")
-    parser.add_argument("--dialect", choices=["platform", "openai"], help="wire dialect (default platform)")
+    parser.add_argument("--store", help="memory (default) | sqlite:///path/to/file.db | redis://host:port/db | "
+                             "redis+cluster://host:port,host:port")
+    parser.add_argument("--dialect", choices=["platform", "openai", "openresponses"],
+                        help="wire dialect (default platform; openresponses: the Open Responses spec)")
     parser.add_argument("--keys-file", dest="keys_file", help="API keys file (respstream keys ...)")
     parser.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+    parser.add_argument("--workers", type=int, help="gateway processes sharing the port (default 1; > 1 needs a "
+                        "shared sqlite or redis store)")
+    parser.add_argument("--http-stack", dest="http_stack", choices=["auto", "fast", "pure"],
+                        help="auto (default: uvloop + httptools when installed) | fast | pure (asyncio + h11)")
     parser.set_defaults(func=run)
 
 
@@ -73,7 +82,9 @@ def run(args: argparse.Namespace) -> int:
     from respstream.server.config import ConfigError, load_config, stable_instance_id
 
     overrides = {"host": args.host, "port": args.port, "upstreams": args.upstreams, "store": args.store,
-                 "dialect": args.dialect, "keys_file": args.keys_file, "model_size": getattr(args, "model_size", None)}
+                 "dialect": args.dialect, "keys_file": args.keys_file,
+                 "model_size": getattr(args, "model_size", None), "workers": getattr(args, "workers", None),
+                 "http_stack": getattr(args, "http_stack", None)}
     try:
         config = load_config(args.config, overrides)
     except ConfigError as exc:
@@ -109,28 +120,54 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-    import uvicorn
-
     if not config.instance_id:  # the same id after a restart: this instance ends the logs its last run left open
         config.instance_id = stable_instance_id(config)
+    if config.workers > 1:
+        from respstream.server.workers import WorkerError, check_workers, run_workers
+
+        try:
+            check_workers(config, config.workers)
+        except WorkerError as exc:
+            print(f"respstream serve: {exc}", file=sys.stderr)
+            return 2
+        return run_workers(config, config.workers, args.log_level, _banner_text(config))
+    return serve_config(config, args.log_level)
+
+
+def _banner_text(config: Config) -> str:
+    return banner(config.host, config.port) + (f"  store: {config.store}; background responses and conversations: "
+                                               f"{config.resolved_background_store()}\n")
+
+
+def serve_config(config: Config, log_level: str, *, sockets: list[Any] | None = None, quiet: bool = False) -> int:
+    """Run one gateway process for a validated ``config`` (``sockets``: already bound listening sockets, as
+    ``--workers`` hands each worker). Returns the exit status."""
+    import uvicorn
 
     from respstream.server.app import create_app
+    from respstream.server.http_stack import StackError, uvicorn_options
     from respstream.server.serving import GatewayServer
     from respstream.server.telemetry import configure_logging
 
+    try:
+        stack = uvicorn_options(config.http_stack)
+    except StackError as exc:
+        print(f"respstream serve: {exc}", file=sys.stderr)
+        return 2
     configure_logging(config.logging_settings())
     app = create_app(config)
-    app.state.gateway.on_ready = _print_upstreams
-    print(banner(config.host, config.port) + f"  store: {config.store}; background responses and conversations: "
-          f"{config.resolved_background_store()}\n", flush=True)
+    if not quiet:
+        app.state.gateway.on_ready = _print_upstreams
+        print(_banner_text(config), flush=True)
     # Open streams already carry their terminal when uvicorn starts waiting for connections (GatewayServer drains
     # first), so this only bounds a client that does not read its last bytes.
-    uv_config = uvicorn.Config(app, host=config.host, port=config.port, log_level=args.log_level, lifespan="on",
+    uv_config = uvicorn.Config(app, host=config.host, port=config.port, log_level=log_level, lifespan="on",
                                access_log=False,  # ours (respstream.access) has the request and response ids
-                               timeout_graceful_shutdown=int(config.shutdown_grace_seconds) + 1)
+                               timeout_graceful_shutdown=int(config.shutdown_grace_seconds) + 1,
+                               loop=cast(Any, stack["loop"]), http=cast(Any, stack["http"]))
     server = GatewayServer(uv_config, drain=app.state.gateway.drain)
     # Everything built so far (modules, app, config) lives as long as the process: moving it out of the collector's
     # view makes each collection cheaper under load (about +10% events/s at 100 streams in benchmarks/).
     gc.freeze()
-    server.run()
+    server.run(sockets=sockets)
     return 0 if server.started else 1

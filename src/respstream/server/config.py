@@ -31,7 +31,7 @@ class ConfigError(ValueError):
 class Config:
     host: str = "127.0.0.1"
     port: int = 8080
-    dialect: str = "platform"  # platform | openai
+    dialect: str = "platform"  # platform | openai | openresponses
     upstreams: list[str] = field(default_factory=lambda: ["embedded"])
     # The embedded model: small (SmolLM2-135M, fast) | medium (Qwen2.5-Coder-0.5B) | large (Qwen2.5-Coder-1.5B).
     model_size: str = "large"
@@ -49,6 +49,9 @@ class Config:
     max_concurrent_streams: int = 2000
     rate_limit_per_minute: float = 0.0  # per API key (or client address when open); 0 = off
     rate_limit_burst: int = 0  # bucket size; 0 = same as rate_limit_per_minute
+    # With a Redis store: the rate limit and the stream budget below are kept in Redis, across every instance.
+    shared_limits: bool = True
+    shared_max_concurrent_streams: int = 0  # open streams across all instances on the Redis store; 0 = off
     keepalive_seconds: float = 15.0
     # A reader whose socket takes nothing for this long is cut with `error` `slow_reader` (0: never).
     slow_reader_timeout_seconds: float = 30.0
@@ -57,7 +60,12 @@ class Config:
     conversation_window: int = 40  # items of conversation history the model sees
     max_event_bytes: int = 16 << 20
     shutdown_grace_seconds: float = 5.0
+    # Send `respstream:response.routing.completed` in the openresponses dialect too (off: the public suite's
+    # validator refuses every event outside the spec; the routed model is the Response's `model` either way).
+    openresponses_routing_event: bool = False
     check_events: bool = True  # run the protocol rule checker on every emitted event
+    workers: int = 1  # gateway processes sharing the port (server/workers.py); > 1 needs a shared store
+    http_stack: str = "auto"  # auto | fast (uvloop + httptools) | pure (asyncio + h11); server/http_stack.py
     static_dir: str = ""  # empty: the packaged playground (server/static)
     router: dict[str, Any] = field(default_factory=dict)
     upstream_options: dict[str, Any] = field(default_factory=dict)  # timeouts, retries... for every upstream
@@ -68,8 +76,8 @@ class Config:
 
     def validate(self) -> None:
         """Raises :class:`ConfigError` for a value out of range."""
-        if self.dialect not in ("platform", "openai"):
-            raise ConfigError(f"dialect must be platform or openai, not {self.dialect!r}")
+        if self.dialect not in ("platform", "openai", "openresponses"):
+            raise ConfigError(f"dialect must be platform, openai or openresponses, not {self.dialect!r}")
         if not self.upstreams:
             raise ConfigError("at least one upstream is needed (upstreams = [\"embedded\"])")
         if self.model_size not in ("small", "medium", "large"):
@@ -83,6 +91,15 @@ class Config:
             raise ConfigError("lease_seconds and retention_seconds must be positive")
         if self.slow_reader_timeout_seconds < 0 or self.shutdown_grace_seconds < 0:
             raise ConfigError("slow_reader_timeout_seconds and shutdown_grace_seconds must not be negative")
+        if self.shared_max_concurrent_streams < 0:
+            raise ConfigError("shared_max_concurrent_streams must not be negative")
+        if self.shared_max_concurrent_streams and not self.shared_limits_url():
+            raise ConfigError("shared_max_concurrent_streams needs a Redis store (store = redis://... or "
+                              "redis+cluster://...) and shared_limits = true")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be at least 1, not {self.workers}")
+        if self.http_stack not in ("auto", "fast", "pure"):
+            raise ConfigError(f"http_stack must be auto, fast or pure, not {self.http_stack!r}")
         if self.max_tool_rounds < 0 or self.rate_limit_per_minute < 0:
             raise ConfigError("max_tool_rounds and rate_limit_per_minute must not be negative")
         try:
@@ -103,6 +120,13 @@ class Config:
         shared = {k: v for k, v in self.upstream_options.items() if not (isinstance(v, dict) and k in self.upstreams)}
         own = self.upstream_options.get(spec)
         return {"model_size": self.model_size, **shared, **(own if isinstance(own, dict) else {})}
+
+    def shared_limits_url(self) -> str:
+        """The Redis URL the shared limits use ("" when limits are per instance)."""
+        if self.shared_limits and self.store.startswith(("redis://", "rediss://", "unix://", "redis+cluster://",
+                                                         "rediss+cluster://")):
+            return self.store
+        return ""
 
     def resolved_keys_file(self) -> str:
         return self.keys_file or os.environ.get("RESPSTREAM_KEYS_FILE", "")

@@ -29,6 +29,10 @@ SERVER_TOOL_TYPES: dict[str, str] = {
     "calculator": "calculator",
     "current_datetime": "current_datetime",
 }
+# The same tools under their Open Responses extension names (`respstream:web_search`...), as the spec asks a hosted
+# tool of an implementor to be named.
+SERVER_TOOL_TYPES.update({f"respstream:{name}": tool for name, tool in list(SERVER_TOOL_TYPES.items())
+                          if not name.endswith("_preview")})
 _UNSUPPORTED_TOOL_TYPES = {"file_search", "code_interpreter", "image_generation", "computer_use_preview", "computer",
                            "local_shell", "shell", "apply_patch", "custom", "mcp"}
 _TEXT_PARTS = {"input_text", "output_text", "text"}

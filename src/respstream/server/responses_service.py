@@ -23,6 +23,7 @@ from respstream.server.http_errors import HTTPError
 from respstream.server.metrics import Metrics
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
+from respstream.server.response_object import new_response, sampling_defaults_of
 from respstream.server.store.base import ResponseRecord, SequenceConflict, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import Tracing, current_request
@@ -84,32 +85,6 @@ class ResponseService:
         window = self.config.conversation_window + len(req.input)
         return items[-window:]
 
-    def _response_object(self, rid: str, req: ResponseRequest, created: float, model: str) -> dict[str, Any]:
-        return {
-            "id": rid,
-            "object": "response",
-            "created_at": self.dialect.created_at(created),
-            "status": "queued" if req.background else "in_progress",
-            "background": req.background,
-            "error": None,
-            "incomplete_details": None,
-            "instructions": req.instructions,
-            "max_output_tokens": req.max_output_tokens,
-            "model": model,
-            "output": [],
-            "parallel_tool_calls": req.parallel_tool_calls,
-            "previous_response_id": req.previous_response_id,
-            "store": req.store,
-            "temperature": req.temperature,
-            "text": {"format": {"type": "text"}},
-            "tool_choice": req.tool_choice,
-            "tools": req.client_tools,
-            "top_p": req.top_p,
-            "usage": None,
-            "metadata": req.metadata,
-            "conversation": {"id": req.conversation_id} if req.conversation_id else None,
-        }
-
     async def start(self, req: ResponseRequest, *, owner: str | None) -> tuple[ResponseRecord, Running]:
         """Create and start a response. Raises :class:`HTTPError` (400 model/previous id, 503 store/shutdown)."""
         if self._closing:
@@ -136,7 +111,8 @@ class ResponseService:
             raise
         created = time.time()
         rid = self.dialect.new_id("resp")
-        response = self._response_object(rid, req, created, decision.model_id)
+        response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
+                                defaults=sampling_defaults_of(getattr(decision, "upstream", None)))
         record = ResponseRecord(
             id=rid, status="queued" if req.background else "in_progress", created_at=created,
             background=req.background, dialect=self.dialect.name, owner=owner, instance_id=self.config.instance_id,
@@ -146,7 +122,9 @@ class ResponseService:
         target = self.store.backend_for(record) if isinstance(self.store, SplitStore) else self.store
         writer = ResponseWriter(record, dialect=self.dialect, store=target, response=response,
                                 check=self.config.check_events, on_flush=self.metrics.count_events,
-                                max_event_bytes=self.config.max_event_bytes)
+                                max_event_bytes=self.config.max_event_bytes,
+                                routing_event=(self.dialect.name != "openresponses"
+                                               or self.config.openresponses_routing_event))
         with contextlib.suppress(WriterClosed):  # response.created over max_event_bytes: the log holds the error
             writer.start()
         obs = current_request()
@@ -219,6 +197,8 @@ class ResponseService:
                     writer.mark_in_progress()
                     await store.update(record)
                 async with store.hold_lease(record.id):
+                    # From here a store outage shorter than the lease (a Redis failover) only stalls the stream.
+                    writer.retry_unavailable_seconds = self.config.lease_seconds
                     # Every failure is settled while we still hold the lease: once it is released, a reader may
                     # end the unfinished log with `worker_lost` first and our precise terminal would be refused.
                     try:

@@ -47,9 +47,9 @@ class DeltaTemplate:
 
     ``data_fmt % (sequence_number, piece)`` builds it in one step; ``frame_message`` / ``frame_typed``
     ``% (sequence_number, sequence_number, piece)`` build the whole SSE frame (``id:``, ``event: message`` or
-    ``event: <type>``, ``data:``)."""
+    ``event: <type>``, ``data:``); ``frame_bare % (sequence_number, piece)`` the Open Responses frame (no ``id:``)."""
 
-    __slots__ = ("data_fmt", "fixed_len", "frame_message", "frame_typed", "type")
+    __slots__ = ("data_fmt", "fixed_len", "frame_bare", "frame_message", "frame_typed", "type")
 
     def __init__(self, event_type: str, prefix: bytes, middle: bytes, tail: bytes) -> None:
         def esc(b: bytes) -> bytes:
@@ -61,6 +61,7 @@ class DeltaTemplate:
         self.fixed_len = len(prefix) + len(middle) + len(tail)
         self.frame_message = b"id: %d\nevent: message\ndata: " + fmt + b"\n\n"
         self.frame_typed = b"id: %d\nevent: " + esc(event_type.encode()) + b"\ndata: " + fmt + b"\n\n"
+        self.frame_bare = b"event: " + esc(event_type.encode()) + b"\ndata: " + fmt + b"\n\n"
 
 
 class DeltaEntry(msgspec.Struct, frozen=True, gc=False):
