@@ -161,5 +161,14 @@ def test_a_fenced_call_after_a_short_lead_in_is_added_at_the_end() -> None:
     tail = detector.finish()
     assert len(tail) == 1 and isinstance(tail[0], ToolCallDelta) and json.loads(tail[0].arguments) == {"city": "Paris"}
     far = TextToolCalls(FUNCTIONS)
-    far.feed("x" * 400 + '```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```')
+    far.feed("x" * 2000 + '```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```')
     assert far.finish() == []  # a call deep inside an answer is an example, not a call
+
+
+def test_the_first_fence_holding_a_valid_call_wins() -> None:
+    text = ("I'll use the get_weather tool.\n```json\n{\"type\": \"function\"}\n```\n"
+            '```json\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n```')
+    detector = TextToolCalls(FUNCTIONS)
+    detector.feed(text)
+    tail = detector.finish()
+    assert len(tail) == 1 and isinstance(tail[0], ToolCallDelta) and json.loads(tail[0].arguments) == {"city": "Paris"}

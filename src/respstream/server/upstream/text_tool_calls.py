@@ -17,9 +17,9 @@ Small models served by llama.cpp often answer a tool request with the call as te
    round's :class:`Finish` says ``tool_calls``; a closing fence or tag after it is dropped, other text after it is
    kept as text. If anything fails, the held text is released unchanged: nothing is ever lost.
 
-A JSON list of such objects becomes several calls. An answer that starts with a short lead-in sentence (at most
-``max_header`` characters) and then a fenced or tagged call is streamed as text at once, and the call is added at
-the end of the text (the text is kept as well: the client already has it). A call identical to one the
+A JSON list of such objects becomes several calls. An answer that starts with a short lead-in (the fence within
+1,024 characters, at most 8 fences tried) and then a fenced or tagged call is streamed as text at once, and the
+call is added at the end of the text (the text is kept as well: the client already has it). A call identical to one the
 conversation already has a result for (:func:`answered_calls`) stays text: a model echoing its history must not
 start a tool loop.
 Cost is linear in the text: each character is scanned once, held text is joined once.
@@ -46,6 +46,7 @@ _FIRST_KEY = re.compile(r'\s*(?:```[A-Za-z]*\s*|<tool_call>\s*)?[\[{]\s*(?:\{\s*
 _CALL_KEYS = ("name", "function", "tool")
 _OPENERS = ("```", "<tool_call>")
 _FIRST_BRACKET = re.compile(r"[\[{]")
+_MAX_LEAD_IN = 1024  # a fenced call must start within this many characters of the answer to count as one
 _LEAD_IN = re.compile(r"(?:```[A-Za-z]*\s*|<tool_call>\s*)(?=[\[{])")
 _TRAILERS = re.compile(r"^(?:\s|```|</tool_call>|[,\]])*$")
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -328,18 +329,25 @@ class TextToolCalls:
         return []
 
     def _lead_in_call(self, text: str) -> list[Chunk]:
-        """A fenced or tagged call after a short lead-in (at most ``max_header`` characters of prose): the calls,
+        """A fenced or tagged call after a short lead-in (the fence within ``_MAX_LEAD_IN`` characters): the calls,
         emitted after the text (which the client already has), else nothing."""
-        opener = _LEAD_IN.search(text, 0, self.max_header + 16)
-        if opener is None:
-            return []
-        scanner = _ObjectScanner()
-        scanner.feed(text[opener.end():])
-        if scanner.end is None:
-            return []
-        try:
-            value = json.loads(text[opener.end():opener.end() + scanner.end])
-        except ValueError:
+        value: Any = None
+        for number, opener in enumerate(_LEAD_IN.finditer(text, 0, _MAX_LEAD_IN)):
+            if number >= 8:
+                return []  # bounded: at most 8 candidate fences, each scanned once
+            scanner = _ObjectScanner()
+            scanner.feed(text[opener.end():])
+            if scanner.end is None:
+                continue
+            try:
+                value = json.loads(text[opener.end():opener.end() + scanner.end])
+            except ValueError:
+                continue
+            objects = value if isinstance(value, list) else [value]
+            if all(isinstance(self._call(o, 0), ToolCallDelta) for o in objects):
+                break
+            value = None
+        if value is None:
             return []
         calls: list[Chunk] = []
         for position, obj in enumerate(value if isinstance(value, list) else [value]):
