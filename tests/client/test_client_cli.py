@@ -230,5 +230,5 @@ def test_ctrl_c_exits_130(background: bool) -> None:
     assert child.exitstatus == 130
     assert "Traceback" not in screen
     assert "interrupted" in screen
-    hint = "background response resp_int continues (resume after sequence number 5)"
+    hint = "background response resp_int continues (resume with: respstream resume resp_int --starting-after 5)"
     assert (hint in screen) is background

@@ -29,9 +29,9 @@ QUICK = "plain,background_resume,bad_request,unknown_model"
 
 @pytest.fixture(scope="module")
 def llama() -> Iterator[str]:
-    if not EmbeddedUpstream.available():
+    if not EmbeddedUpstream.available("small"):
         pytest.skip("the embedded model is not installed (make install-model)")
-    upstream = EmbeddedUpstream(n_parallel=2)
+    upstream = EmbeddedUpstream(model_size="small", n_parallel=2)
     asyncio.run(upstream.start())
     assert upstream.address is not None
     yield f"{upstream.address}/v1"

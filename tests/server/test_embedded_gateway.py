@@ -10,19 +10,19 @@ import pytest
 
 from respstream.server.app import Components, create_app
 from respstream.server.config import Config
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded import EmbeddedUpstream, embedded_model_id
 
 from .helpers import ServerThread, decode, post_stream
 
 pytestmark = pytest.mark.model
 
-if not EmbeddedUpstream.available():
+if not EmbeddedUpstream.available("small"):
     pytest.skip("embedded model not installed (run `make install-model`)", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
 def gateway() -> Iterator[str]:
-    upstream = EmbeddedUpstream(n_parallel=2, n_ctx=2048)
+    upstream = EmbeddedUpstream(model_size="small", n_parallel=2, n_ctx=2048)
     app = create_app(Config(upstreams=["embedded"]), Components(upstreams=[upstream]))
     with ServerThread(app, start_timeout=120) as srv:
         yield srv.url
@@ -37,7 +37,8 @@ def test_real_answer_streams_through_the_gateway(gateway: str) -> None:
     assert result.status in ("completed", "incomplete"), result.error
     assert result.output_text.strip()
     assert result.usage is not None and 0 < result.usage["output_tokens"] <= 16
-    assert result.model == "smollm2-135m-instruct"
+    # The id comes from the GGUF metadata (general.basename/size_label/finetune), first in the upstream's list.
+    assert result.model == embedded_model_id("small")
     types = d.types
     assert types[0] == "response.created" and types[1] == "response.routing.completed"
     assert types.count("response.output_text.delta") >= 2  # streamed token by token, not in one piece

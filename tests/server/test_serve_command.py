@@ -40,7 +40,7 @@ def test_banner_shows_the_playground_and_ready_examples(host: str, shown: str) -
 
 def test_missing_embedded_model_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(EmbeddedUpstream, "available", staticmethod(lambda: False))
+    monkeypatch.setattr(EmbeddedUpstream, "available", staticmethod(lambda size="large": False))
     assert main(["serve", "--port", str(free_port())]) == 1
     err = capsys.readouterr().err
     assert "not installed" in err and "make install-model" in err and "--upstream http://" in err

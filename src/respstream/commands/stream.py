@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, Final, TextIO
 
 from respstream.client.sync import Client, ResponseStream
@@ -19,7 +20,7 @@ from respstream.client.terminal import LiveRenderer, Spinner, Style, Timeline
 from respstream.errors import APIStatusError, BadInputError, RespstreamError, StreamTruncated
 from respstream.protocol.assembler import AssembledResponse
 
-__all__ = ["DEFAULT_URL", "EXIT_CODES", "build_request", "register", "run"]
+__all__ = ["DEFAULT_URL", "EXIT_CODES", "build_request", "option_error", "register", "render", "run"]
 
 DEFAULT_URL: Final = "http://127.0.0.1:8080/v1"
 # The same table as `respstream replay` (DESIGN §3).
@@ -55,6 +56,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--ws", action="store_true",
                         help="use WebSocket mode (one socket to /v1/responses) instead of an SSE POST")
     parser.add_argument("--instructions", default=None, help="system instructions")
+    parser.add_argument("--temperature", type=float, default=None, metavar="T", help="sampling temperature (0-2)")
+    parser.add_argument("--previous-response-id", dest="previous_response_id", default=None, metavar="ID",
+                        help="continue the conversation of a stored response")
     parser.add_argument("--tool", action="append", default=[], metavar="NAME",
                         help="enable a server tool by type (web_search, calculator, ...); repeatable")
     parser.add_argument("--max-output-tokens", type=int, default=None, metavar="N")
@@ -76,37 +80,76 @@ def build_request(args: argparse.Namespace, prompt: str) -> dict[str, Any]:
         request["tools"] = [{"type": name} for name in args.tool]
     if args.max_output_tokens is not None:
         request["max_output_tokens"] = args.max_output_tokens
+    if getattr(args, "temperature", None) is not None:
+        request["temperature"] = args.temperature
+    if getattr(args, "previous_response_id", None):
+        request["previous_response_id"] = args.previous_response_id
     if args.background:
         request["background"] = True
     return request
 
 
-def _fail(message: str) -> int:
-    print(f"respstream stream: {message}", file=sys.stderr)
+def _fail(message: str, command: str = "stream") -> int:
+    print(f"respstream {command}: {message}", file=sys.stderr)
     return EXIT_USAGE
 
 
+def option_error(args: argparse.Namespace) -> str | None:
+    """The one-line complaint about an option value out of range, or None (exit 2 with it; argparse has already
+    checked the types)."""
+    temperature = getattr(args, "temperature", None)
+    if temperature is not None and not 0 <= temperature <= 2:
+        return f"--temperature must be between 0 and 2, not {temperature:g}"
+    tokens = getattr(args, "max_output_tokens", None)
+    if tokens is not None and tokens < 1:
+        return f"--max-output-tokens must be at least 1, not {tokens}"
+    idle = getattr(args, "idle_timeout", None)
+    if idle is not None and not idle > 0:
+        return f"--idle-timeout must be a positive number of seconds, not {idle:g}"
+    after = getattr(args, "starting_after", None)
+    if after is not None and after < -1:
+        return f"--starting-after must be -1 or more, not {after}"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    problem = option_error(args)
+    if problem is not None:
+        return _fail(problem)
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
         return _fail("the prompt is empty")
+    request = build_request(args, prompt)
+    return render(args, lambda client: client.stream(**request), ws_request=request if args.ws else None)[0]
+
+
+def render(
+    args: argparse.Namespace, open_stream: Callable[[Client], ResponseStream], *, command: str = "stream",
+    client: Client | None = None, ws_request: dict[str, Any] | None = None,
+) -> tuple[int, AssembledResponse | None]:
+    """Open a stream with ``open_stream`` and show it (``--json`` / ``--events`` / live text). Returns the exit code
+    (DESIGN §3) and the assembled response (None when nothing came). ``client``: reuse one (chat).
+    ``ws_request``: send this request over one WebSocket turn instead (``--ws``)."""
     url = args.url or os.environ.get("RESPSTREAM_BASE_URL") or DEFAULT_URL
-    color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    tty = sys.stdout.isatty()
+    color = tty and "NO_COLOR" not in os.environ
     style = Style(color)
-    meta: TextIO = sys.stdout if sys.stdout.isatty() else sys.stderr
+    meta: TextIO = sys.stdout if tty else sys.stderr
     spinner = Spinner(sys.stderr, enabled=sys.stderr.isatty() and not args.json and not args.events)
-    renderer = LiveRenderer(sys.stdout, meta, style=style, spinner=spinner)
+    renderer = LiveRenderer(sys.stdout, meta, style=style, spinner=spinner, live=tty)
     timeline = Timeline(sys.stdout, style=style) if args.events else None
     result: AssembledResponse | None = None
     error: RespstreamError | None = None
     stream: ResponseStream | None = None
-    with Client(url, args.api_key, idle_timeout=args.idle_timeout) as client:
+    own = client is None
+    active = client or Client(url, args.api_key, idle_timeout=args.idle_timeout)
+    try:
         try:
             spinner.start()
-            if args.ws:
-                result, error = _over_websocket(client, build_request(args, prompt), renderer, timeline, args.json)
-                return _report(args, renderer, result, error)
-            stream = client.stream(**build_request(args, prompt))
+            if ws_request is not None:
+                result, error = _over_websocket(active, ws_request, renderer, timeline, args.json)
+                return _report(args, renderer, result, error), result
+            stream = open_stream(active)
             with stream:
                 if not args.json and timeline is None:
                     stream.on_tool_call(renderer.tool_call)
@@ -125,24 +168,27 @@ def run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             spinner.stop()
             note = "interrupted"
-            if args.background and stream is not None and stream.response_id:
+            if getattr(args, "background", False) and stream is not None and stream.response_id:
                 # A background response runs on: say how to pick it up again.
-                note += (f"; background response {stream.response_id} continues (resume after sequence number "
-                         f"{stream.last_sequence_number})")
+                note += (f"; background response {stream.response_id} continues (resume with: respstream resume "
+                         f"{stream.response_id} --starting-after {stream.last_sequence_number})")
             sys.stderr.write(f"\n{note}\n")
-            return EXIT_INTERRUPTED
+            return EXIT_INTERRUPTED, None
         except (BadInputError, APIStatusError) as exc:
             spinner.stop()
-            return _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            return _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, command), None
         except StreamTruncated as exc:  # raised by iteration: a foreground stream dropped
             spinner.stop()
             error, result = exc, exc.partial
         except RespstreamError as exc:  # unreachable server, timeouts before the first byte
             spinner.stop()
-            return _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+            return _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, command), None
         finally:
             spinner.stop()
-    return _report(args, renderer, result, error)
+    finally:
+        if own:
+            active.close()
+    return _report(args, renderer, result, error), result
 
 
 def _over_websocket(client: Client, request: dict[str, Any], renderer: LiveRenderer, timeline: Timeline | None,

@@ -107,13 +107,12 @@ async def build_components(config: Config, given: Components) -> Components:
         router_mod: Any = importlib.import_module("respstream.server.router")
         factory: Any = importlib.import_module("respstream.server.upstream.factory")
         if not upstreams:
-            options = config.upstream_options
-            upstreams = [factory.build_upstream(spec, **options) for spec in config.upstreams]
+            upstreams = [factory.build_upstream(spec, **config.options_for(spec)) for spec in config.upstreams]
             names: set[str] = set()
             for i, upstream in enumerate(upstreams):  # two `scripted:` upstreams must not share a breaker
                 if upstream.name in names:
                     upstreams[i] = factory.build_upstream(config.upstreams[i], name=f"{upstream.name}-{i + 1}",
-                                                          **options)
+                                                          **config.options_for(config.upstreams[i]))
                 names.add(upstreams[i].name)
         for upstream in upstreams:
             start = getattr(upstream, "start", None)

@@ -33,6 +33,8 @@ class Config:
     port: int = 8080
     dialect: str = "platform"  # platform | openai | openresponses
     upstreams: list[str] = field(default_factory=lambda: ["embedded"])
+    # The embedded model: small (SmolLM2-135M, fast) | medium (Qwen2.5-Coder-0.5B) | large (Qwen2.5-Coder-1.5B).
+    model_size: str = "large"
     store: str = "memory"
     # Where background responses and conversations go when `store` is memory ("" = SQLite in data_dir).
     background_store: str = ""
@@ -84,6 +86,8 @@ class Config:
             raise ConfigError(f"dialect must be platform, openai or openresponses, not {self.dialect!r}")
         if not self.upstreams:
             raise ConfigError("at least one upstream is needed (upstreams = [\"embedded\"])")
+        if self.model_size not in ("small", "medium", "large"):
+            raise ConfigError(f"model_size must be small, medium or large, not {self.model_size!r}")
         for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes", "websocket_cache_responses",
                      "websocket_max_queued_messages"):
             if getattr(self, name) < 1:
@@ -122,6 +126,13 @@ class Config:
 
     def logging_settings(self) -> LoggingSettings:
         return LoggingSettings.from_mapping(self.logging)
+
+    def options_for(self, spec: str) -> dict[str, Any]:
+        """Constructor options for the upstream ``spec``: the shared ``upstream_options`` plus, on top, a sub-table
+        of ``upstream_options`` named exactly like the spec (``[upstream_options."http://127.0.0.1:8000/v1"]``)."""
+        shared = {k: v for k, v in self.upstream_options.items() if not (isinstance(v, dict) and k in self.upstreams)}
+        own = self.upstream_options.get(spec)
+        return {"model_size": self.model_size, **shared, **(own if isinstance(own, dict) else {})}
 
     def shared_limits_url(self) -> str:
         """The Redis URL the shared limits use ("" when limits are per instance)."""

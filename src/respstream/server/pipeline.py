@@ -8,7 +8,13 @@ status) and loops back into the model, up to ``max_tool_rounds``; a client funct
 call in ``output``. *Ground first*: before the first round, one server tool picked by
 :func:`~respstream.server.router.ground_first` from the input and the route runs and its result goes to the model as
 a tool result (arithmetic -> ``calculator``, a time question -> ``current_datetime``, the ``retrieval`` route ->
-``web_fetch`` for a URL or ``web_search``), so tools work even with a model too small to call them. Only for a routed
+``web_fetch`` for a URL or ``web_search``), so tools work even with a model too small to call them. A computed result
+(calculator, current_datetime) also goes to the model as a system instruction to state it
+(:func:`~respstream.server.grounded_answer.grounding_instruction`), and the final text is checked against it
+(:class:`~respstream.server.grounded_answer.GroundedFacts`, after the rewriter; a correction shows as
+``response.rewrite.in_progress``). An upstream with ``offer_server_tools = False`` (the embedded models) is offered
+only the client's function tools, and none in a round that follows a tool result (such a model would repeat the call
+instead of answering): one client tool round per turn. Only for a routed
 (not pinned) request, a tool enabled for the request, fresh user input (not a ``function_call_output``
 continuation), and once per response. The last
 message goes through the rewriter before its ``output_text.done``.
@@ -31,6 +37,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from respstream.server.grounded_answer import Fact, GroundedFacts, grounding_instruction
 from respstream.server.mcp_tools import McpToolbox, McpToolError
 from respstream.server.requests import ResponseRequest
 from respstream.server.router import ground_first
@@ -38,6 +45,7 @@ from respstream.server.store.base import SequenceConflict, StoreUnavailable
 from respstream.server.structured_output import check_output
 from respstream.server.telemetry.observation import current_attempt
 from respstream.server.telemetry.response import NULL_TELEMETRY, ResponseTelemetry
+from respstream.server.tools.search_query import search_query
 from respstream.server.upstream.base import (
     Finish,
     GenerationRequest,
@@ -50,6 +58,7 @@ from respstream.server.upstream.base import (
     Usage,
 )
 from respstream.server.upstream.chat_request import chat_options
+from respstream.server.upstream.text_tool_calls import written_call
 from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
 __all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolCrashed", "ToolsLike"]
@@ -144,6 +153,8 @@ class Pipeline:
         self.cancel_requested = False
         self._usage = Usage()
         self._on_tool = on_tool
+        self._facts: list[Fact] = []  # deterministic tool results the final text must state (grounded_answer.py)
+        self._last_tool_status = ""
         server_names = tools.names()
         selected = request.server_tools
         policy = request.tool_policy
@@ -226,9 +237,9 @@ class Pipeline:
             text = w.open_message_text
             if result.finish.text is not None and text is not None:
                 text = result.finish.text  # the upstream's own final text corrected its deltas (native Responses)
-            incomplete = {"length": "max_output_tokens", "content_filter": "content_filter"}.get(
-                result.finish.reason
-            )
+            # "repetition": the upstream's loop guard stopped an answer that kept repeating itself.
+            incomplete = {"length": "max_output_tokens", "content_filter": "content_filter",
+                          "repetition": "repetition"}.get(result.finish.reason)
             fmt = self.request.options.text_format
             if fmt.structured and not incomplete:
                 # Structured output is checked, never rewritten: an answer that is not what the schema says must
@@ -273,6 +284,11 @@ class Pipeline:
     async def _round(self, upstream: Upstream, offer_tools: bool) -> _Round:
         w = self.writer
         specs = self._tool_specs() if offer_tools else []
+        if specs and not getattr(upstream, "offer_server_tools", True) and self.messages \
+                and self.messages[-1].get("role") == "tool":
+            # A small embedded model shown a tool result with the tools still offered writes the same call again
+            # instead of answering: after a tool result it answers (one tool round per turn for these models).
+            specs = []
         gen_request = GenerationRequest(
             model=self.decision.model_id,
             messages=self.messages,
@@ -326,7 +342,11 @@ class Pipeline:
 
     # -- tools -----------------------------------------------------------------------------------------------------
     def _tool_specs(self) -> list[dict[str, Any]]:
-        specs = [s for s in self.tools.specs() if s.get("function", {}).get("name") in self.server_tools]
+        specs: list[dict[str, Any]] = []
+        # An upstream may decline server tools (the embedded models: a small model offered web_search calls it for
+        # every question, and the specs cost ~1,300 prompt tokens a round); grounding runs them for it instead.
+        if getattr(self.decision.upstream, "offer_server_tools", True):
+            specs = [s for s in self.tools.specs() if s.get("function", {}).get("name") in self.server_tools]
         for tool in self.client_tools.values():
             specs.append({"type": "function", "function": {
                 "name": tool["name"], "description": tool.get("description") or "",
@@ -396,6 +416,7 @@ class Pipeline:
                     crashed = exc
                     output, status = f"the {name} tool crashed ({type(exc).__name__})", "failed"
             outcome["status"] = status
+        self._last_tool_status = status
         if self._on_tool is not None:
             self._on_tool(name, status)
         w.server_tool_finished(index, output=output, status=status, sources=_sources(output) if name == "web_search"
@@ -423,7 +444,7 @@ class Pipeline:
         if chosen is not None and chosen[0] in self.server_tools:
             return chosen
         if category == "retrieval" and "web_search" in self.server_tools:
-            return "web_search", {"query": text[:500]}
+            return "web_search", {"query": search_query(text)}
         return None
 
     async def _ground_first(self, name: str, arguments: dict[str, str]) -> None:
@@ -439,11 +460,23 @@ class Pipeline:
             self.calls_left -= 1
         arguments_json = json.dumps(arguments)
         output = await self._run_server_tool(call_id, name, arguments_json)
-        if name in ("calculator", "current_datetime") and not self.client_tools:
+        if name in ("calculator", "current_datetime") and self._last_tool_status == "completed":
+            # A computed answer: the model is told to state it (a system note before the question), and the final
+            # text is checked against it (GroundedFacts, in _rewrite).
+            fact = Fact(name, dict(arguments), output)
+            self._facts.append(fact)
+            self.messages.insert(len(self.messages) - 1 if self.messages else 0,
+                                 {"role": "system", "content": grounding_instruction(fact)})
+        offered = getattr(self.decision.upstream, "offer_server_tools", True)
+        if name in ("calculator", "current_datetime") and not self.client_tools and offered:
+            # A model that calls tools sees the result as its own call's (small models repeat it faithfully). One
+            # that is not offered the gateway's tools gets only the note: shown a call, it writes calls as text.
             self.messages.append({"role": "assistant", "content": "", "tool_calls": [
                 {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments_json}}]})
             self.messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
             return
+        if name in ("calculator", "current_datetime") and self._facts:
+            return  # the system note above already carries the result
         if name == "web_search":
             note = (f"Web search results for the user's question:\n{output}\n"
                     "Answer using these results and cite the URLs you use.")
@@ -455,12 +488,19 @@ class Pipeline:
 
     async def _rewrite(self, text: str) -> str:
         with self.telemetry.span("rewrite", {"respstream.rewrite.input_chars": len(text)}) as span:
+            final = text
             try:
                 final = await self.rewriter.rewrite(text, language=None)
             except Exception:  # a rewriter must never cost the answer
                 log.exception("rewrite failed; keeping the streamed text")
                 span.record_error(error_type="rewrite_failed")
-                return text
+            if written_call(final, self.tools.names() | set(self.client_tools)):
+                # The model printed a call of a tool it was not offered (or after the tool rounds) instead of
+                # answering: that is not an answer. With a grounded fact the next step states the result instead.
+                final = ""
+            if self._facts:
+                # The last rewrite step: the answer must state what calculator / current_datetime computed.
+                final = GroundedFacts(self._facts).apply(final)
             span.set_attribute("respstream.rewrite.changed", final != text)
             return final
 

@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from respstream.server.tools.arith_words import spoken_to_expression
 from respstream.server.tools.calculator import CalculatorError, evaluate
+from respstream.server.tools.search_query import search_query
 from respstream.server.upstream.base import Upstream, UpstreamError
 
 __all__ = [
@@ -54,12 +56,15 @@ _REASONING = (
     "why", "explain", "prove", "proof", "derive", "step by step", "analyse", "analyze", "compare", "reason",
     "calculate", "solve", "evaluate", "trade-off", "tradeoff", "pros and cons", "plan", "design", "strategy",
     "waarom", "leg uit", "warum", "erkläre", "pourquoi", "explique",
+    "bereken", "uitrekenen", "hoeveel is", "berechne", "wie viel ist", "wieviel ist", "calcule", "combien font",
 )  # fmt: skip
 _RETRIEVAL = (
     "today", "tonight", "yesterday", "tomorrow", "this week", "this month", "this year", "latest", "recent",
     "recently", "current", "currently", "news", "now", "right now", "weather", "price", "stock", "score",
     "who won", "released", "search", "look up", "find out", "date", "what time", "vandaag", "nieuws", "heute",
     "aktuell", "aujourd'hui",
+    "hoe laat", "nu", "actueel", "zoek", "wie spät", "uhrzeit", "jetzt", "nachrichten", "suche",
+    "quelle heure", "maintenant", "actualités", "cherche",
 )  # fmt: skip
 _CODE = (
     "code", "function", "python", "javascript", "typescript", "rust", "java", "sql", "regex", "bug", "compile",
@@ -82,7 +87,16 @@ _OPERATION = re.compile(r"(?:\d|\)|pi)\s*(?:\*\*|[-+*/^%])\s*(?:[\d.(]|pi|[a-z])
 _DATE_LIKE = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}$|^\d{1,2}/\d{1,2}/\d{2,4}$|^\d{1,2}-\d{1,2}-\d{4}$")
 _TIME_QUESTION = re.compile(
     r"\bwhat(?:'s|\s+is)?\s+(?:the\s+)?(?:time|day|date)\b|\btime\s+is\s+it\b|\btoday'?s\s+date\b"
-    r"|\bcurrent\s+(?:local\s+)?(?:time|date|day)\b|\bwhich\s+day\b|\bwhat\s+year\s+is\s+it\b",
+    r"|\bcurrent\s+(?:local\s+)?(?:time|date|day)\b|\bwhich\s+day\b|\bwhat\s+year\s+is\s+it\b"
+    # Dutch: hoe laat is het, welke dag/datum is het, wat is de datum, welk jaar
+    r"|\bhoe\s+laat\b|\bwelke\s+(?:dag|datum)\b|\bwat\s+is\s+(?:de\s+)?(?:datum|tijd)\b|\bwelk\s+jaar\b"
+    r"|\bde\s+datum\s+van\s+vandaag\b"
+    # German: wie spät ist es, wie viel Uhr, welcher Tag / welches Datum, der Wievielte, welches Jahr
+    r"|\bwie\s+sp(?:ä|ae)t\b|\bwie\s*viel\s+uhr\b|\bwelche[rs]?\s+(?:tag|datum|wochentag|jahr)\b"
+    r"|\bder\s+wievielte\b|\bdatum\s+(?:ist\s+)?heute\b|\bheutige[ns]?\s+datum\b"
+    # French: quelle heure est-il, quel jour sommes-nous, quelle est la date, quelle date, quelle année
+    r"|\bquelle\s+heure\b|\bquel\s+jour\b|\bquelle\s+(?:est\s+la\s+)?date\b|\bquelle\s+ann[ée]e\b"
+    r"|\bla\s+date\s+d'aujourd'hui\b",
     re.IGNORECASE,
 )
 _ZONE_REGIONS = ("Africa/", "America/", "Antarctica/", "Asia/", "Atlantic/", "Australia/", "Europe/", "Indian/",
@@ -143,6 +157,7 @@ def arithmetic_expression(text: str) -> str | None:
     Dates such as ``2026-11-29`` are not arithmetic. Never raises."""
     if len(text) > 4000:
         return None
+    text = spoken_to_expression(text)  # "15% of 80", "12 keer 12", "square root of 144"
     spans = sorted((m.group(0).strip() for m in _ARITH_SPAN.finditer(text)), key=len, reverse=True)
     for span in spans:
         span = span.rstrip(".").strip()
@@ -200,7 +215,7 @@ def ground_first(text: str, category: str) -> tuple[str, dict[str, str]] | None:
         if url is not None:
             address = url.group(0).rstrip(".,;:!?)]}'\"")
             return "web_fetch", {"url": address if "://" in address else f"https://{address}"}
-        return "web_search", {"query": text[:500]}
+        return "web_search", {"query": search_query(text)}
     return None
 
 
@@ -242,7 +257,7 @@ def _classify(text: str, rules: RoutingRules | None, *, code_enabled: bool) -> t
     match = rules.pattern("reasoning").search(lowered)
     if match:
         return "reasoning", f"Asks for reasoning ('{match.group(1)}')"
-    if _MATH.search(text):
+    if _MATH.search(text) or _MATH.search(spoken_to_expression(text)):
         return "reasoning", "Contains arithmetic"
     if text.count("?") > 1:
         return "reasoning", "Several questions in one input"

@@ -8,6 +8,9 @@ Grammar (``^`` is accepted as ``**``, as people type it)::
     power   := atom (("**" | "^") unary)?          # right-associative, binds tighter than unary minus on its left
     atom    := NUMBER | NAME | NAME "(" args ")" | "(" expr ")"
 
+Before parsing, spoken forms become syntax (:mod:`~respstream.server.tools.arith_words`): ``15% of 80``,
+``square root of 144``, ``12 keer 12``, ``7 mal 6``, ``3 fois 4``; ``%`` before a number stays modulo.
+
 Names: constants ``pi``, ``e``, ``tau``; functions ``sqrt abs round min max floor ceil exp log log2 log10 sin cos tan
 asin acos atan``. Anything else (``__import__``, attributes, strings) is an error naming it. Bounds: input length,
 nesting depth, digits per literal, integer size (bits) after every operation, exponent size; float overflow is an
@@ -19,6 +22,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+
+from respstream.server.tools.arith_words import spoken_to_expression
 
 __all__ = ["CalculatorError", "evaluate", "format_number"]
 
@@ -249,8 +254,8 @@ def evaluate(expression: str) -> Number:
         raise CalculatorError("empty expression")
     if len(expression) > MAX_LENGTH:
         raise CalculatorError(f"expression longer than {MAX_LENGTH} characters")
-    # Typographic operators people paste: multiplication sign, division sign, minus sign.
-    parser = _Parser(expression.replace("\u00d7", "*").replace("\u00f7", "/").replace("\u2212", "-"))
+    # Spoken arithmetic ("15% of 80", "square root of 144", "12 keer 12") and typographic signs.
+    parser = _Parser(spoken_to_expression(expression))
     try:
         value = parser.expr()
     except OverflowError:  # e.g. a 4000-bit integer meeting a float

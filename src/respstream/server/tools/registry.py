@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from respstream.server.tools.calculator import CalculatorError, evaluate, format_number
-from respstream.server.tools.clock import TimeZoneError, current_datetime
+from respstream.server.tools.clock import TimeZoneError, describe_datetime
 from respstream.server.tools.netguard import AddressPolicy, FetchRefused
 from respstream.server.tools.search_index import DEFAULT_CORPUS, default_index_path
 from respstream.server.tools.specs import TOOL_NAMES, TOOL_SPECS
@@ -173,4 +173,4 @@ class ToolRegistry:
         return format_number(evaluate(expression))
 
     async def _current_datetime(self, args: dict[str, Any]) -> str:
-        return current_datetime(_string_arg(args, "timezone", required=False))
+        return describe_datetime(_string_arg(args, "timezone", required=False))

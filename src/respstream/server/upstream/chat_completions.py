@@ -48,6 +48,7 @@ from respstream.errors import BadInputError
 from respstream.protocol.sse import SSEDecoder
 from respstream.server.telemetry.observation import mark_upstream_phase
 from respstream.server.telemetry.tracing import trace_headers
+from respstream.server.upstream.answer_filters import answer_filters
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chunks import ChunkTranslator
 from respstream.server.upstream.http_stream import (
@@ -170,6 +171,9 @@ class ChatCompletionsUpstream:
         retry_backoff: float = 0.1,
         include_usage: bool = True,
         headers: dict[str, str] | None = None,
+        extra_body: dict[str, Any] | None = None,
+        loop_guard: bool = False,
+        text_tool_calls: bool = False,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
@@ -187,6 +191,12 @@ class ChatCompletionsUpstream:
         self.retries = max(0, retries)
         self.retry_backoff = retry_backoff
         self.include_usage = include_usage
+        # Answer-quality options (off unless configured; the embedded model turns them on): body fields merged
+        # under every request (e.g. llama.cpp's repeat_penalty; the request's own fields win), the loop guard, and
+        # tool calls written as answer text (server/upstream/text_tool_calls.py).
+        self.extra_body = dict(extra_body or {})
+        self.loop_guard = loop_guard
+        self.text_tool_calls = text_tool_calls
         # identity: compressing a token stream saves nothing and some servers buffer compressed output.
         self._headers = {
             "accept": "text/event-stream",
@@ -306,7 +316,11 @@ class ChatCompletionsUpstream:
             while True:
                 translator = ChunkTranslator()
                 try:
-                    async for chunk in self._attempt(request, translator, deadline_at):
+                    chunks = self._attempt(request, translator, deadline_at)
+                    if self.loop_guard or self.text_tool_calls:
+                        chunks = answer_filters(chunks, request, loop_guard=self.loop_guard,
+                                                text_tool_calls=self.text_tool_calls)
+                    async for chunk in chunks:
                         yield chunk
                     return
                 except UpstreamError as exc:
@@ -331,9 +345,9 @@ class ChatCompletionsUpstream:
         self, request: GenerationRequest, translator: ChunkTranslator, deadline_at: float
     ) -> AsyncGenerator[Chunk, None]:
         loop = asyncio.get_running_loop()
-        body = msgspec.json.encode(
-            build_request_body(request, include_usage=self.include_usage, model=self.upstream_model_id(request.model))
-        )
+        model = self.upstream_model_id(request.model)
+        fields = build_request_body(request, include_usage=self.include_usage, model=model)
+        body = msgspec.json.encode({**self.extra_body, **fields} if self.extra_body else fields)
         headers = self._headers
         traced = trace_headers()
         if traced:

