@@ -15,7 +15,7 @@ import contextlib
 import importlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,7 +68,7 @@ def build_store(config: Config) -> Store:
     the implicit default SQLite file: if that cannot be opened the gateway warns and keeps everything in memory."""
     options: dict[str, Any] = {"instance_id": config.instance_id, "retention_seconds": config.retention_seconds,
                                "lease_seconds": config.lease_seconds}
-    main = open_store(config.store, **options)
+    main = open_store(config.store, memory_max_bytes=config.memory_store_max_bytes, **options)
     if not is_memory_url(config.store):
         return main
     background = config.resolved_background_store()
@@ -264,7 +264,8 @@ class _Gateway:
             raise HTTPError(400, "invalid_json", "The request body nests arrays/objects too deeply.") from None
 
     def _stream_response(self, rid: str, after: int, *, foreground: bool,
-                         headers: list[tuple[bytes, bytes]] | None = None) -> EventStreamResponse:
+                         headers: list[tuple[bytes, bytes]] | None = None,
+                         after_close: Callable[[], None] | None = None) -> EventStreamResponse:
         svc = self.svc
         if not self.gate.try_enter():
             raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
@@ -274,6 +275,8 @@ class _Gateway:
         def closed() -> None:
             self.gate.leave()
             self.metrics.active_streams = self.gate.open
+            if after_close is not None:
+                after_close()
 
         def cut_slow_reader() -> None:  # the log then ends with slow_reader, not "the client disconnected"
             svc.cancel_running(rid, "slow_reader", "The client stopped reading.")
@@ -303,13 +306,18 @@ class _Gateway:
         # The id in a header, so a client whose connection drops inside the first event can still resume (or
         # cancel) a background response.
         id_header = {"x-response-id": record.id}
+        # store: false -> not kept once the client has it (the stream ended, or the JSON is built).
+        unstored = req.store is False and not req.background
         if stream:
             return self._stream_response(record.id, -1, foreground=not req.background,
-                                         headers=[(b"x-response-id", record.id.encode())])
+                                         headers=[(b"x-response-id", record.id.encode())],
+                                         after_close=(lambda: svc.release_unstored(record.id)) if unstored else None)
         if req.background:
             return JSONResponse(record.response, headers=id_header)
         await svc.wait(record.id)
         final = await svc.store.get(record.id)
+        if unstored:
+            svc.release_unstored(record.id)
         return JSONResponse(final.response if final is not None else record.response, headers=id_header)
 
     async def _record(self, request: Request) -> Any:

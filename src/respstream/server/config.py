@@ -42,6 +42,8 @@ class Config:
     # without one gets a random id.
     instance_id: str = ""
     max_body_bytes: int = 1 << 20
+    # Bytes of responses the memory store keeps (requests, snapshots, event logs); oldest finished dropped first.
+    memory_store_max_bytes: int = 256 << 20
     max_concurrent_streams: int = 2000
     rate_limit_per_minute: float = 0.0  # per API key (or client address when open); 0 = off
     rate_limit_burst: int = 0  # bucket size; 0 = same as rate_limit_per_minute
@@ -66,7 +68,7 @@ class Config:
             raise ConfigError(f"dialect must be platform or openai, not {self.dialect!r}")
         if not self.upstreams:
             raise ConfigError("at least one upstream is needed (upstreams = [\"embedded\"])")
-        for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes"):
+        for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes", "memory_store_max_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
         if self.keepalive_seconds <= 0:

@@ -23,7 +23,13 @@ from respstream.server.http_errors import HTTPError
 from respstream.server.metrics import Metrics
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
-from respstream.server.store.base import ResponseRecord, SequenceConflict, Store, StoreUnavailable
+from respstream.server.store.base import (
+    ResponseRecord,
+    SequenceConflict,
+    Store,
+    StoreUnavailable,
+    conversation_key,
+)
 from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
@@ -60,13 +66,14 @@ class ResponseService:
         self.rewriter = rewriter
         self.metrics = metrics
         self.running: dict[str, Running] = {}
+        self._releases: set[asyncio.Task[None]] = set()  # store:false responses being dropped (kept referenced)
         self._closing = False
 
     # -- create ----------------------------------------------------------------------------------------------------
     async def _context(self, req: ResponseRequest, owner: str | None) -> list[InputItem]:
         items: list[InputItem] = []
         if req.conversation_id:
-            stored = await self.store.conversation(req.conversation_id)
+            stored = await self.store.conversation(conversation_key(owner, req.conversation_id))
             items.extend(items_from_json(stored[-self.config.conversation_window :]))
         if req.previous_response_id:
             prev = await self.store.get(req.previous_response_id)
@@ -185,7 +192,7 @@ class ResponseService:
                 new = [i.to_json() for i in req.input]
                 new += [i.to_json() for i in output_to_items(writer.response.get("output", []))]
                 try:
-                    await self.store.extend_conversation(req.conversation_id, new)
+                    await self.store.extend_conversation(conversation_key(record.owner, req.conversation_id), new)
                 except Exception:  # the response itself is complete and stored; only the history missed a turn
                     log.exception("response %s: conversation %s not extended", record.id, req.conversation_id)
         finally:
@@ -247,6 +254,22 @@ class ResponseService:
         running = self.running.get(response_id)
         if running is not None and not running.background:
             self.cancel_running(response_id, "cancelled", "The client disconnected.")
+
+    def release_unstored(self, response_id: str) -> None:
+        """A ``store: false`` response has reached its client: drop it from the store once its run has ended (at
+        once when it already has). Its data then no longer counts against any budget, and nothing can read it."""
+
+        async def drop() -> None:
+            running = self.running.get(response_id)
+            if running is not None:
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(running.task)
+            with contextlib.suppress(Exception):  # an unreachable store keeps it until retention ends it
+                await self.store.delete(response_id)
+
+        task = asyncio.get_running_loop().create_task(drop(), name=f"release {response_id}")
+        self._releases.add(task)
+        task.add_done_callback(self._releases.discard)
 
     async def wait(self, response_id: str) -> None:
         running = self.running.get(response_id)

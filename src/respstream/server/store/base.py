@@ -28,7 +28,19 @@ from typing import Any, ClassVar, Protocol
 import msgspec
 
 __all__ = ["DeltaEntry", "DeltaTemplate", "Entry", "LogEntry", "ResponseRecord", "SequenceConflict", "Store",
-           "StoreUnavailable"]
+           "StoreUnavailable", "conversation_key"]
+
+
+def conversation_key(owner: str | None, conversation_id: str) -> str:
+    """The store key of ``conversation_id`` as seen by ``owner`` (the API key's hash; None on an open gateway).
+
+    Conversation ids are chosen by clients, so they are names inside the caller's own namespace: two keys using the
+    same id have two different conversations, and neither can read or extend the other's (the same rule as
+    ``previous_response_id``, where another key's response is "not found"). Every store access to a conversation goes
+    through this mapping; it is injective (``key:<hash>:<id>`` vs ``open:<id>``), so no chosen id reaches another
+    namespace.
+    """
+    return f"key:{owner}:{conversation_id}" if owner else f"open:{conversation_id}"
 
 
 class LogEntry(msgspec.Struct, frozen=True, gc=False):
