@@ -56,6 +56,17 @@ class Config:
     max_event_bytes: int = 16 << 20
     shutdown_grace_seconds: float = 5.0
     check_events: bool = True  # run the protocol rule checker on every emitted event
+    # Connection limits (server/http_guard.py, docs/security.md): the whole request (head and body) must arrive
+    # within request_timeout_seconds of the connection opening or the previous response; past max_connections a
+    # new connection is closed at once.
+    request_timeout_seconds: float = 10.0
+    max_connections: int = 1000
+    keep_alive_seconds: float = 5.0  # idle keep-alive connections are closed after this
+    listen_backlog: int = 1024
+    max_header_bytes: int = 16384  # uvicorn h11_max_incomplete_event_size: larger request heads -> 400
+    # Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or CIDRs); empty: none, the rate
+    # limit keys on the real peer address.
+    trusted_proxies: list[str] = field(default_factory=list)
     static_dir: str = ""  # empty: the packaged playground (server/static)
     router: dict[str, Any] = field(default_factory=dict)
     upstream_options: dict[str, Any] = field(default_factory=dict)  # timeouts, retries... for every upstream
@@ -71,6 +82,13 @@ class Config:
         for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes", "memory_store_max_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port must be between 0 and 65535, not {self.port}")
+        for name in ("max_connections", "listen_backlog", "max_header_bytes"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1")
+        if self.request_timeout_seconds < 0 or self.keep_alive_seconds <= 0:
+            raise ConfigError("request_timeout_seconds must not be negative and keep_alive_seconds must be positive")
         if self.keepalive_seconds <= 0:
             raise ConfigError("keepalive_seconds must be positive")
         if self.lease_seconds <= 0 or self.retention_seconds <= 0:

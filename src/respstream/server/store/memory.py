@@ -136,6 +136,10 @@ class MemoryStore:
             raise KeyError(response_id)
         if not entries:
             return
+        if entries[0].sequence_number < len(log.entries):
+            entries = self._skip_landed(response_id, log, entries)
+            if not entries:
+                return
         if log.ended or entries[0].sequence_number != len(log.entries):
             raise SequenceConflict(
                 f"{response_id}: append at {entries[0].sequence_number}, log has {len(log.entries)} entries"
@@ -148,6 +152,21 @@ class MemoryStore:
         if entries[-1].terminal:
             log.ended = True
         log.wake()  # (no eviction here: the append fast path stays O(1); update() and create() evict)
+
+    @staticmethod
+    def _skip_landed(response_id: str, log: _Log, entries: Sequence[Entry]) -> Sequence[Entry]:
+        """Idempotent by sequence number (as the durable stores): entries of a retried batch that the log already
+        holds, identical, are skipped; a different entry at a taken number is a ``SequenceConflict``."""
+        landed = 0
+        for entry in entries:
+            seq = entry.sequence_number
+            if seq >= len(log.entries):
+                break
+            held = log.entries[seq]
+            if seq < 0 or (held is not entry and (held.type, held.data) != (entry.type, entry.data)):
+                raise SequenceConflict(f"{response_id}: append at {seq}, log has {len(log.entries)} entries")
+            landed += 1
+        return entries[landed:]
 
     async def read(self, response_id: str, after: int = -1, limit: int | None = None) -> list[LogEntry]:
         return [e if e.__class__ is LogEntry else e.entry()  # type: ignore[union-attr]
