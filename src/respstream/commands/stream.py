@@ -85,6 +85,8 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not (0 < args.idle_timeout < float("inf")):  # NaN fails this too
+        return _fail(f"--idle-timeout must be a positive number of seconds, not {args.idle_timeout:g}")
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     if not prompt.strip():
         return _fail("the prompt is empty")

@@ -34,6 +34,7 @@ from respstream.server.config import Config
 from respstream.server.http_errors import HTTPError, error_response
 from respstream.server.limits import RateLimiter, StreamGate
 from respstream.server.metrics import Metrics
+from respstream.server.web_security import COMMON_HEADERS, PLAYGROUND_HEADERS, check_open_request
 from respstream.server.openapi import openapi_document
 from respstream.server.pipeline import RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import parse_request
@@ -134,20 +135,31 @@ class GatewayApp(Starlette):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
-        given = dict(scope["headers"]).get(b"x-request-id", b"")
+        headers = dict(scope["headers"])
+        given = headers.get(b"x-request-id", b"")
         rid = given if 0 < len(given) <= 128 and given.isascii() and b"\n" not in given else uuid.uuid4().hex.encode()
         state = scope.setdefault("state", {})
         state["request_id"] = rid.decode()
         state["raw_send"] = send
         metrics = self.metrics
 
+        path: str = scope.get("path", "")
+        extra = [*COMMON_HEADERS, *(PLAYGROUND_HEADERS if path == "/" or path.startswith("/static/") else [])]
+
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), (b"x-request-id", rid)]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", rid), *extra]
                 route = scope.get("route")
                 metrics.requests[(scope["method"], getattr(route, "path", "unmatched"), message["status"])] += 1
             await send(message)
 
+        gateway = getattr(self.state, "gateway", None)
+        if gateway is not None and not gateway.keys.enabled:
+            try:
+                check_open_request(scope["method"], scope.get("scheme", "http"), headers)
+            except HTTPError as exc:
+                await error_response(exc)(scope, receive, send_with_id)
+                return
         await super().__call__(scope, receive, send_with_id)
 
 
@@ -160,6 +172,7 @@ class _Gateway:
         self.metrics = Metrics()
         self.keys = KeyStore(config.resolved_keys_file())
         self.rate = RateLimiter(config.rate_limit_per_minute, config.rate_limit_burst)
+        self.auth_failures = RateLimiter(config.auth_failures_per_minute, config.auth_failures_burst)
         self.gate = StreamGate(config.max_concurrent_streams)
         self.service: ResponseService | None = None
         self.components: Components | None = None
@@ -222,6 +235,14 @@ class _Gateway:
                             headers={"WWW-Authenticate": "Bearer"})
         owner = self.keys.verify(token.strip())
         if owner is None:
+            # Wrong keys are limited per peer address (never a forwarded header: see trusted_proxies), so keys
+            # cannot be guessed at line rate.
+            wait = self.auth_failures.check(request.client.host if request.client else "anonymous")
+            if wait is not None:
+                seconds = max(1, int(wait + 0.999))
+                raise HTTPError(429, "too_many_failed_auth",
+                                f"Too many invalid API keys from this address; retry in {seconds} s.",
+                                headers={"Retry-After": str(seconds)})
             raise HTTPError(401, "invalid_api_key", "Invalid or revoked API key.",
                             headers={"WWW-Authenticate": "Bearer"})
         return owner
@@ -370,6 +391,7 @@ class _Gateway:
                             status_code=200 if ready else 503)
 
     async def metrics_text(self, request: Request) -> Response:
+        self.authenticate(request)  # a keyed gateway's metrics (paths, counts, upstream errors) are not public
         return PlainTextResponse(self.metrics.render(), media_type="text/plain; version=0.0.4")
 
     async def openapi(self, request: Request) -> Response:
@@ -386,17 +408,24 @@ class _Gateway:
         return Path(self.config.static_dir) if self.config.static_dir else STATIC_DIR
 
 
+MAX_CURSOR = (1 << 53) - 1  # largest resume cursor (sequence number) accepted
+
+
 def _cursor(raw: str | None, name: str) -> int:
     """A resume cursor (``-1`` when absent or empty). Raises a 400 :class:`HTTPError` naming ``name``."""
     if raw is None or not raw.strip():
         return -1
+    text = raw.strip()
     try:
-        after = int(raw.strip())
+        after = int(text) if len(text) <= 24 else None
     except ValueError:
         raise HTTPError(400, "invalid_value", f"{name} must be an integer, not {raw[:40]!r}",
                         param="starting_after") from None
-    if after < -1:
-        raise HTTPError(400, "invalid_value", f"{name} must be >= -1", param="starting_after")
+    # Every store takes this bound (SQLite's INTEGER and Redis stream ids are 64-bit; JSON clients lose precision
+    # past 2^53): a larger cursor is a clear 400, never an overflow deep in a store.
+    if after is None or not -1 <= after <= MAX_CURSOR:
+        raise HTTPError(400, "invalid_value", f"{name} must be between -1 and {MAX_CURSOR}, not {raw[:40]!r}",
+                        param="starting_after")
     return after
 
 

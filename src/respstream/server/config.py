@@ -47,6 +47,9 @@ class Config:
     max_concurrent_streams: int = 2000
     rate_limit_per_minute: float = 0.0  # per API key (or client address when open); 0 = off
     rate_limit_burst: int = 0  # bucket size; 0 = same as rate_limit_per_minute
+    # Requests with a wrong API key allowed per client address (token bucket); past it -> 429 (0 = off).
+    auth_failures_per_minute: float = 30.0
+    auth_failures_burst: int = 10
     keepalive_seconds: float = 15.0
     # A reader whose socket takes nothing for this long is cut with `error` `slow_reader` (0: never).
     slow_reader_timeout_seconds: float = 30.0
