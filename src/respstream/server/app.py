@@ -34,7 +34,6 @@ from respstream.server.config import Config
 from respstream.server.http_errors import HTTPError, error_response
 from respstream.server.limits import RateLimiter, StreamGate
 from respstream.server.metrics import Metrics
-from respstream.server.web_security import COMMON_HEADERS, PLAYGROUND_HEADERS, check_open_request
 from respstream.server.openapi import openapi_document
 from respstream.server.pipeline import RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import parse_request
@@ -44,6 +43,7 @@ from respstream.server.store.base import Store, StoreUnavailable
 from respstream.server.store.factory import is_memory_url, open_store
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import SplitStore, backend_of
+from respstream.server.web_security import COMMON_HEADERS, PLAYGROUND_HEADERS, check_open_request
 
 __all__ = ["Components", "GatewayApp", "build_store", "create_app"]
 
