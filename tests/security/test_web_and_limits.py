@@ -152,3 +152,18 @@ def test_stream_rejects_a_bad_idle_timeout_in_one_line(value: str) -> None:
     assert done.returncode == 2
     assert done.stderr.strip() == (f"respstream stream: --idle-timeout must be a positive number of seconds, "
                                    f"not {float(value):g}"), done.stderr
+
+
+# -- 11: background generations are bounded ---------------------------------------------------------------------
+
+def test_background_generations_are_capped(tmp_path: Path) -> None:
+    """At c1c983b ``max_concurrent_streams = 5`` still let 300 background responses run at once."""
+    with Gateway(tmp_path, upstreams=["scripted:50?delay_ms=100"], max_background_responses=3,
+                 max_concurrent_streams=5) as gw:
+        replies = [httpx.post(f"{gw.url}/v1/responses", json={"input": "x", "background": True, "stream": False},
+                              timeout=10) for _ in range(6)]
+    codes = [r.status_code for r in replies]
+    assert codes[:3] == [200] * 3 and codes[3:] == [429] * 3, codes
+    error = replies[-1].json()["error"]
+    assert error["code"] == "too_many_background_responses" and "max_background_responses" in error["message"]
+    assert "retry-after" in replies[-1].headers

@@ -45,6 +45,8 @@ class Config:
     # Bytes of responses the memory store keeps (requests, snapshots, event logs); oldest finished dropped first.
     memory_store_max_bytes: int = 256 << 20
     max_concurrent_streams: int = 2000
+    # Background generations running at once on this instance; past it a new background request -> 429.
+    max_background_responses: int = 64
     rate_limit_per_minute: float = 0.0  # per API key (or client address when open); 0 = off
     rate_limit_burst: int = 0  # bucket size; 0 = same as rate_limit_per_minute
     # Requests with a wrong API key allowed per client address (token bucket); past it -> 429 (0 = off).
@@ -82,7 +84,8 @@ class Config:
             raise ConfigError(f"dialect must be platform or openai, not {self.dialect!r}")
         if not self.upstreams:
             raise ConfigError("at least one upstream is needed (upstreams = [\"embedded\"])")
-        for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes", "memory_store_max_bytes"):
+        for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes", "memory_store_max_bytes",
+                     "max_background_responses"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
         if not 0 <= self.port <= 65535:

@@ -117,6 +117,11 @@ class ResponseService:
         """Create and start a response. Raises :class:`HTTPError` (400 model/previous id, 503 store/shutdown)."""
         if self._closing:
             raise HTTPError(503, "server_shutdown", "The server is shutting down.", headers={"Retry-After": "1"})
+        if req.background and self.background_running() >= self.config.max_background_responses:
+            # Background work outlives its request, so the stream limit does not bound it: this does.
+            raise HTTPError(429, "too_many_background_responses",
+                            f"{self.config.max_background_responses} background responses are already running "
+                            "(max_background_responses); retry when one has finished.", headers={"Retry-After": "5"})
         try:
             items = await self._context(req, owner)
         except StoreUnavailable as exc:
@@ -254,6 +259,9 @@ class ResponseService:
         running = self.running.get(response_id)
         if running is not None and not running.background:
             self.cancel_running(response_id, "cancelled", "The client disconnected.")
+
+    def background_running(self) -> int:
+        return sum(1 for r in self.running.values() if r.background and not r.task.done())
 
     def release_unstored(self, response_id: str) -> None:
         """A ``store: false`` response has reached its client: drop it from the store once its run has ended (at
