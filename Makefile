@@ -15,7 +15,7 @@ $(PY):
 	$(PIP) install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PIP) install -q -e '.[test,server,bench]'
+	$(PIP) install -q -e '.[test,server,bench,otel]'
 	touch $(STAMP)
 
 install: $(STAMP) install-model

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from respstream.cli import main
 from respstream.server.auth import hash_key
@@ -88,8 +89,12 @@ def test_misc_endpoints() -> None:
         assert c.get("/healthz").json()["status"] == "ok"
         c.post("/v1/responses", json={"input": "x", "stream": False})
         metrics = c.get("/metrics").text
-        assert 'respstream_responses_total{status="completed"} 1' in metrics
-        assert "respstream_events_total" in metrics
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for family in text_string_to_metric_families(metrics) for s in family.samples}
+        completed = [v for (name, labels), v in samples.items()
+                     if name == "respstream_responses_total" and ("status", "completed") in labels]
+        assert completed == [1.0]
+        assert samples[("respstream_events_total", ())] > 0
         spec = c.get("/openapi.json").json()
         assert spec["openapi"].startswith("3.1") and "/v1/responses" in spec["paths"]
         index = c.get("/")

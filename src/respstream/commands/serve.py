@@ -96,6 +96,14 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _print_upstreams(report: dict[str, Any]) -> None:
+    """The banner's last line, once the upstreams were started and probed: which are up, which are down."""
+    parts = []
+    for name, state in report.get("upstreams", {}).items():
+        parts.append(f"{name} up" if state["healthy"] else f"{name} DOWN ({state.get('detail') or state['breaker']})")
+    print("  upstreams: " + ("; ".join(parts) or "none"), flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     """Check every option, bind, take the instance lock; only then build the app (whose startup runs recovery for
     this instance id) and print the banner. Anything wrong before that: one line on stderr, exit 2."""
@@ -161,8 +169,11 @@ def _serve(args: argparse.Namespace, config: Any, sock: socket.socket) -> int:
     from respstream.server.app import create_app
     from respstream.server.http_guard import guarded_protocol, quiet_accept_errors
     from respstream.server.serving import GatewayServer
+    from respstream.server.telemetry import configure_logging
 
+    configure_logging(config.logging_settings())
     app = create_app(config)
+    app.state.gateway.on_ready = _print_upstreams
     print(banner(config.host, config.port) + f"  store: {config.store}; background responses and conversations: "
           f"{config.resolved_background_store()}\n", flush=True)
     quiet_accept_errors()
@@ -178,6 +189,7 @@ def _serve(args: argparse.Namespace, config: Any, sock: socket.socket) -> int:
         backlog=config.listen_backlog, timeout_keep_alive=max(1, int(config.keep_alive_seconds)),
         h11_max_incomplete_event_size=config.max_header_bytes,
         proxy_headers=bool(config.trusted_proxies), forwarded_allow_ips=list(config.trusted_proxies) or None,
+        access_log=False,  # ours (respstream.access) has the request and response ids
     )
     server = GatewayServer(uv_config, drain=app.state.gateway.drain)
     # Everything built so far (modules, app, config) lives as long as the process: moving it out of the collector's

@@ -33,7 +33,7 @@ from respstream.server.auth import KeyStore
 from respstream.server.config import Config
 from respstream.server.http_errors import HTTPError, error_response
 from respstream.server.limits import RateLimiter, StreamGate
-from respstream.server.metrics import Metrics
+from respstream.server.metrics import CONTENT_TYPE, Metrics, NoMetrics
 from respstream.server.openapi import openapi_document
 from respstream.server.pipeline import RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import parse_request
@@ -43,6 +43,9 @@ from respstream.server.store.base import Store, StoreUnavailable
 from respstream.server.store.factory import is_memory_url, open_store
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import SplitStore, backend_of
+from respstream.server.telemetry import RequestObservation, Tracing, current_request, log_access
+from respstream.server.telemetry.health import HealthMonitor
+from respstream.server.telemetry.observation import reset_request, set_request
 from respstream.server.web_security import COMMON_HEADERS, PLAYGROUND_HEADERS, check_open_request
 
 __all__ = ["Components", "GatewayApp", "build_store", "create_app"]
@@ -130,6 +133,7 @@ class GatewayApp(Starlette):
     """
 
     metrics: Metrics
+    tracing: Tracing
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -141,7 +145,10 @@ class GatewayApp(Starlette):
         state = scope.setdefault("state", {})
         state["request_id"] = rid.decode()
         state["raw_send"] = send
-        metrics = self.metrics
+        client = scope.get("client")
+        obs = RequestObservation(request_id=state["request_id"], method=scope["method"], path=scope["path"],
+                                 client=client[0] if client else None)
+        token = set_request(obs)
 
         path: str = scope.get("path", "")
         extra = [*COMMON_HEADERS, *(PLAYGROUND_HEADERS if path == "/" or path.startswith("/static/") else [])]
@@ -149,18 +156,35 @@ class GatewayApp(Starlette):
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message["headers"] = [*message.get("headers", []), (b"x-request-id", rid), *extra]
-                route = scope.get("route")
-                metrics.requests[(scope["method"], getattr(route, "path", "unmatched"), message["status"])] += 1
+                obs.route = getattr(scope.get("route"), "path", "unmatched")
+                obs.status = message["status"]
             await send(message)
 
-        gateway = getattr(self.state, "gateway", None)
-        if gateway is not None and not gateway.keys.enabled:
-            try:
-                check_open_request(scope["method"], scope.get("scheme", "http"), headers)
-            except HTTPError as exc:
-                await error_response(exc)(scope, receive, send_with_id)
-                return
-        await super().__call__(scope, receive, send_with_id)
+        parent = {"traceparent": headers[b"traceparent"].decode("latin-1")} if b"traceparent" in headers else None
+        try:
+            with self.tracing.span(f"{scope['method']} {scope['path']}", {
+                "http.request.method": scope["method"], "url.path": scope["path"], "respstream.request_id":
+                state["request_id"], "client.address": obs.client}, kind="server", parent_headers=parent) as span:
+                gateway = getattr(self.state, "gateway", None)
+                refused: HTTPError | None = None
+                if gateway is not None and not gateway.keys.enabled:
+                    try:
+                        check_open_request(scope["method"], scope.get("scheme", "http"), headers)
+                    except HTTPError as exc:
+                        refused = exc
+                if refused is not None:
+                    await error_response(refused)(scope, receive, send_with_id)
+                else:
+                    await super().__call__(scope, receive, send_with_id)
+                span.update_name(f"{scope['method']} {obs.route}")
+                span.set_attributes({"http.route": obs.route, "http.response.status_code": obs.status,
+                                     "gen_ai.response.id": obs.response_id})
+                if obs.status is not None and obs.status >= 500:
+                    span.record_error(error_type=str(obs.status))
+        finally:
+            reset_request(token)
+            self.metrics.request(obs.method, obs.route, obs.status or 500)
+            log_access(obs)
 
 
 class _Gateway:
@@ -169,7 +193,12 @@ class _Gateway:
     def __init__(self, config: Config, given: Components) -> None:
         self.config = config
         self.given = given
-        self.metrics = Metrics()
+        telemetry = config.telemetry_settings()
+        self.metrics: Metrics = Metrics() if telemetry.metrics else NoMetrics()
+        self.tracing = Tracing(telemetry)
+        self.metrics_key_required = telemetry.metrics_key_required
+        self.health = HealthMonitor(self.metrics)
+        self.on_ready: Callable[[dict[str, Any]], None] | None = None
         self.keys = KeyStore(config.resolved_keys_file())
         self.rate = RateLimiter(config.rate_limit_per_minute, config.rate_limit_burst)
         self.auth_failures = RateLimiter(config.auth_failures_per_minute, config.auth_failures_burst)
@@ -190,8 +219,10 @@ class _Gateway:
         with contextlib.suppress(Exception):  # end what died with an earlier instance, drop what is past retention
             await comps.store.expire()
         self.service = ResponseService(config=self.config, store=comps.store, router=comps.router,
-                                       tools=comps.tools, rewriter=comps.rewriter, metrics=self.metrics)
+                                       tools=comps.tools, rewriter=comps.rewriter, metrics=self.metrics,
+                                       tracing=self.tracing)
         self._expire_task = asyncio.create_task(self._expire_loop(comps.store))
+        await self._report_readiness()
         try:
             yield
         finally:
@@ -202,6 +233,23 @@ class _Gateway:
                     await upstream.aclose()
             if self.given.store is None:
                 await comps.store.aclose()
+            self.tracing.shutdown()
+
+    async def _report_readiness(self) -> None:
+        """Probe the store and upstreams once at startup: log what is down, and tell ``on_ready`` (the banner)."""
+        assert self.service is not None and self.components is not None
+        try:
+            report = await self.health.check(self.service.store, self.components.upstreams, self.service.router)
+        except Exception as exc:  # readiness reporting must never keep the gateway from starting
+            log.warning("startup health check failed: %s", exc)
+            return
+        for name, state in report["upstreams"].items():
+            if not state["healthy"]:
+                log.warning("upstream %s is down: %s", name, state.get("detail") or state["breaker"])
+        if not report["store"]["healthy"]:
+            log.warning("the store is not reachable: %s", report["store"]["detail"])
+        if self.on_ready is not None:
+            self.on_ready(report)
 
     async def drain(self) -> None:
         """The shutdown signal arrived (see serving.GatewayServer): end running responses with ``server_shutdown``
@@ -245,6 +293,9 @@ class _Gateway:
                                 headers={"Retry-After": str(seconds)})
             raise HTTPError(401, "invalid_api_key", "Invalid or revoked API key.",
                             headers={"WWW-Authenticate": "Bearer"})
+        obs = current_request()
+        if obs is not None:
+            obs.key_id = self.keys.key_id(owner)
         return owner
 
     def limit_rate(self, request: Request, owner: str | None) -> None:
@@ -291,11 +342,11 @@ class _Gateway:
         if not self.gate.try_enter():
             raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
                             headers={"Retry-After": "1"})
-        self.metrics.active_streams = self.gate.open
+        self.metrics.set_open_streams(self.gate.open)
 
         def closed() -> None:
             self.gate.leave()
-            self.metrics.active_streams = self.gate.open
+            self.metrics.set_open_streams(self.gate.open)
             if after_close is not None:
                 after_close()
 
@@ -380,19 +431,42 @@ class _Gateway:
     # -- the rest --------------------------------------------------------------------------------------------------
     async def models(self, request: Request) -> Response:
         self.authenticate(request)
-        names = ["auto", *self.svc.router.models()]
+        router = self.svc.router
+        names = ["auto", *router.models()]
+        upstreams = self.components.upstreams if self.components else []
+        health = self.health.known()
+        served_by: dict[str, list[dict[str, Any]]] = {}
+        for upstream in upstreams:
+            for model in getattr(upstream, "models", []):
+                served_by.setdefault(model, []).append(
+                    {"name": upstream.name, "healthy": health.get(upstream.name, {}).get("healthy", True)})
+        served_by["auto"] = [{"name": u.name, "healthy": health.get(u.name, {}).get("healthy", True)}
+                             for u in upstreams]
         return JSONResponse({"object": "list", "data": [
-            {"id": n, "object": "model", "created": 0, "owned_by": "respstream"} for n in dict.fromkeys(names)]})
+            {"id": n, "object": "model", "created": 0, "owned_by": "respstream",
+             **({"upstreams": served_by[n]} if n in served_by else {})} for n in dict.fromkeys(names)]})
 
     async def healthz(self, request: Request) -> Response:
+        """Liveness: the process answers. Readiness (store and upstreams) is /readyz."""
         ready = self.service is not None
         return JSONResponse({"status": "ok" if ready else "starting", "dialect": self.config.dialect,
                              "instance_id": self.config.instance_id, "running": len(self.svc.running) if ready else 0},
                             status_code=200 if ready else 503)
 
+    async def readyz(self, request: Request) -> Response:
+        """Readiness: the store answers and at least one upstream is healthy; 503 with the breakdown otherwise."""
+        if self.service is None or self.components is None:
+            return JSONResponse({"status": "starting"}, status_code=503, headers={"Retry-After": "1"})
+        report = await self.health.check(self.svc.store, self.components.upstreams, self.svc.router)
+        return JSONResponse(report, status_code=200 if report["status"] == "ready" else 503,
+                            headers={"Cache-Control": "no-store"})
+
     async def metrics_text(self, request: Request) -> Response:
-        self.authenticate(request)  # a keyed gateway's metrics (paths, counts, upstream errors) are not public
-        return PlainTextResponse(self.metrics.render(), media_type="text/plain; version=0.0.4")
+        if self.metrics_key_required:
+            self.authenticate(request)  # with API keys configured, the metrics are not public either
+        if self.service is not None:
+            self.metrics.set_running(len(self.service.running))
+        return Response(self.metrics.render(), media_type=CONTENT_TYPE)
 
     async def openapi(self, request: Request) -> Response:
         return JSONResponse(openapi_document(self.config.dialect))
@@ -480,6 +554,7 @@ def create_app(config: Config | None = None, components: Components | None = Non
         Route("/v1/responses/{response_id}/cancel", gw.cancel, methods=["POST"]),
         Route("/v1/models", gw.models, methods=["GET"]),
         Route("/healthz", gw.healthz, methods=["GET"]),
+        Route("/readyz", gw.readyz, methods=["GET"]),
         Route("/metrics", gw.metrics_text, methods=["GET"]),
         Route("/openapi.json", gw.openapi, methods=["GET"]),
         Route("/", gw.index, methods=["GET"]),
@@ -496,4 +571,5 @@ def create_app(config: Config | None = None, components: Components | None = Non
     )
     app.state.gateway = gw
     app.metrics = gw.metrics
+    app.tracing = gw.tracing
     return app

@@ -86,6 +86,10 @@ class KeyStore:
         digest = hash_key(key)
         return digest if digest in self._active else None
 
+    def key_id(self, owner: str) -> str | None:
+        """The id (from the keys file) of the key whose owner id is ``owner``: what logs may show, never the key."""
+        return self._active.get(owner)
+
     # -- management (respstream keys) ------------------------------------------------------------------------------
     def load(self) -> list[dict[str, Any]]:
         """The entries of the keys file ([] when there is none). Raises :class:`KeysFileError` for a file that

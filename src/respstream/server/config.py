@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from respstream.server.telemetry.settings import LoggingSettings, TelemetrySettings
+
 __all__ = ["Config", "ConfigError", "load_config", "stable_instance_id"]
 
 
@@ -77,6 +79,8 @@ class Config:
     upstream_options: dict[str, Any] = field(default_factory=dict)  # timeouts, retries... for every upstream
     tools: dict[str, Any] = field(default_factory=dict)
     rewrite: dict[str, Any] = field(default_factory=dict)
+    telemetry: dict[str, Any] = field(default_factory=dict)  # [telemetry]: traces, OTLP endpoint, metrics
+    logging: dict[str, Any] = field(default_factory=dict)  # [logging]: level, format, access_log, levels
 
     def validate(self) -> None:
         """Raises :class:`ConfigError` for a value out of range."""
@@ -103,6 +107,17 @@ class Config:
             raise ConfigError("slow_reader_timeout_seconds and shutdown_grace_seconds must not be negative")
         if self.max_tool_rounds < 0 or self.rate_limit_per_minute < 0:
             raise ConfigError("max_tool_rounds and rate_limit_per_minute must not be negative")
+        try:
+            self.telemetry_settings()
+            self.logging_settings()
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(str(exc)) from None
+
+    def telemetry_settings(self) -> TelemetrySettings:
+        return TelemetrySettings.from_mapping(self.telemetry)
+
+    def logging_settings(self) -> LoggingSettings:
+        return LoggingSettings.from_mapping(self.logging)
 
     def resolved_keys_file(self) -> str:
         return self.keys_file or os.environ.get("RESPSTREAM_KEYS_FILE", "")

@@ -1,56 +1,170 @@
-"""Prometheus text metrics, kept as plain counters (no client library; the format is simple and stable)."""
+"""Prometheus metrics through ``prometheus-client``: histograms an SLO can be set on, counters, gauges.
+
+One :class:`Metrics` per app, each with its own registry (tests run many apps in one process). With
+``PROMETHEUS_MULTIPROC_DIR`` set (``respstream serve --workers N`` sets it), every worker writes its samples to
+that folder and ``/metrics`` of any worker renders the sum over all of them (prometheus-client's multiprocess
+mode); gauges then add up the live workers' values.
+
+Everything here is called per request, per response or per batch of events, never per event, so the client
+library's lock and float work stay well under the per-response budget (measured in benchmarks/observability.py).
+"""
 
 from __future__ import annotations
 
-from collections import Counter
+import os
+from typing import Any
 
-__all__ = ["Metrics"]
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import multiprocess as _multiprocess
+
+__all__ = ["CONTENT_TYPE", "Metrics", "NoMetrics"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+# Seconds: from a fast local model's first token (a few ms) to a slow remote one under load (a minute).
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144)
 
 
 class Metrics:
-    def __init__(self) -> None:
-        self.requests: Counter[tuple[str, str, int]] = Counter()  # (method, route, status)
-        self.responses: Counter[str] = Counter()  # terminal status
-        self.tool_calls: Counter[tuple[str, str]] = Counter()  # (tool, status)
-        self.upstream_failures: Counter[str] = Counter()  # error code
-        self.events = 0
-        self.active_streams = 0
-        self.running_responses = 0
+    """The gateway's metrics. ``render()`` is the body of ``GET /metrics``."""
+
+    def __init__(self, *, multiprocess_dir: str | None = None) -> None:
+        self.multiprocess_dir = multiprocess_dir if multiprocess_dir is not None else (
+            os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None)
+        # In multiprocess mode samples go to files whatever the registry; a private one keeps them off the global.
+        self.registry = CollectorRegistry(auto_describe=True)
+        reg = self.registry
+        livesum: dict[str, Any] = {"multiprocess_mode": "livesum"} if self.multiprocess_dir else {}
+        self.http_requests = Counter("respstream_http_requests", "HTTP requests by method, route and status.",
+                                     ["method", "route", "status"], registry=reg)
+        self.responses = Counter("respstream_responses", "Finished responses by final status, dialect and model.",
+                                 ["status", "dialect", "model"], registry=reg)
+        self.errors = Counter("respstream_errors", "Errors by code: HTTP errors before a stream and terminal "
+                              "stream errors.", ["code"], registry=reg)
+        self.tool_calls = Counter("respstream_tool_calls", "Server tool calls by tool and status.",
+                                  ["tool", "status"], registry=reg)
+        self.upstream_failures = Counter("respstream_upstream_failures", "Upstream failures by upstream and code.",
+                                         ["upstream", "code"], registry=reg)
+        self.events = Counter("respstream_events", "Stream events emitted.", registry=reg)
+        self.ttft = Histogram("respstream_time_to_first_token_seconds",
+                              "From the request to the first generated token (text, reasoning or tool arguments).",
+                              ["model"], buckets=LATENCY_BUCKETS, registry=reg)
+        self.duration = Histogram("respstream_response_duration_seconds",
+                                  "From the request to the response's terminal event.", ["status"],
+                                  buckets=DURATION_BUCKETS, registry=reg)
+        self.tokens = Histogram("respstream_response_tokens", "Tokens per response, by kind (input, output).",
+                                ["kind"], buckets=TOKEN_BUCKETS, registry=reg)
+        self.upstream_latency = Histogram("respstream_upstream_latency_seconds",
+                                          "Upstream phases: queue (waiting for a concurrency slot), connect "
+                                          "(until response headers), first_chunk (until the first chunk).",
+                                          ["upstream", "phase"], buckets=LATENCY_BUCKETS, registry=reg)
+        self.tool_latency = Histogram("respstream_tool_duration_seconds", "Server tool run time by tool.",
+                                      ["tool"], buckets=LATENCY_BUCKETS, registry=reg)
+        self.queue_wait = Histogram("respstream_queue_wait_seconds",
+                                    "From the request until its generation started (background queue included).",
+                                    buckets=LATENCY_BUCKETS, registry=reg)
+        self.open_streams = Gauge("respstream_open_streams", "Open SSE and WebSocket streams.", registry=reg,
+                                  **livesum)
+        self.running_generations = Gauge("respstream_running_generations", "Responses being generated.",
+                                         registry=reg, **livesum)
+        self.store_up = Gauge("respstream_store_up", "1 when the last store health check succeeded, else 0.",
+                              registry=reg, **livesum)
+        self.upstream_up = Gauge("respstream_upstream_up", "1 when the upstream is healthy, else 0.", ["upstream"],
+                                 registry=reg, **livesum)
+
+    # -- recording -------------------------------------------------------------------------------------------------
+    def request(self, method: str, route: str, status: int) -> None:
+        self.http_requests.labels(method, route, str(status)).inc()
+        if status >= 400:
+            self.errors.labels(f"http_{status}").inc()
 
     def count_events(self, n: int) -> None:
-        self.events += n
+        self.events.inc(n)
 
-    def tool(self, name: str, status: str) -> None:
-        self.tool_calls[(name, status)] += 1
+    def tool(self, name: str, status: str, seconds: float | None = None) -> None:
+        self.tool_calls.labels(name, status).inc()
+        if seconds is not None:
+            self.tool_latency.labels(name).observe(seconds)
 
-    def render(self) -> str:
-        lines = [
-            "# HELP respstream_http_requests_total HTTP requests by method, route and status.",
-            "# TYPE respstream_http_requests_total counter",
-        ]
-        for (method, route, code), n in sorted(self.requests.items()):
-            lines.append(f'respstream_http_requests_total{{method="{method}",route="{route}",status="{code}"}} {n}')
-        lines += ["# HELP respstream_responses_total Finished responses by final status.",
-                  "# TYPE respstream_responses_total counter"]
-        for status, n in sorted(self.responses.items()):
-            lines.append(f'respstream_responses_total{{status="{status}"}} {n}')
-        lines += ["# HELP respstream_tool_calls_total Server tool calls by tool and status.",
-                  "# TYPE respstream_tool_calls_total counter"]
-        for (tool, status), n in sorted(self.tool_calls.items()):
-            lines.append(f'respstream_tool_calls_total{{tool="{tool}",status="{status}"}} {n}')
-        lines += ["# HELP respstream_upstream_failures_total Upstream failures by error code.",
-                  "# TYPE respstream_upstream_failures_total counter"]
-        for err_code, n in sorted(self.upstream_failures.items()):
-            lines.append(f'respstream_upstream_failures_total{{code="{err_code}"}} {n}')
-        lines += [
-            "# HELP respstream_events_total Stream events emitted.",
-            "# TYPE respstream_events_total counter",
-            f"respstream_events_total {self.events}",
-            "# HELP respstream_active_streams Open SSE connections.",
-            "# TYPE respstream_active_streams gauge",
-            f"respstream_active_streams {self.active_streams}",
-            "# HELP respstream_running_responses Responses being generated.",
-            "# TYPE respstream_running_responses gauge",
-            f"respstream_running_responses {self.running_responses}",
-        ]
-        return "\n".join(lines) + "\n"
+    def finished(self, *, status: str, dialect: str, model: str, seconds: float, error_code: str | None,
+                 input_tokens: int | None, output_tokens: int | None) -> None:
+        self.responses.labels(status, dialect, model).inc()
+        self.duration.labels(status).observe(seconds)
+        if error_code:
+            self.errors.labels(error_code).inc()
+        if input_tokens is not None:
+            self.tokens.labels("input").observe(input_tokens)
+        if output_tokens is not None:
+            self.tokens.labels("output").observe(output_tokens)
+
+    def first_token(self, model: str, seconds: float) -> None:
+        self.ttft.labels(model).observe(seconds)
+
+    def upstream_phase(self, upstream: str, phase: str, seconds: float) -> None:
+        self.upstream_latency.labels(upstream, phase).observe(seconds)
+
+    def upstream_failure(self, upstream: str, code: str) -> None:
+        self.upstream_failures.labels(upstream, code).inc()
+
+    def set_open_streams(self, n: int) -> None:
+        self.open_streams.set(n)
+
+    def set_running(self, n: int) -> None:
+        self.running_generations.set(n)
+
+    def set_health(self, *, store_ok: bool | None = None, upstreams: dict[str, bool] | None = None) -> None:
+        if store_ok is not None:
+            self.store_up.set(1 if store_ok else 0)
+        for name, ok in (upstreams or {}).items():
+            self.upstream_up.labels(name).set(1 if ok else 0)
+
+    # -- exposition ------------------------------------------------------------------------------------------------
+    def render(self) -> bytes:
+        if self.multiprocess_dir:
+            merged = CollectorRegistry()
+            _multiprocess.MultiProcessCollector(merged, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
+            return generate_latest(merged)
+        return generate_latest(self.registry)
+
+
+class NoMetrics(Metrics):
+    """``[telemetry] metrics = false``: the same interface, nothing recorded, an empty ``/metrics``."""
+
+    def __init__(self) -> None:
+        super().__init__(multiprocess_dir="")
+        self.multiprocess_dir = None
+
+    def request(self, method: str, route: str, status: int) -> None:
+        pass
+
+    def count_events(self, n: int) -> None:
+        pass
+
+    def tool(self, name: str, status: str, seconds: float | None = None) -> None:
+        pass
+
+    def finished(self, **_: Any) -> None:  # type: ignore[override]
+        pass
+
+    def first_token(self, model: str, seconds: float) -> None:
+        pass
+
+    def upstream_phase(self, upstream: str, phase: str, seconds: float) -> None:
+        pass
+
+    def upstream_failure(self, upstream: str, code: str) -> None:
+        pass
+
+    def set_open_streams(self, n: int) -> None:
+        pass
+
+    def set_running(self, n: int) -> None:
+        pass
+
+    def set_health(self, *, store_ok: bool | None = None, upstreams: dict[str, bool] | None = None) -> None:
+        pass
+
+    def render(self) -> bytes:
+        return b""

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ from typing import Any, Protocol
 from respstream.server.requests import ResponseRequest
 from respstream.server.router import ground_first
 from respstream.server.store.base import SequenceConflict, StoreUnavailable
+from respstream.server.telemetry.observation import current_attempt
+from respstream.server.telemetry.response import NULL_TELEMETRY, ResponseTelemetry
 from respstream.server.upstream.base import (
     Finish,
     GenerationRequest,
@@ -101,7 +104,11 @@ class _Round:
 
 
 class Pipeline:
-    """Runs one response. ``cancel_code`` is what a cancellation of :meth:`run` reports."""
+    """Runs one response. ``cancel_code`` is what a cancellation of :meth:`run` reports. ``telemetry`` (set by
+    the service) gets the first token, the upstream attempts, tool runs and the rewrite pass."""
+
+    telemetry: ResponseTelemetry = NULL_TELEMETRY
+    generation_started = 0.0  # time.perf_counter() when run() began (queue wait ends there)
 
     def __init__(
         self,
@@ -143,6 +150,7 @@ class Pipeline:
         """Produce the whole response; always ends with exactly one terminal event in the store."""
         w = self.writer
         self.started = True
+        self.generation_started = time.perf_counter()
         try:
             try:
                 if self.cancel_requested:
@@ -175,7 +183,8 @@ class Pipeline:
                 w.fail("internal_error", f"internal error: {type(exc).__name__}")
             if not w.closed:
                 w.fail("internal_error", "the pipeline ended without a terminal event")
-            await w.flush()
+            with self.telemetry.span("store finish", {"respstream.events": w.next_sequence_number}):
+                await w.flush()
         except asyncio.CancelledError:
             # Cancelled while flushing the terminal: try once more so no reader hangs, then give up.
             if not w.closed:
@@ -211,7 +220,8 @@ class Pipeline:
             upstream: Upstream = self.decision.upstream
             start_seq = self.writer.next_sequence_number
             try:
-                result = await self._round(upstream, offer_tools)
+                with self.telemetry.upstream_attempt(upstream, self.decision.model_id):
+                    result = await self._round(upstream, offer_tools)
             except UpstreamError as exc:
                 self.router.record_failure(upstream, exc)
                 nothing_shown = self.writer.next_sequence_number == start_seq
@@ -243,10 +253,14 @@ class Pipeline:
         text: list[str] = []
         calls: dict[int, _Call] = {}
         finish = Finish("stop")
+        first = True
         stream: AsyncIterator[Any] = upstream.generate(gen_request)
         async with aclosing(stream):  # type: ignore[type-var]
             async for chunk in stream:
                 kind = type(chunk)
+                if first:
+                    first = False
+                    self._first_chunk(kind)
                 if kind is TextDelta:
                     if chunk.text:
                         text.append(chunk.text)
@@ -269,6 +283,13 @@ class Pipeline:
                 if w.needs_flush_await:
                     await w.flush()  # stores without a synchronous append: one append per chunk
         return _Round(finish, "".join(text), [calls[i] for i in sorted(calls)] if offer_tools else [])
+
+    def _first_chunk(self, kind: type) -> None:
+        attempt = current_attempt()
+        if attempt is not None:
+            attempt.mark("first_chunk")
+        if kind is not Finish:
+            self.telemetry.first_token()
 
     # -- tools -----------------------------------------------------------------------------------------------------
     def _tool_specs(self) -> list[dict[str, Any]]:
@@ -312,16 +333,18 @@ class Pipeline:
         index = w.server_tool_started(call_id=call_id, name=name, arguments=arguments, query=_query(arguments))
         await w.flush()
         crashed: Exception | None = None
-        if name not in self.server_tools:
-            output, status = f"unknown tool {name!r}", "failed"
-        else:
-            try:
-                result = await self.tools.run(name, arguments)
-                output, status = result.output, result.status
-            except Exception as exc:  # tools report failures as results; an exception is a broken tool
-                log.exception("server tool %s raised", name)
-                crashed = exc
-                output, status = f"the {name} tool crashed ({type(exc).__name__})", "failed"
+        with self.telemetry.tool(name, call_id, arguments) as outcome:
+            if name not in self.server_tools:
+                output, status = f"unknown tool {name!r}", "failed"
+            else:
+                try:
+                    result = await self.tools.run(name, arguments)
+                    output, status = result.output, result.status
+                except Exception as exc:  # tools report failures as results; an exception is a broken tool
+                    log.exception("server tool %s raised", name)
+                    crashed = exc
+                    output, status = f"the {name} tool crashed ({type(exc).__name__})", "failed"
+            outcome["status"] = status
         if self._on_tool is not None:
             self._on_tool(name, status)
         w.server_tool_finished(index, output=output, status=status, sources=_sources(output) if name == "web_search"
@@ -378,11 +401,15 @@ class Pipeline:
         self.messages.insert(len(self.messages) - 1 if self.messages else 0, {"role": "system", "content": note})
 
     async def _rewrite(self, text: str) -> str:
-        try:
-            return await self.rewriter.rewrite(text, language=None)
-        except Exception:  # a rewriter must never cost the answer
-            log.exception("rewrite failed; keeping the streamed text")
-            return text
+        with self.telemetry.span("rewrite", {"respstream.rewrite.input_chars": len(text)}) as span:
+            try:
+                final = await self.rewriter.rewrite(text, language=None)
+            except Exception:  # a rewriter must never cost the answer
+                log.exception("rewrite failed; keeping the streamed text")
+                span.record_error(error_type="rewrite_failed")
+                return text
+            span.set_attribute("respstream.rewrite.changed", final != text)
+            return final
 
     def _add_usage(self, usage: Usage) -> None:
         u = self._usage

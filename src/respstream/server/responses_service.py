@@ -31,6 +31,8 @@ from respstream.server.store.base import (
     conversation_key,
 )
 from respstream.server.store.split import SplitStore, backend_of
+from respstream.server.telemetry import Tracing, current_request
+from respstream.server.telemetry.response import ResponseTelemetry
 from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
 __all__ = ["TERMINAL_STATUSES", "ResponseService", "Running"]
@@ -57,6 +59,7 @@ class ResponseService:
         tools: ToolsLike,
         rewriter: RewriterLike,
         metrics: Metrics,
+        tracing: Tracing | None = None,
     ) -> None:
         self.config = config
         self.dialect: Dialect = get_dialect(config.dialect)
@@ -65,6 +68,7 @@ class ResponseService:
         self.tools = tools
         self.rewriter = rewriter
         self.metrics = metrics
+        self.tracing = tracing or Tracing(config.telemetry_settings())
         self.running: dict[str, Running] = {}
         self._releases: set[asyncio.Task[None]] = set()  # store:false responses being dropped (kept referenced)
         self._closing = False
@@ -122,6 +126,7 @@ class ResponseService:
             raise HTTPError(429, "too_many_background_responses",
                             f"{self.config.max_background_responses} background responses are already running "
                             "(max_background_responses); retry when one has finished.", headers={"Retry-After": "5"})
+        began = time.perf_counter()
         try:
             items = await self._context(req, owner)
         except StoreUnavailable as exc:
@@ -129,7 +134,11 @@ class ResponseService:
                             headers={"Retry-After": "1"}) from exc
         pinned = req.model != "auto"
         try:
-            decision = await self.router.route(req.input_text, req.model if pinned else None)
+            with self.tracing.span("route", {"gen_ai.request.model": req.model}) as span:
+                decision = await self.router.route(req.input_text, req.model if pinned else None)
+                span.set_attributes({"respstream.route.category": decision.category,
+                                     "respstream.route.source": decision.source,
+                                     "respstream.route.model": decision.model_id})
         except Exception as exc:
             available = getattr(exc, "available", None)
             if available is not None:
@@ -152,9 +161,13 @@ class ResponseService:
                                 max_event_bytes=self.config.max_event_bytes)
         with contextlib.suppress(WriterClosed):  # response.created over max_event_bytes: the log holds the error
             writer.start()
+        obs = current_request()
+        if obs is not None:
+            obs.response_id, obs.model, obs.dialect = rid, decision.model_id, self.dialect.name
         try:
-            await self.store.create(record)
-            await writer.flush()
+            with self.tracing.span("store create", {"gen_ai.response.id": rid}):
+                await self.store.create(record)
+                await writer.flush()
         except StoreUnavailable as exc:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
                             headers={"Retry-After": "1"}) from exc
@@ -163,13 +176,54 @@ class ResponseService:
             messages=items_to_messages(req.instructions, items), router=self.router, tools=self.tools,
             rewriter=self.rewriter, max_tool_rounds=self.config.max_tool_rounds, on_tool=self.metrics.tool,
         )
+        pipeline.telemetry = ResponseTelemetry(metrics=self.metrics, tracing=self.tracing, started=began,
+                                               observation=obs)
         task = asyncio.create_task(self._run(pipeline, record, req, target), name=f"response {rid}")
         running = Running(task, pipeline, req.background)
         self.running[rid] = running
-        self.metrics.running_responses = len(self.running)
+        self.metrics.set_running(len(self.running))
         return record, running
 
     async def _run(self, pipeline: Pipeline, record: ResponseRecord, req: ResponseRequest, store: Store) -> None:
+        attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": req.model,
+                      "gen_ai.response.id": record.id, "gen_ai.provider.name": "respstream",
+                      "gen_ai.request.max_tokens": req.max_output_tokens, "gen_ai.request.temperature": req.temperature,
+                      "respstream.background": req.background, "respstream.dialect": self.dialect.name,
+                      "gen_ai.input.messages": self.tracing.content(req.input_text)}
+        with self.tracing.span(f"chat {req.model}", attributes) as span:
+            await self._run_traced(pipeline, record, req, store)
+            self._observe_end(pipeline, record, span)
+
+    def _observe_end(self, pipeline: Pipeline, record: ResponseRecord, span: Any) -> None:
+        """Metrics, span attributes and the access-log fields of a response that has ended."""
+        telemetry = pipeline.telemetry
+        response = pipeline.writer.response
+        usage = response.get("usage") or {}
+        error = response.get("error") or {}
+        model = str(response.get("model") or getattr(pipeline.decision, "model_id", "") or "unknown")
+        input_tokens, output_tokens = usage.get("input_tokens"), usage.get("output_tokens")
+        self.metrics.queue_wait.observe(max(0.0, pipeline.generation_started - telemetry.started)
+                                        if pipeline.generation_started else 0.0)
+        self.metrics.finished(status=record.status, dialect=self.dialect.name, model=model,
+                              seconds=time.perf_counter() - telemetry.started,
+                              error_code=error.get("code") if isinstance(error, dict) else None,
+                              input_tokens=input_tokens, output_tokens=output_tokens)
+        span.set_attributes({"gen_ai.response.model": model, "gen_ai.usage.input_tokens": input_tokens,
+                             "gen_ai.usage.output_tokens": output_tokens,
+                             "gen_ai.response.finish_reasons": [record.status],
+                             "respstream.route.category": getattr(pipeline.decision, "category", None)})
+        if self.tracing.settings.record_content:
+            span.set_attribute("gen_ai.output.messages", self.tracing.content(str(response.get("output_text", ""))))
+        if record.status not in ("completed", "incomplete"):
+            span.record_error(error_type=str(error.get("code") if isinstance(error, dict) and error.get("code")
+                                             else record.status))
+        obs = telemetry.observation
+        if obs is not None:
+            obs.model, obs.outcome = model, record.status
+            obs.input_tokens, obs.output_tokens = input_tokens, output_tokens
+
+    async def _run_traced(self, pipeline: Pipeline, record: ResponseRecord, req: ResponseRequest,
+                          store: Store) -> None:
         writer = pipeline.writer
         try:
             try:
@@ -192,7 +246,6 @@ class ResponseService:
             except Exception:
                 log.exception("response %s: storing it failed", record.id)
                 await self._end(writer, store, "internal_error", "the response could not be stored")
-            self.metrics.responses[record.status] += 1
             if req.conversation_id and record.status in ("completed", "incomplete"):
                 new = [i.to_json() for i in req.input]
                 new += [i.to_json() for i in output_to_items(writer.response.get("output", []))]
@@ -202,7 +255,7 @@ class ResponseService:
                     log.exception("response %s: conversation %s not extended", record.id, req.conversation_id)
         finally:
             self.running.pop(record.id, None)
-            self.metrics.running_responses = len(self.running)
+            self.metrics.set_running(len(self.running))
 
     async def _end(self, writer: ResponseWriter, store: Store, code: str, message: str) -> None:
         """End the log with ``code`` whatever state the writer is in: through it while it is open; when its own

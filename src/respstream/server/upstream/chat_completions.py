@@ -45,6 +45,8 @@ import msgspec
 
 from respstream.errors import BadInputError
 from respstream.protocol.sse import SSEDecoder
+from respstream.server.telemetry.observation import mark_upstream_phase
+from respstream.server.telemetry.tracing import trace_headers
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chunks import ChunkTranslator
 from respstream.server.upstream.model_ids import alias_models
@@ -287,6 +289,7 @@ class ChatCompletionsUpstream:
         loop = asyncio.get_running_loop()
         deadline_at = loop.time() + self.deadline
         await self._acquire()
+        mark_upstream_phase("queue")
         try:
             attempt = 0
             while True:
@@ -321,10 +324,12 @@ class ChatCompletionsUpstream:
         body = msgspec.json.encode(
             build_request_body(request, include_usage=self.include_usage, model=self.upstream_model_id(request.model))
         )
-        http_request = client.build_request("POST", f"{self.base_url}/chat/completions", content=body)
+        http_request = client.build_request("POST", f"{self.base_url}/chat/completions", content=body,
+                                            headers=trace_headers())
         try:
             async with asyncio.timeout_at(deadline_at):
                 response = await client.send(http_request, stream=True)
+            mark_upstream_phase("connect")
         except TimeoutError:
             raise UpstreamError("upstream_timeout", f"{self.name}: generation deadline exceeded") from None
         except httpx.HTTPError as exc:
