@@ -110,3 +110,14 @@ def test_slowloris_connections_are_cut_and_capped(tmp_path: Path) -> None:
             for s in conns:
                 s.close()
     assert gw.log.stat().st_size < 100_000  # no log flood
+
+
+def test_a_down_upstream_is_named_in_a_503_not_model_not_found(tmp_path: Path) -> None:
+    """Item 19 (part): an upstream that is down at start used to give 400 model_not_found "Available: " (empty)."""
+    down = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    with Gateway(tmp_path, upstreams=[down]) as gw:
+        r = httpx.post(f"{gw.url}/v1/responses", json={"input": "hi", "stream": False}, timeout=30)
+    assert r.status_code == 503, r.text
+    error = r.json()["error"]
+    assert error["code"] == "upstream_unavailable" and "127.0.0.1" in error["message"], error
+    assert "retry-after" in r.headers

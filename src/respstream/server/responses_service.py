@@ -141,6 +141,13 @@ class ResponseService:
                                      "respstream.route.model": decision.model_id})
         except Exception as exc:
             available = getattr(exc, "available", None)
+            upstreams = [u.name for u in getattr(self.router, "upstreams", [])]
+            if available is not None and not available and upstreams:
+                # No upstream lists any model: they are down or lack GET /v1/models. Not the caller's mistake.
+                raise HTTPError(503, "upstream_unavailable",
+                                f"No model is available: upstream(s) {', '.join(upstreams)} did not list any model "
+                                "(down, or no GET /v1/models). Name the models in upstream_options, or retry.",
+                                headers={"Retry-After": "5"}) from exc
             if available is not None:
                 raise HTTPError(400, "model_not_found",
                                 f"The model '{req.model}' does not exist. Available: {', '.join(available)} (or auto).",
