@@ -167,3 +167,20 @@ def test_background_generations_are_capped(tmp_path: Path) -> None:
     error = replies[-1].json()["error"]
     assert error["code"] == "too_many_background_responses" and "max_background_responses" in error["message"]
     assert "retry-after" in replies[-1].headers
+
+
+# -- 20: a prompt over the model's context is refused before the stream --------------------------------------------
+
+def test_prompt_over_the_context_is_a_400_before_the_stream() -> None:
+    from respstream.server.upstream.scripted import ScriptedUpstream
+
+    upstream = ScriptedUpstream(4, name="small", models=["scripted-a"])
+    upstream.context_tokens = 1000  # type: ignore[attr-defined]  # as the embedded model declares its n_ctx
+    with ServerThread(make_app(upstreams={"scripted-a": upstream})) as srv:
+        over = httpx.post(f"{srv.url}/v1/responses", json={"input": "word " * 2000, "stream": True})
+        fits = httpx.post(f"{srv.url}/v1/responses", json={"input": "word " * 100, "stream": False})
+    assert over.status_code == 400 and over.headers["content-type"].startswith("application/json"), over.text[:200]
+    error = over.json()["error"]
+    assert error["code"] == "context_length_exceeded" and "1000" in error["message"]
+    assert "upstream_options.n_ctx" in error["message"]
+    assert fits.status_code == 200

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -153,6 +154,7 @@ class ResponseService:
                                 f"The model '{req.model}' does not exist. Available: {', '.join(available)} (or auto).",
                                 param="model", extra={"available": list(available)}) from exc
             raise
+        self._check_context(req, items, decision.upstream)
         created = time.time()
         rid = self.dialect.new_id("resp")
         response = self._response_object(rid, req, created, decision.model_id)
@@ -319,6 +321,26 @@ class ResponseService:
         running = self.running.get(response_id)
         if running is not None and not running.background:
             self.cancel_running(response_id, "cancelled", "The client disconnected.")
+
+    @staticmethod
+    def _check_context(req: ResponseRequest, items: list[InputItem], upstream: Any) -> None:
+        """400 ``context_length_exceeded`` before any stream when the prompt cannot fit the model's context.
+
+        The limit is the upstream's ``context_tokens`` (the embedded model: its ``n_ctx``, set with
+        ``upstream_options.n_ctx``); upstreams that do not declare one are not checked (their own error stands).
+        The estimate is deliberately low (characters / 4, the usual English BPE ratio; most other text has more
+        tokens per character), so a prompt that fits is never refused; one the estimate misses still fails upstream.
+        """
+        limit = getattr(upstream, "context_tokens", None)
+        if not isinstance(limit, int) or limit <= 0:
+            return
+        chars = len(req.instructions or "") + sum(len(json.dumps(i.to_json(), ensure_ascii=False)) for i in items)
+        estimate = chars // 4
+        if estimate > limit:
+            raise HTTPError(400, "context_length_exceeded",
+                            f"The input is about {estimate} tokens, over the model's context of {limit} tokens "
+                            f"({getattr(upstream, 'name', 'upstream')}; setting: upstream_options.n_ctx). "
+                            "Shorten the input or the conversation window (conversation_window).", param="input")
 
     def background_running(self) -> int:
         return sum(1 for r in self.running.values() if r.background and not r.task.done())

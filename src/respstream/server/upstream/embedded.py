@@ -139,6 +139,7 @@ class EmbeddedUpstream:
         default_id = readable_model_id(str(self.model_path)) if self.model_path else EMBEDDED_MODEL_ID
         self.models = list(models) if models else [default_id]
         self.n_ctx = n_ctx
+        self.context_tokens = n_ctx  # per generation (slot): the gateway refuses longer prompts up front
         self.n_parallel = n_parallel
         self.n_threads = n_threads
         self.poll = poll
