@@ -65,8 +65,10 @@ class StreamOutcome:
 
 
 class _StreamProtocol(asyncio.Protocol):
-    def __init__(self, request: bytes, done: asyncio.Future[None], on_first: Callable[[], None] | None) -> None:
+    def __init__(self, request: bytes, done: asyncio.Future[None], on_first: Callable[[], None] | None,
+                 frame: bytes = _FRAME) -> None:
         self.request = request
+        self.frame = frame
         self.done = done
         self.on_first = on_first
         self.out = StreamOutcome()
@@ -90,7 +92,7 @@ class _StreamProtocol(asyncio.Protocol):
             if self.on_first is not None:
                 self.on_first()
         joined = self.tail + data
-        out.events += joined.count(_FRAME)
+        out.events += joined.count(self.frame)
         # keep enough bytes to see a frame marker or the last chunk split across segments
         self.tail = joined[-max(_CARRY, len(_LAST_CHUNK)) :]
 
@@ -112,11 +114,12 @@ async def stream_once(
     timeout: float,
     expected_events: int | None = None,
     on_first: Callable[[], None] | None = None,
+    frame: bytes = _FRAME,
 ) -> StreamOutcome:
     """Send one request and read the whole streamed response. Never raises: failures are ``outcome.error``."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
-    proto = _StreamProtocol(request, done, on_first)
+    proto = _StreamProtocol(request, done, on_first, frame)
     transport: asyncio.BaseTransport | None = None
     try:
         async with asyncio.timeout(timeout):
@@ -195,6 +198,7 @@ async def run_load(
     expected_events: int | None = None,
     headers: dict[str, str] | None = None,
     on_all_open: Callable[[], None] | None = None,
+    frame: bytes = _FRAME,
 ) -> LoadResult:
     """Keep ``concurrency`` streams in flight until ``total`` requests were made or ``time_limit`` passed.
 
@@ -225,7 +229,7 @@ async def run_load(
         while launched < total and time.perf_counter() < stop_at:
             launched += 1
             out = await stream_once(host, port, request, timeout=timeout, expected_events=expected_events,
-                                    on_first=first_byte)
+                                    on_first=first_byte, frame=frame)
             if out.ttfb is not None:
                 open_now -= 1
                 result.ttfbs.append(out.ttfb)

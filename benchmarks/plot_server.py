@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -28,6 +29,8 @@ def main() -> int:
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "docs/img/server_throughput.png"))
     args = parser.parse_args()
     report = json.loads(Path(args.results).read_text())
+    if len(report["levels"]) == 1:
+        return bars(report, args.out)
     fig, ax = plt.subplots(figsize=(8, 4.8), dpi=110)
     for kind, rows in report["servers"].items():
         xs = [r["concurrency"] for r in rows]
@@ -49,6 +52,30 @@ def main() -> int:
     fig.tight_layout()
     fig.savefig(args.out)
     print(args.out)
+    return 0
+
+
+def bars(report: dict[str, Any], out: str) -> int:
+    """One concurrency level: events/s and server CPU per event, one bar per server."""
+    level = report["levels"][0]
+    kinds = [k for k, rows in report["servers"].items() if rows]
+    eps = [report["servers"][k][0]["events_per_s"] for k in kinds]
+    cpu = [report["servers"][k][0].get("cpu_us_per_event") or 0 for k in kinds]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8), dpi=110)
+    left.barh(kinds, eps, color="tab:blue")
+    left.set_xlabel(f"events/s at {level} streams")
+    left.invert_yaxis()
+    right.barh(kinds, cpu, color="tab:orange")
+    right.set_xlabel("server CPU per event (us, log scale)")
+    right.set_xscale("log")
+    right.invert_yaxis()
+    right.set_yticklabels([])
+    for ax in (left, right):
+        ax.grid(True, axis="x", alpha=0.3)
+    fig.suptitle(f"SSE server throughput, {report['events_per_request']} events per response, one run")
+    fig.tight_layout()
+    fig.savefig(out)
+    print(out)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Server throughput: our gateway vs a bare uvicorn + Starlette floor and sse-starlette, same events, one run.
+"""Server throughput: our gateway vs a bare uvicorn + Starlette floor (and sse-starlette, LiteLLM), same events.
 
 Usage (from the repository root)::
 
@@ -16,6 +16,17 @@ themselves to core 1, so server and client never share a core):
 - ``gateway-http`` (second figure): the gateway with ``--upstream http://127.0.0.1:P/v1`` in front of
   tests/fakes/chat_server.py's SIMULATED Chat Completions server streaming 200 content chunks. The fake upstream
   cannot have a core of its own on a 2-core machine; it shares core 1 with the load generator.
+
+Variants (issue #16): ``-pure`` runs the same server on asyncio + h11 instead of uvloop + httptools (the default
+``http_stack auto`` with the ``fast`` extra installed), so the floor and the gateway are always compared on the same
+stack. ``gateway-w1`` / ``gateway-w2``: ``respstream serve --workers 1|2 --store sqlite:///...`` (the same shared
+store for both), NOT pinned: on a 2-core machine the workers, the load generator and the fake upstream share both
+cores, so that ratio says what a second worker buys with the client on the same box, not on a dedicated one.
+``litellm``: LiteLLM's proxy (its Responses API bridge) in front of the same fake upstream, run from its own venv
+(``--litellm-venv``, default /tmp/respstream-litellm; skipped with a message when it is not installed there).
+
+CPU per event: user + system CPU time of the server process and its children (workers), read from /proc before and
+after each load level, divided by the events the load generator received. The fake upstream is not counted.
 
 The frames the floors send are captured from the gateway itself at the start of the run (one ``scripted:200``
 response: created, routing, item added, part added, 200 deltas, text done, part done, item done, completed), so every
@@ -50,18 +61,24 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from loadgen import LoadResult, run_load
+from loadgen import run_load
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 BODY = b'{"input": "hello"}'
+LITELLM_BODY = b'{"model": "fake-model", "input": "hello", "stream": true}'
+LITELLM_KEY = "sk-respstream-bench-local-only"  # its proxy refuses to start without a master key
 DELTAS = 200
-SERVERS = ("floor", "sse-starlette", "gateway", "gateway-http")
+SERVERS = ("floor", "gateway", "gateway-http", "floor-pure", "gateway-pure", "gateway-http-pure", "gateway-w1",
+           "gateway-w2", "litellm")
+UNPINNED = ("gateway-w1", "gateway-w2")  # the workers pair uses both cores (see the module docstring)
+LITELLM_VENV_DEFAULT = "/tmp/respstream-litellm"
+LITELLM_VENV = LITELLM_VENV_DEFAULT  # --litellm-venv
 
 
 # -- the floor servers (run as: server_throughput.py --serve floor|sse-starlette --frames F --port P) ------------------
 
-def serve_floor(kind: str, frames_path: str, port: int, delay_ms: float) -> None:
+def serve_floor(kind: str, frames_path: str, port: int, delay_ms: float, stack: str = "auto") -> None:
     import uvicorn
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -88,7 +105,8 @@ def serve_floor(kind: str, frames_path: str, port: int, delay_ms: float) -> None
         return EventSourceResponse(events(), sep="\n", ping=15)
 
     app = Starlette(routes=[Route("/v1/responses", handler, methods=["POST"])])
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    options = {"loop": "asyncio", "http": "h11"} if stack == "pure" else {}
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", **options)  # type: ignore[arg-type]
 
 
 def serve_fake_upstream(port_file: str) -> None:
@@ -118,18 +136,49 @@ def pinned(core: int, argv: list[str]) -> list[str]:
     return [taskset, "-c", str(core), *argv] if taskset and (os.cpu_count() or 1) > 1 else argv
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and every live descendant (children's own counters, from /proc)."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(fields[1])
+        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / _TICK
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, ppid in parents.items():
+            if ppid == parent and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(cpu.get(p, 0.0) for p in tree)
+
+
 class Proc:
     """A server subprocess; ``url`` is its /v1/responses endpoint."""
 
-    def __init__(self, argv: list[str], port: int, *, core: int = 0) -> None:
+    def __init__(self, argv: list[str], port: int, *, core: int | None = 0, env: dict[str, str] | None = None,
+                 path: str = "/v1/responses", start_timeout: float = 30) -> None:
         self.port = port
-        self.url = f"http://127.0.0.1:{port}/v1/responses"
-        self.proc = subprocess.Popen(pinned(core, argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     cwd=ROOT, start_new_session=True)
-        deadline = time.monotonic() + 30
+        self.url = f"http://127.0.0.1:{port}{path}"
+        # stderr to a file, never a pipe nobody reads: a server logging a line per request (the gateway's access
+        # log) would fill the pipe and block.
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the process; closed in stop())
+        self.proc = subprocess.Popen(argv if core is None else pinned(core, argv), stdout=subprocess.DEVNULL,
+                                     stderr=self.log, cwd=ROOT, start_new_session=True, env=env)
+        deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{argv[:3]} exited: {self.proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
+                self.log.seek(0)
+                raise RuntimeError(f"{argv[:3]} exited: {self.log.read().decode(errors='replace')[-2000:]}")
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                     return
@@ -144,26 +193,58 @@ class Proc:
                 return int(line.split()[1])
         return 0
 
+    def cpu_s(self) -> float:
+        return tree_cpu_s(self.proc.pid)
+
     def stop(self) -> None:
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(signal.SIGTERM if self.url.endswith("/v1/responses") else signal.SIGINT)
             try:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.log.close()
 
 
-def start_server(kind: str, frames_file: str, *, delay_ms: int = 0, upstream_url: str = "") -> Proc:
+def start_server(kind: str, frames_file: str, *, delay_ms: int = 0, upstream_url: str = "",
+                 tmp: Path | None = None) -> Proc:
     port = free_port()
-    if kind in ("floor", "sse-starlette"):
-        argv = [sys.executable, __file__, "--serve", kind, "--frames", frames_file, "--port", str(port),
-                "--delay-ms", str(delay_ms)]
-    else:
-        spec = f"scripted:{DELTAS}" + (f"?delay_ms={delay_ms}" if delay_ms else "")
-        argv = [str(VENV_BIN / "respstream"), "serve", "--port", str(port), "--upstream",
-                upstream_url if kind == "gateway-http" else spec]
+    base = kind.removesuffix("-pure")
+    stack = "pure" if kind.endswith("-pure") else "auto"
+    if base in ("floor", "sse-starlette"):
+        argv = [sys.executable, __file__, "--serve", base, "--frames", frames_file, "--port", str(port),
+                "--delay-ms", str(delay_ms), "--stack", stack]
+        return Proc(argv, port)
+    if kind == "litellm":
+        return start_litellm(port, upstream_url)
+    spec = f"scripted:{DELTAS}" + (f"?delay_ms={delay_ms}" if delay_ms else "")
+    argv = [str(VENV_BIN / "respstream"), "serve", "--port", str(port), "--http-stack", stack, "--upstream",
+            upstream_url if base == "gateway-http" else spec]
+    if kind in UNPINNED:
+        assert tmp is not None
+        argv += ["--workers", kind[-1], "--store", f"sqlite:///{tmp / (kind + '.db')}"]
+        return Proc(argv, port, core=None)
     return Proc(argv, port)
+
+
+def start_litellm(port: int, upstream_url: str) -> Proc:
+    """LiteLLM's proxy from its own venv, routing model ``fake-model`` to the fake upstream (offline: no telemetry,
+    no model-cost map download)."""
+    venv = Path(LITELLM_VENV)
+    binary = venv / "bin" / "litellm"
+    if not binary.exists():
+        raise FileNotFoundError(f"LiteLLM is not installed in {venv} (python3 -m venv {venv} && {venv}/bin/pip "
+                                "install 'litellm[proxy]')")
+    cfg = venv / "respstream-bench.yaml"
+    cfg.write_text("model_list:\n  - model_name: fake-model\n    litellm_params:\n      model: openai/fake-model\n"
+                   f"      api_base: {upstream_url}\n      api_key: none\n"
+                   "litellm_settings:\n  telemetry: false\n  drop_params: true\n")
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False",
+           "LITELLM_MASTER_KEY": LITELLM_KEY,
+           "DISABLE_SCHEMA_UPDATE": "True", "NO_PROXY": "*"}
+    return Proc([str(binary), "--config", str(cfg), "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"],
+                port, env=env, start_timeout=120)
 
 
 def capture_frames(url: str) -> list[str]:
@@ -173,14 +254,22 @@ def capture_frames(url: str) -> list[str]:
     return [block + "\n\n" for block in raw.decode().split("\n\n") if block.strip()]
 
 
-async def load_levels(url: str, levels: list[int], time_limit: float, expected: int) -> list[LoadResult]:
-    await run_load(url, BODY, concurrency=10, total=50, time_limit=time_limit, expected_events=expected)  # warm-up
+async def load_levels(proc: Proc, levels: list[int], time_limit: float, expected: int | None,
+                      body: bytes = BODY, frame: bytes = b"\nid:",
+                      headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    await run_load(proc.url, body, concurrency=10, total=50, time_limit=time_limit, expected_events=expected,
+                   frame=frame, headers=headers)
     results = []
     for level in levels:
-        result = await run_load(url, BODY, concurrency=level, total=max(1000, 3 * level), time_limit=time_limit,
-                                timeout=120, expected_events=expected)
-        print(f"  {level:>5} streams: {json.dumps(result.summary())}", flush=True)
-        results.append(result)
+        cpu = proc.cpu_s()
+        result = await run_load(proc.url, body, concurrency=level, total=max(1000, 3 * level), time_limit=time_limit,
+                                timeout=120, expected_events=expected, frame=frame, headers=headers)
+        row = result.summary()
+        used = proc.cpu_s() - cpu
+        row["server_cpu_s"] = round(used, 3)
+        row["cpu_us_per_event"] = round(used / result.events * 1e6, 2) if result.events else None
+        print(f"  {level:>5} streams: {json.dumps(row)}", flush=True)
+        results.append(row)
     return results
 
 
@@ -236,15 +325,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             time.sleep(0.05)
         upstream_url = f"http://127.0.0.1:{port_file.read_text()}/v1"
         runs: dict[str, list[list[dict[str, Any]]]] = {}
+        report["skipped"] = {}
         for round_ in range(args.repeat):
             for kind in args.servers.split(","):
+                if kind in report["skipped"]:
+                    continue
                 print(f"{kind} (run {round_ + 1}/{args.repeat}):", flush=True)
-                proc = start_server(kind, frames_file, upstream_url=upstream_url)
                 try:
-                    results = asyncio.run(load_levels(proc.url, levels, args.time, expected))
+                    proc = start_server(kind, frames_file, upstream_url=upstream_url, tmp=tmp)
+                except (FileNotFoundError, RuntimeError) as exc:
+                    if kind != "litellm":
+                        raise
+                    why = str(exc).strip().splitlines()[-1][:300]
+                    print(f"  skipped: {why}", flush=True)
+                    report["skipped"][kind] = why
+                    continue
+                lite = kind == "litellm"  # its own frames (no id: lines): count data: lines, any number
+                try:
+                    results = asyncio.run(load_levels(proc, levels, args.time, None if lite else expected,
+                                                      LITELLM_BODY if lite else BODY,
+                                                      b"\ndata:" if lite else b"\nid:",
+                                                      {"authorization": f"Bearer {LITELLM_KEY}"} if lite else None))
                 finally:
                     proc.stop()
-                runs.setdefault(kind, []).append([r.summary() for r in results])
+                runs.setdefault(kind, []).append(results)
         report["runs"] = runs
         report["servers"] = {kind: [median_run([run[i] for run in kind_runs]) for i in range(len(levels))]
                              for kind, kind_runs in runs.items()}
@@ -274,19 +378,26 @@ def median_run(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return pick
 
 
+def _floor_for(kind: str) -> str:
+    return "floor-pure" if kind.endswith("-pure") else "floor"
+
+
 def table(report: dict[str, Any]) -> str:
+    """Every server and level: events/s against the floor on the same stack, and server CPU per event."""
     servers = report["servers"]
-    floor = {r["concurrency"]: r for r in servers.get("floor", [])}
-    lines = ["| server | streams | events/s (median) | vs floor | every run | TTFB p50 ms | TTFB p99 ms | requests "
-             "| errors |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| server | streams | events/s (median) | vs floor (same stack) | every run | server CPU us/event "
+             "| TTFB p50 ms | TTFB p99 ms | requests | errors |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for kind, rows in servers.items():
+        floor = {r["concurrency"]: r for r in servers.get(_floor_for(kind), [])}
         for r in rows:
             base = floor.get(r["concurrency"], {}).get("events_per_s") or 0
-            ratio = f"{r['events_per_s'] / base:.2f}" if base else "-"
+            ratio = f"{r['events_per_s'] / base:.2f}" if base and kind not in UNPINNED else "-"
             errors = sum(r["errors"].values())
             every = " / ".join(f"{x:,}" for x in r.get("events_per_s_runs", [r["events_per_s"]]))
+            cpu = r.get("cpu_us_per_event")
             lines.append(f"| {kind} | {r['concurrency']:,} | {r['events_per_s']:,} | {ratio} | {every} "
-                         f"| {r['ttfb_p50_ms']:.1f} | {r['ttfb_p99_ms']:.1f} | {r['requests']:,} | {errors} |")
+                         f"| {'-' if cpu is None else f'{cpu:.1f}'} | {r['ttfb_p50_ms']:.1f} | {r['ttfb_p99_ms']:.1f} "
+                         f"| {r['requests']:,} | {errors} |")
     if report["memory"]:
         lines += ["", "| server | streams held | held s | idle RSS MiB | peak RSS MiB | KiB per open stream | errors |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
@@ -296,6 +407,43 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def ratios(report: dict[str, Any], level: int = 100) -> list[str]:
+    """The issue's goals as ratios within this run (each line names both sides)."""
+    at = {kind: {r["concurrency"]: r for r in rows}.get(level) for kind, rows in report["servers"].items()}
+    out = []
+
+    def eps(kind: str) -> float:
+        row = at.get(kind)
+        return float(row["events_per_s"]) if row else 0.0
+
+    def cpu(kind: str) -> float:
+        row = at.get(kind)
+        return float(row.get("cpu_us_per_event") or 0) if row else 0.0
+
+    for suffix in ("", "-pure"):
+        if eps(f"gateway{suffix}") and eps(f"floor{suffix}"):
+            out.append(f"gateway{suffix} / floor{suffix} events/s at {level} streams: "
+                       f"{eps(f'gateway{suffix}') / eps(f'floor{suffix}'):.2f} (goal >= 0.90)")
+        if cpu(f"gateway-http{suffix}") and cpu(f"gateway{suffix}"):
+            out.append(f"gateway-http{suffix} / gateway{suffix} server CPU per event at {level} streams: "
+                       f"{cpu(f'gateway-http{suffix}') / cpu(f'gateway{suffix}'):.2f} (goal <= 1.5)")
+    if eps("gateway") and eps("gateway-pure"):
+        out.append(f"gateway (uvloop + httptools) / gateway-pure (asyncio + h11) events/s: "
+                   f"{eps('gateway') / eps('gateway-pure'):.2f}")
+    if eps("floor") and eps("floor-pure"):
+        out.append(f"floor / floor-pure events/s: {eps('floor') / eps('floor-pure'):.2f}")
+    if eps("gateway-w2") and eps("gateway-w1"):
+        out.append(f"gateway --workers 2 / --workers 1 events/s at {level} streams (unpinned, load generator and "
+                   f"fake upstream on the same 2 cores): {eps('gateway-w2') / eps('gateway-w1'):.2f}")
+    if eps("litellm") and eps("gateway-http"):
+        out.append(f"gateway-http / litellm events/s: {eps('gateway-http') / eps('litellm'):.1f}x; server CPU per "
+                   f"event litellm / gateway-http: {cpu('litellm') / max(cpu('gateway-http'), 1e-9):.1f}x "
+                   "(their stream has its own event count)")
+    for kind, why in report.get("skipped", {}).items():
+        out.append(f"{kind}: skipped ({why})")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--serve", choices=["floor", "sse-starlette", "fake-upstream"], help=argparse.SUPPRESS)
@@ -303,29 +451,32 @@ def main() -> int:
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--delay-ms", type=float, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--levels", default="10,100,1000", help="concurrency levels (default 10,100,1000)")
-    parser.add_argument("--servers", default=",".join(SERVERS), help="which servers (default all four)")
+    parser.add_argument("--servers", default=",".join(SERVERS), help=f"which servers (default {','.join(SERVERS)})")
+    parser.add_argument("--stack", default="auto", help=argparse.SUPPRESS)
+    parser.add_argument("--litellm-venv", default=LITELLM_VENV_DEFAULT,
+                        help=f"LiteLLM's own venv (default {LITELLM_VENV_DEFAULT})")
     parser.add_argument("--time", type=float, default=20.0, help="time cap per level, seconds (default 20)")
     parser.add_argument("--repeat", type=int, default=1, help="run every server this many times, in turn (median)")
     parser.add_argument("--hold", type=int, default=1000, help="streams held open for the memory figure (0: skip)")
-    parser.add_argument("--hold-servers", default="floor,sse-starlette,gateway",
-                        help="servers measured holding --hold streams (default floor,sse-starlette,gateway)")
+    parser.add_argument("--hold-servers", default="floor,gateway",
+                        help="servers measured holding --hold streams (default floor,gateway)")
     parser.add_argument("--json", default="/tmp/server_throughput.json", help="where to write the results")
     args = parser.parse_args()
     if args.serve == "fake-upstream":
         serve_fake_upstream(args.frames)
         return 0
     if args.serve:
-        serve_floor(args.serve, args.frames, args.port, args.delay_ms)
+        serve_floor(args.serve, args.frames, args.port, args.delay_ms, args.stack)
         return 0
+    global LITELLM_VENV
+    LITELLM_VENV = args.litellm_venv
     report = run(args)
     Path(args.json).write_text(json.dumps(report, indent=1))
     print()
     print(table(report))
-    gw = {r["concurrency"]: r for r in report["servers"].get("gateway", [])}
-    fl = {r["concurrency"]: r for r in report["servers"].get("floor", [])}
-    if 100 in gw and 100 in fl and fl[100]["events_per_s"]:
-        print(f"\ngateway / floor at 100 streams: {gw[100]['events_per_s'] / fl[100]['events_per_s']:.2f} "
-              "(goal >= 0.60)")
+    print()
+    for line in ratios(report, 100 if 100 in report["levels"] else report["levels"][0]):
+        print(line)
     print(f"results: {args.json}")
     return 0
 

@@ -7,8 +7,9 @@ Usage (from the repository root)::
 
 How it works: it starts the embedded model exactly as the gateway's ``embedded`` upstream does (SmolLM2-135M-Instruct
 served by llama.cpp through the ``xllamacpp`` wheel on a random loopback port). llama.cpp serves its own
-``/v1/responses`` on that port; the gateway (``openai`` and ``platform`` dialects, each in a uvicorn thread on
-another loopback port) uses the same llama.cpp server as its OpenAI-compatible Chat Completions upstream. The live
+``/v1/responses`` on that port; the gateway (``openai``, ``platform`` and ``openresponses`` dialects, each in a
+uvicorn thread on another loopback port) uses the same llama.cpp server as its OpenAI-compatible Chat Completions
+upstream. The live
 suite runs against each endpoint in turn and the JSON reports become one Markdown page. Nothing leaves loopback.
 """
 
@@ -113,7 +114,7 @@ def collect() -> list[tuple[str, dict[str, Any]]]:
     try:
         print("\n== llama.cpp /v1/responses (checked with the openai dialect's rules)", file=sys.stderr)
         reports.append(("llama.cpp `/v1/responses`", check(llama, "openai")))
-        for dialect in ("openai", "platform"):
+        for dialect in ("openai", "platform", "openresponses"):
             app = create_app(Config(dialect=dialect, upstreams=[llama], store="memory"))
             with ServerThread(app) as gateway:
                 print(f"\n== respstream gateway, {dialect} dialect, upstream {llama}", file=sys.stderr)
@@ -243,7 +244,11 @@ def main() -> int:
         for index, (name, report) in enumerate(reports):
             (options.json_dir / f"report-{index}.json").write_text(json.dumps({"target": name, **report}, indent=1))
     options.out.parent.mkdir(parents=True, exist_ok=True)
-    options.out.write_text(render(reports), encoding="utf-8")
+    # Keep the compliance-suite section that scripts/compliance_table.py writes between its markers.
+    old = options.out.read_text(encoding="utf-8") if options.out.is_file() else ""
+    start, end = "<!-- openresponses-suite:start -->", "<!-- openresponses-suite:end -->"
+    kept = ("\n" + start + old.split(start, 1)[1].split(end, 1)[0] + end + "\n") if start in old and end in old else ""
+    options.out.write_text(render(reports) + kept, encoding="utf-8")
     print(f"\nwrote {options.out}", file=sys.stderr)
     return 0
 

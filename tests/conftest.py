@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-# Fixtures for real services the tests start themselves (a redis-server on a loopback port).
-pytest_plugins = ["plugins.redis_server"]
+# Fixtures for real services the tests start themselves (a redis-server on a loopback port, a 6-node Redis Cluster).
+pytest_plugins = ["plugins.redis_server", "plugins.redis_cluster"]
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts"
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +65,17 @@ def page(browser: Any) -> Iterator[Any]:
     pg = context.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    pg.add_init_script("window.__xss = false;")
+    pg.add_init_script("window.__xss = false; window.__csp = [];"
+                       " document.addEventListener('securitypolicyviolation',"
+                       " (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));")
     yield pg
+    try:
+        csp = pg.evaluate("window.__csp || []")
+    except Exception:  # the page was closed or navigated away by the test
+        csp = []
     context.close()
     assert not errors, f"uncaught page errors: {errors}"
+    assert not csp, f"Content-Security-Policy violations: {csp}"
 
 
 def screenshot(pg: Any, name: str) -> None:
@@ -77,3 +87,52 @@ def screenshot(pg: Any, name: str) -> None:
     path = folder / f"{name}.png"
     pg.screenshot(path=str(path), full_page=False)
     assert path.stat().st_size > 1000, f"screenshot {path} is empty"
+
+
+Gateway = Callable[..., AbstractContextManager[str]]
+
+
+@pytest.fixture()
+def gateway() -> Iterator[Gateway]:
+    """Start the real gateway (create_app) with a SIMULATED scripted upstream: ``with gateway(spec) as url``."""
+    from .gateway import gateway_app
+
+    @contextmanager
+    def start(upstream: str, dialect: str = "platform") -> Iterator[str]:
+        with ServerThread(gateway_app(upstream, dialect=dialect)) as srv:
+            yield srv.url
+
+    yield start
+
+
+def open_page(pg: Any, url: str, *, models: bool = True) -> None:
+    pg.goto(url + "/")
+    pg.wait_for_selector("body[data-ready=true]")
+    if models:  # the model list comes from GET /v1/models
+        pg.wait_for_function("document.querySelectorAll('#model option').length > 1")
+
+
+def wait_status(pg: Any, status: str, timeout: float = 15_000) -> None:
+    pg.wait_for_function("s => window.__playground && window.__playground.status === s", arg=status,
+                         timeout=timeout)
+
+
+def wait_turns(pg: Any, n: int, status: str = "completed") -> None:
+    pg.wait_for_function("([n, s]) => window.__playground && window.__playground.turns === n"
+                         " && window.__playground.status === s", arg=[n, status], timeout=15_000)
+
+
+# axe-core (MPL-2.0) is TEST data only: fetched from npm into a cache folder, never shipped or served.
+AXE_VERSION = "4.14.1"
+AXE_CACHE = Path(os.environ.get("RESPSTREAM_TEST_CACHE", Path.home() / ".cache" / "respstream-test"))
+AXE_DIR = AXE_CACHE / f"axe-{AXE_VERSION}"
+
+
+def axe_script() -> Path | None:
+    """axe.min.js from the cache, installed with npm on first use (``make axe`` does the same)."""
+    js = AXE_DIR / "node_modules" / "axe-core" / "axe.min.js"
+    if not js.exists() and shutil.which("npm"):
+        AXE_DIR.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(AXE_DIR),
+                        f"axe-core@{AXE_VERSION}"], capture_output=True, timeout=300, check=False)
+    return js if js.exists() else None

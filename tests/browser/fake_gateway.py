@@ -25,6 +25,8 @@ from starlette.staticfiles import StaticFiles
 import respstream
 
 STATIC = Path(respstream.__file__).parent / "server" / "static"
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+       "connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 
 
 @dataclass
@@ -42,6 +44,10 @@ class Script:
     reasoning: str | None = None
     extra: list[dict[str, Any]] = field(default_factory=list)  # appended after the terminal (a violation)
     wire: list[int] | None = None  # send events in this order (repeat or skip numbers to inject violations)
+    # An HTTP error instead of a stream: (status, code, extra headers).
+    http_error: tuple[int, str, dict[str, str]] | None = None
+    search: list[dict[str, str]] | None = None  # a web_search call with these results before the answer
+    citations: list[dict[str, Any]] | None = None  # url_citation annotations on the answer
 
 
 def build_events(script: Script, response_id: str, model: str) -> list[dict[str, Any]]:
@@ -75,6 +81,19 @@ def build_events(script: Script, response_id: str, model: str) -> list[dict[str,
         done = {**item, "arguments": args, "output": script.tool["output"], "status": "completed"}
         events.append({"type": "response.output_item.done", "output_index": oi, "item": done})
         oi += 1
+    if script.search is not None:
+        wid = f"ws_{oi}"
+        output = json.dumps(script.search)
+        events += [
+            {"type": "response.output_item.added", "output_index": oi,
+             "item": {"id": wid, "type": "web_search_call", "status": "in_progress",
+                      "action": {"type": "search", "query": "q"}}},
+            {"type": "response.web_search_call.completed", "item_id": wid, "output_index": oi},
+            {"type": "response.output_item.done", "output_index": oi,
+             "item": {"id": wid, "type": "web_search_call", "status": "completed",
+                      "action": {"type": "search", "query": "q"}, "output": output}},
+        ]
+        oi += 1
     mid = f"msg_{oi}"
     loc = {"item_id": mid, "output_index": oi, "content_index": 0}
     events.append({"type": "response.output_item.added", "output_index": oi,
@@ -90,7 +109,10 @@ def build_events(script: Script, response_id: str, model: str) -> list[dict[str,
     if script.final_text is not None:
         events.append({"type": "response.rewrite.in_progress"})
         text = script.final_text
-    part = {"type": "output_text", "text": text, "annotations": []}
+    for n, annotation in enumerate(script.citations or []):
+        events.append({"type": "response.output_text.annotation.added", **loc, "annotation_index": n,
+                       "annotation": annotation})
+    part = {"type": "output_text", "text": text, "annotations": script.citations or []}
     events.append({"type": "response.output_text.done", **loc, "text": text})
     events.append({"type": "response.content_part.done", **loc, "part": part})
     message = {"id": mid, "type": "message", "role": "assistant", "status": "completed", "content": [part]}
@@ -119,6 +141,8 @@ class FakeGateway:
         self.requests: list[dict[str, Any]] = []
         self.app = Starlette(routes=[
             Route("/", self.index),
+            Route("/favicon.ico", self.favicon),
+            Route("/healthz", self.healthz),
             Route("/v1/models", self.models),
             Route("/v1/responses", self.create, methods=["POST"]),
             Route("/v1/responses/{rid}", self.retrieve),
@@ -126,16 +150,31 @@ class FakeGateway:
         ])
 
     async def index(self, request: Request) -> Response:
-        return FileResponse(STATIC / "index.html")
+        # ?csp=1: the strict policy a hardened gateway sends (no inline script or style, no eval). Not by default:
+        # Playwright's wait_for_function evaluates its predicate with eval in the page, which that policy forbids.
+        headers = {"Content-Security-Policy": CSP} if request.query_params.get("csp") else {}
+        return FileResponse(STATIC / "index.html", headers=headers)
+
+    async def favicon(self, request: Request) -> Response:
+        return FileResponse(STATIC / "favicon.ico", media_type="image/x-icon")
+
+    async def healthz(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "dialect": "fake"})
 
     async def models(self, request: Request) -> Response:
-        return JSONResponse({"object": "list", "data": [{"id": "fake-small", "object": "model"},
-                                                        {"id": "fake-large", "object": "model"}]})
+        return JSONResponse({"object": "list", "data": [
+            {"id": "fake-small", "object": "model", "input_modalities": ["text"]},
+            {"id": "fake-large", "object": "model", "input_modalities": ["text", "image"]}]})
 
     async def create(self, request: Request) -> Response:
         body = await request.json()
         self.requests.append(body)
         script = self.script
+        if script.http_error is not None:
+            status, code, headers = script.http_error
+            return JSONResponse({"error": {"type": "invalid_request_error", "code": code, "param": None,
+                                           "message": f"simulated {status} {code}"}},
+                                status_code=status, headers=headers)
         rid = str(uuid.uuid4())
         model = body.get("model") or "auto"
         events = build_events(script, rid, "fake-small" if model == "auto" else model) + script.extra

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import httpx
 import pytest
 
-from .conftest import ServerThread, screenshot
-from .gateway import gateway_app
+from .conftest import Gateway, screenshot, wait_status
+from .conftest import open_page as open_gateway_page
 
 pytestmark = pytest.mark.browser
 
@@ -22,29 +20,8 @@ def scripted_text(n: int) -> str:
     return " ".join(WORDS[i % len(WORDS)] for i in range(n))
 
 
-Gateway = Callable[..., AbstractContextManager[str]]
-
-
-@pytest.fixture()
-def gateway() -> Iterator[Gateway]:
-    @contextmanager
-    def start(upstream: str, dialect: str = "platform") -> Iterator[str]:
-        with ServerThread(gateway_app(upstream, dialect=dialect)) as srv:
-            yield srv.url
-
-    yield start
-
-
 def open_page(page: Any, url: str) -> None:
-    page.goto(url + "/")
-    page.wait_for_selector("body[data-ready=true]")
-    # The model list comes from GET /v1/models.
-    page.wait_for_function("document.querySelectorAll('#model option').length > 1")
-
-
-def wait_status(page: Any, status: str, timeout: float = 15_000) -> None:
-    page.wait_for_function("s => window.__playground && window.__playground.status === s", arg=status,
-                           timeout=timeout)
+    open_gateway_page(page, url)
 
 
 def answer_len(page: Any) -> int:
@@ -133,13 +110,11 @@ def test_gateway_resume_after_disconnect(page: Any, gateway: Gateway, dialect: s
         state = page.evaluate("window.__playground")
         assert state["streamedText"] == state["finalText"] == scripted_text(n)
         assert state["violations"] == []
-        seqs = [int(s) for s in page.locator("#timeline-body tr.ev[data-seq]").evaluate_all(
-            "rs => rs.map(r => r.dataset.seq).filter(Boolean)")]
+        seqs = [r["seq"] for r in page.evaluate("window.__timelineRows()") if r["seq"] != ""]
         assert seqs == list(range(len(seqs))), "a sequence number was repeated or skipped across the resume"
         stored = httpx.get(f"{url}/v1/responses/{state['responseId']}", timeout=5).json()
         assert stored["status"] == "completed"
         if dialect == "platform":
-            page.locator("tr.marker").scroll_into_view_if_needed()
             screenshot(page, "resume")
             page.emulate_media(color_scheme="dark")
             screenshot(page, "resume-dark")

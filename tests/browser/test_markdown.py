@@ -79,3 +79,45 @@ def test_snake_case_identifiers_stay_literal(md_page: Any) -> None:
     out = md_page.evaluate(RENDER, "call my__dunder__name and some_var_name here")
     assert out["tags"] == ["p"]
     assert out["text"] == "call my__dunder__name and some_var_name here"
+
+
+def test_fence_with_multi_word_info_string_renders_code(md_page: Any) -> None:
+    # Issue 13 item 9: this fence line used to loop forever (3.2 GB heap, then RangeError).
+    out = md_page.evaluate(RENDER, 'Here:\n```python title="x.py"\nprint(1)\n```\nafter')
+    assert out["tags"] == ["p", "pre", "code", "p"], out["html"]
+    assert ["data-lang", "python"] in out["attrs"]
+    assert "print(1)" in out["text"] and "after" in out["text"]
+
+
+TIMED = """
+async (source) => {
+  const { renderMarkdown } = await import('/static/markdown.js');
+  const t0 = performance.now();
+  const html = renderMarkdown(source);
+  return { ms: performance.now() - t0, size: html.length };
+}
+"""
+
+# Inputs shaped to make a backtracking or non-advancing renderer blow up; each is ~200 KB.
+PATHOLOGICAL = {
+    "fence-info": '```python title="x.py"\n' * 10_000,
+    "open-brackets": "[" * 200_000,
+    "links-chained": "[a](x" * 40_000,
+    "stars": "*" * 200_000,
+    "underscores": "_a" * 100_000,
+    "backticks": "`" * 200_000,
+    "rule-like": "- " * 100_000 + "x",
+    "fences-mixed": "```\n~~~ a b\n" * 10_000,
+    "headings": "# " * 100_000,
+    "quotes": "> " * 100_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
+def test_markdown_is_linear_on_pathological_input(md_page: Any, name: str) -> None:
+    source = PATHOLOGICAL[name]
+    small = md_page.evaluate(TIMED, source[: len(source) // 8])
+    big = md_page.evaluate(TIMED, source)
+    assert big["size"] > 0
+    # Linear: 8x the input may cost ~8x the time; quadratic would be ~64x. A floor absorbs timer noise.
+    assert big["ms"] < max(250.0, 20 * small["ms"]), (name, small, big)

@@ -1,7 +1,7 @@
 """``check --url`` against our own gateway (the real app in a uvicorn thread) with the SIMULATED scripted upstream.
 
 The scripted upstream streams 30 deltas 3 ms apart (so a cancel lands mid-way) and calls the client function tool
-``get_weather`` on a first turn (so the tool round trip runs). Every scenario must pass in both dialects, through the
+``get_weather`` on a first turn (so the tool round trip runs). Every scenario must pass in every dialect, through the
 CLI entry point, with the exact JSON shape.
 """
 
@@ -22,7 +22,7 @@ from .live_servers import ServerThread
 UPSTREAM = "scripted:30?delay_ms=3&tool=get_weather"
 
 
-@pytest.fixture(scope="module", params=["platform", "openai"])
+@pytest.fixture(scope="module", params=["platform", "openai", "openresponses"])
 def gateway(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     with ServerThread(create_app(Config(dialect=request.param, upstreams=[UPSTREAM]))) as server:
         yield server.base_url, request.param
@@ -42,3 +42,14 @@ def test_every_scenario_passes(gateway: tuple[str, str], capsys: pytest.CaptureF
     assert all(s["violations"] == [] for s in report["scenarios"])
     assert report["ok"] is True
     assert code == 0
+
+
+def test_openresponses_checks_catch_an_openai_wire(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Open Responses checks the public suite lacks (`id:` lines, `[DONE]`, unprefixed extensions, schemas)
+    find what an `openai`-dialect gateway does differently."""
+    with ServerThread(create_app(Config(dialect="openai", upstreams=[UPSTREAM]))) as server:
+        code = main(["check", "--url", server.base_url, "--json", "--dialect", "openresponses"])
+    report = json.loads(capsys.readouterr().out)
+    codes = {v["code"] for s in report["scenarios"] for v in s["violations"]}
+    assert {"envelope.id_line", "envelope.missing_done"} <= codes
+    assert report["ok"] is False and code == 1

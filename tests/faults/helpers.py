@@ -107,7 +107,8 @@ def check(raw: bytes, *, dialect: str = "platform", starting_after: int | None =
 def stream_post(base: str, body: dict[str, Any], *, dialect: str = "platform", timeout: float = 15.0) -> Streamed:
     started = time.monotonic()
     with httpx.Client(timeout=timeout) as client:
-        response = client.post(f"{base}/v1/responses", json=body)
+        # `stream: true` unless the body says otherwise: the openai dialects answer JSON without it (DESIGN §4).
+        response = client.post(f"{base}/v1/responses", json={"stream": True, **body})
     seconds = time.monotonic() - started
     core = check(response.content, dialect=dialect) if response.status_code == 200 else StreamCore()
     return Streamed(response.status_code, response.content, seconds, core)

@@ -76,7 +76,7 @@ class Reader:
     def run(self) -> None:
         try:
             with httpx.Client(timeout=30) as client, client.stream(
-                "POST", f"{self.url}/v1/responses", json={"input": "tell me a long story"}
+                "POST", f"{self.url}/v1/responses", json={"input": "tell me a long story", "stream": True}
             ) as response:
                 for chunk in response.iter_bytes():
                     self.raw += chunk

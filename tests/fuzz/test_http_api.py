@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -196,7 +197,7 @@ def test_every_documented_path_with_arbitrary_ids(open_gateway: tuple[str, httpx
            query=st.dictionaries(st.sampled_from(["stream", "starting_after", "x"]), st.text(max_size=12), max_size=3))
     def run(op: tuple[str, str], rid: str, query: dict[str, str]) -> None:
         path, method = op
-        url = path.replace("{response_id}", quote(rid, safe=""))
+        url = re.sub(r"\{[a-z_]+\}", lambda _: quote(rid, safe=""), path)  # every path parameter
         response = client.request(method, url, params=query, json={"input": "x"} if method == "POST" else None)
         assert_ok(response)
 

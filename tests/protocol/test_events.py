@@ -10,6 +10,7 @@ import pytest
 from respstream.protocol import events as ev
 from respstream.protocol.events import (
     ALL_EVENT_TYPES,
+    EVENT_ALIASES,
     EVENT_CLASSES,
     ErrorEvent,
     EventDecodeError,
@@ -20,11 +21,23 @@ from respstream.protocol.events import (
 )
 
 
-def test_catalogue_has_the_58_openai_types_plus_the_platform_two() -> None:
-    assert len(EVENT_CLASSES) == 60
-    assert len(ALL_EVENT_TYPES) == 60
+def test_catalogue_has_the_58_openai_types_plus_the_platform_two_and_their_four_other_names() -> None:
+    # 58 OpenAI types + the platform's two + Open Responses' two reasoning names + the two `respstream:` names.
+    assert len(EVENT_CLASSES) == 64
+    assert len(ALL_EVENT_TYPES) == 64
     assert {"response.routing.completed", "response.rewrite.in_progress"} <= ALL_EVENT_TYPES
+    assert {"respstream:response.routing.completed", "respstream:response.rewrite.in_progress",
+            "response.reasoning.delta", "response.reasoning.done"} <= ALL_EVENT_TYPES
     assert "keepalive" not in ALL_EVENT_TYPES
+
+
+@pytest.mark.parametrize(("alias", "canonical"), list(EVENT_ALIASES.items()),
+                         ids=lambda c: str(c.__struct_config__.tag))
+def test_every_alias_decodes_to_a_subclass_of_the_event_it_renames(alias: type, canonical: type) -> None:
+    name = str(alias.__struct_config__.tag)
+    event = decode_event(b'{"type":"%b","sequence_number":3}' % name.encode())
+    assert type(event) is alias and isinstance(event, canonical)
+    assert event.type == name and encode_event(event).startswith(b'{"type":"%b"' % name.encode())
 
 
 @pytest.mark.parametrize("cls", EVENT_CLASSES, ids=lambda cls: str(cls.__struct_config__.tag))

@@ -57,8 +57,10 @@ def test_conversation_of_another_key_is_neither_read_nor_written(
             return httpx.post(f"{srv.url}/v1/responses", json=body, headers=_auth(key), timeout=20)
 
         assert say(alice, "alice secret: 4242").status_code == 200
-        assert say(mallory, "mallory writes here").status_code == 200
-        assert "4242" not in json.dumps(upstream.seen[-1])  # mallory's model context has none of alice's history
+        seen_before = len(upstream.seen)
+        stolen = say(mallory, "mallory writes here")
+        assert stolen.status_code == 404, stolen.text  # another key's conversation is "not found"
+        assert len(upstream.seen) == seen_before  # nothing of alice's history reached a model for mallory
         assert say(alice, "what did I say?").status_code == 200
         context = json.dumps(upstream.seen[-1])
         assert "4242" in context  # alice still has her own history...

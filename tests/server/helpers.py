@@ -147,7 +147,7 @@ class Decoded:
         out = []
         for block in self.raw.split(b"\n\n"):
             for line in block.split(b"\n"):
-                if line.startswith(b"data: "):
+                if line.startswith(b"data: ") and line != b"data: [DONE]":
                     out.append(json.loads(line[6:]))
         return out
 
@@ -162,7 +162,8 @@ def decode(raw: bytes, *, dialect: str, starting_after: int | None = None) -> St
 
 def post_stream(url: str, body: dict[str, Any], *, dialect: str, headers: dict[str, str] | None = None) -> Decoded:
     with httpx.Client(timeout=20) as client:
-        r = client.post(f"{url}/v1/responses", json=body, headers=headers or {})
+        # `stream: true` unless the body says otherwise: without it the openai dialects answer JSON (DESIGN §4).
+        r = client.post(f"{url}/v1/responses", json={"stream": True, **body}, headers=headers or {})
         raw = r.content
     core = decode(raw, dialect=dialect) if r.status_code == 200 else StreamCore()
     return Decoded(r.status_code, r.headers, raw, core)

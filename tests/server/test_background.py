@@ -3,6 +3,7 @@ client disconnect, keep-alive."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -31,7 +32,7 @@ class TrackingUpstream(ScriptedUpstream):
             TrackingUpstream.closed_early.append(not finished)
 
 
-@pytest.fixture(scope="module", params=["platform", "openai"])
+@pytest.fixture(scope="module", params=["platform", "openai", "openresponses"])
 def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     upstreams = {
         "fast": ScriptedUpstream(6, name="fast", models=["fast"]),
@@ -60,7 +61,7 @@ def _wait_status(client: httpx.Client, url: str, rid: str, statuses: set[str]) -
 
 
 def test_stream_false_and_accept_json_return_json(server: tuple[str, str]) -> None:
-    url, _ = server
+    url, dialect = server
     with httpx.Client(timeout=20) as c:
         r = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast", "stream": False})
         assert r.headers["content-type"].startswith("application/json")
@@ -69,10 +70,17 @@ def test_stream_false_and_accept_json_return_json(server: tuple[str, str]) -> No
         assert body["usage"]["output_tokens"] > 0
         r = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast"}, headers={"accept": "application/json"})
         assert r.headers["content-type"].startswith("application/json")
+        # `stream` absent: the seed streams (DESIGN §4); the Responses API default (openai, openresponses) is JSON.
         r = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast"}, headers={"accept": "*/*"})
-        assert r.headers["content-type"].startswith("text/event-stream")
+        expected = "text/event-stream" if dialect == "platform" else "application/json"
+        assert r.headers["content-type"].startswith(expected)
         got = c.get(f"{url}/v1/responses/{body['id']}").json()
         assert got == body
+
+
+def _first_sequence_number(raw: bytes) -> int:
+    first = raw.split(b"\n\n", 1)[0]
+    return int(json.loads(first.split(b"data: ", 1)[1])["sequence_number"])
 
 
 def test_background_poll_resume_and_204(server: tuple[str, str]) -> None:
@@ -93,9 +101,11 @@ def test_background_poll_resume_and_204(server: tuple[str, str]) -> None:
             assert part.status_code == 200
             core = decode(part.content, dialect=dialect, starting_after=n)
             assert _resumed_violations(core) == []
-            assert b"id: %d\n" % (n + 1) in part.content and b"id: %d\n" % n not in part.content
+            assert _first_sequence_number(part.content) == n + 1
+            if dialect != "openresponses":  # Open Responses sends no `id:` lines (resume is by starting_after)
+                assert b"id: %d\n" % (n + 1) in part.content and b"id: %d\n" % n not in part.content
         by_header = c.get(f"{url}/v1/responses/{rid}?stream=true", headers={"last-event-id": str(last - 1)})
-        assert by_header.content.startswith(b"id: %d\n" % last)
+        assert _first_sequence_number(by_header.content) == last
         for n in (last, last + 5):
             assert c.get(f"{url}/v1/responses/{rid}", params={"stream": "true", "starting_after": n}).status_code == 204
         bad = c.get(f"{url}/v1/responses/{rid}", params={"stream": "true", "starting_after": "x"})
@@ -127,7 +137,7 @@ def test_foreground_disconnect_cancels_generation(server: tuple[str, str]) -> No
     url, _ = server
     before = len(TrackingUpstream.closed_early)
     with httpx.Client(timeout=20) as c:
-        with c.stream("POST", f"{url}/v1/responses", json={"input": "x", "model": "slow"}) as r:
+        with c.stream("POST", f"{url}/v1/responses", json={"input": "x", "model": "slow", "stream": True}) as r:
             chunks = r.iter_raw()
             seen = b""
             while b"output_text.delta" not in seen:
@@ -165,7 +175,7 @@ def test_delete(server: tuple[str, str]) -> None:
 
 def test_keepalive_comments_while_idle(server: tuple[str, str]) -> None:
     url, dialect = server
-    raw = httpx.post(f"{url}/v1/responses", json={"input": "x", "model": "idle"}, timeout=20).content
+    raw = httpx.post(f"{url}/v1/responses", json={"input": "x", "model": "idle", "stream": True}, timeout=20).content
     assert b": keep-alive\n\n" in raw
     assert decode(raw, dialect=dialect).violations == []
 
@@ -194,7 +204,7 @@ def test_conversation_history_reaches_the_model(server: tuple[str, str]) -> None
 def test_x_response_id_header_on_every_create(server: tuple[str, str]) -> None:
     url, dialect = server
     with httpx.Client(timeout=20) as c:
-        streamed = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast"})
+        streamed = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast", "stream": True})
         assert streamed.headers["x-response-id"] == decode(streamed.content, dialect=dialect).result.response_id
         plain = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast", "stream": False})
         assert plain.headers["x-response-id"] == plain.json()["id"]
@@ -210,13 +220,15 @@ def test_x_response_id_header_on_every_create(server: tuple[str, str]) -> None:
 
 
 def test_resume_uses_the_larger_of_starting_after_and_last_event_id(server: tuple[str, str]) -> None:
-    url, _ = server
+    url, dialect = server
     with httpx.Client(timeout=20) as c:
         rid = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast", "background": True}).json()["id"]
         _wait_status(c, url, rid, {"completed"})
         for query, header in ((2, 5), (5, 2)):
             r = c.get(f"{url}/v1/responses/{rid}", params={"stream": "true", "starting_after": query},
                       headers={"last-event-id": str(header)})
-            assert r.status_code == 200 and r.content.startswith(b"id: 6\n")
+            first = r.content.split(b"\n\n", 1)[0]  # the first frame: event 6 (no `id:` line in openresponses)
+            assert r.status_code == 200 and b'"sequence_number":6,' in first
+            assert first.startswith(b"id: 6\n") if dialect != "openresponses" else b"id:" not in first
         bad = c.get(f"{url}/v1/responses/{rid}?stream=true", headers={"last-event-id": "abc"})
         assert bad.status_code == 400 and "Last-Event-ID" in bad.json()["error"]["message"]

@@ -54,3 +54,15 @@ def test_real_answer_as_background_then_replayed(gateway: str) -> None:
     assert first.violations == [] and second.violations == []
     assert live.content == replay.content  # the log is the stream
     assert first.result.output_text.strip() and first.result.status in ("completed", "incomplete")
+
+
+def test_input_tokens_are_counted_by_the_models_tokenizer(gateway: str) -> None:
+    """The count equals the prompt tokens llama.cpp reports when it generates from the same input (pinned model,
+    no tools, so the gateway adds nothing to the prompt)."""
+    body = {"input": "Name one colour of the sky.", "model": "smollm2-135m-instruct", "instructions": "Be brief.",
+            "tool_choice": "none"}
+    with httpx.Client(timeout=60) as c:
+        counted = c.post(f"{gateway}/v1/responses/input_tokens", json=body).json()
+        ran = c.post(f"{gateway}/v1/responses", json={**body, "stream": False, "max_output_tokens": 4}).json()
+    assert counted["object"] == "response.input_tokens" and counted["estimated"] is False
+    assert counted["input_tokens"] == ran["usage"]["input_tokens"] > 5

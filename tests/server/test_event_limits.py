@@ -44,7 +44,7 @@ class CrashingTools(FakeTools):
         return await super().run(name, arguments_json)
 
 
-@pytest.fixture(scope="module", params=["platform", "openai"])
+@pytest.fixture(scope="module", params=["platform", "openai", "openresponses"])
 def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     upstreams: dict[str, Any] = {
         "short": ScriptedUpstream(5, name="short", models=["short"]),
@@ -101,4 +101,5 @@ def test_crashing_tool_ends_with_tool_error_after_its_item(server: tuple[str, st
     assert "calculator" in result.error["message"]
     done = [p["item"] for p in d.payloads() if p["type"] == "response.output_item.done"]
     assert len(done) == 1 and done[0]["status"] == "failed"
-    assert done[0]["type"] == ("function_call" if dialect == "platform" else "mcp_call")
+    expected = {"platform": "function_call", "openai": "mcp_call", "openresponses": "respstream:calculator_call"}
+    assert done[0]["type"] == expected[dialect]

@@ -10,7 +10,7 @@ from respstream.server.upstream.scripted import ScriptedUpstream
 
 from .helpers import Decoded, FakeRewriter, ServerThread, make_app, post_stream
 
-DIALECTS = ["platform", "openai"]
+DIALECTS = ["platform", "openai", "openresponses"]
 
 
 @pytest.fixture(scope="module", params=DIALECTS)
@@ -23,7 +23,9 @@ def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
         "thinker": ScriptedUpstream(3, name="thinker", models=["thinker"], reasoning=2),
         "broken": ScriptedUpstream(5, name="broken", models=["broken"], fail_at=2),
     }
-    app = make_app(dialect=request.param, upstreams=upstreams, rewriter=FakeRewriter({"fox": "cat"}))
+    # openresponses: with the opt-in routing extension event, so the routing tests below see it in every dialect.
+    extra = {"openresponses_routing_event": True} if request.param == "openresponses" else {}
+    app = make_app(dialect=request.param, upstreams=upstreams, rewriter=FakeRewriter({"fox": "cat"}), **extra)
     with ServerThread(app) as srv:
         yield srv.url, request.param
 
@@ -44,7 +46,8 @@ def test_plain_stream_has_no_violations(server: tuple[str, str]) -> None:
     assert result.rewritten
     types = got.types
     assert types[0] == "response.created"
-    assert "response.routing.completed" in types
+    # The platform's own event; prefixed as an extension in the openai dialect.
+    assert ("response.routing.completed" if dialect == "platform" else "respstream:response.routing.completed") in types
     assert types[-1] == "response.completed"
     seqs = [p["sequence_number"] for p in got.payloads()]
     assert seqs == list(range(len(seqs)))
@@ -57,14 +60,22 @@ def test_plain_stream_has_no_violations(server: tuple[str, str]) -> None:
         assert frame_names[0] == b"event: response.created"
         assert types[1] == "response.in_progress"
         assert got.payloads()[0]["response"]["id"].startswith("resp_")
-    assert b"id: 0\n" in got.raw
+    final = got.payloads()[-1]["response"]
+    if dialect == "openresponses":  # the spec: no `id:` lines, the literal [DONE] after the terminal
+        assert b"\nid: " not in got.raw and not got.raw.startswith(b"id:")
+        assert got.raw.endswith(b"data: [DONE]\n\n") and got.raw.count(b"[DONE]") == 1
+    else:
+        assert b"id: 0\n" in got.raw and b"[DONE]" not in got.raw
+    # Both timestamps in one unit: milliseconds on the platform, seconds otherwise.
+    assert got.payloads()[0]["response"]["completed_at"] is None
+    assert 0 <= final["completed_at"] - final["created_at"] < (60_000 if dialect == "platform" else 60)
 
 
 def test_pinned_model_skips_routing_event(server: tuple[str, str]) -> None:
     url, dialect = server
     got = post_stream(url, {"input": "hi", "model": "scripted-a"}, dialect=dialect)
     assert got.violations == []
-    assert "response.routing.completed" not in got.types
+    assert not any(t.endswith("response.routing.completed") for t in got.types)
     assert got.core.result.model == "scripted-a"
 
 
@@ -77,9 +88,12 @@ def test_server_tool_loops_back_into_the_model(server: tuple[str, str]) -> None:
     if dialect == "platform":
         assert tool_item["type"] == "function_call" and tool_item["name"] == "calculator"
         assert tool_item["output"] == "4" and tool_item["status"] == "completed"
-    else:
+    elif dialect == "openai":
         assert tool_item["type"] == "mcp_call" and tool_item["server_label"] == "respstream"
         assert tool_item["output"] == "4"
+    else:  # Open Responses: a hosted tool of ours is a `respstream:` extension item
+        assert tool_item["type"] == "respstream:calculator_call" and tool_item["name"] == "calculator"
+        assert tool_item["output"] == "4" and tool_item["status"] == "completed"
     assert got.core.result.status == "completed"
     assert got.core.result.output_text  # the model answered after the tool result
 
@@ -93,6 +107,9 @@ def test_web_search_is_hosted_shape_in_openai_dialect(server: tuple[str, str]) -
         assert first["type"] == "web_search_call"
         assert first["action"]["sources"] == [{"type": "url", "url": "https://example.org/doc"}]
         assert "response.web_search_call.completed" in got.types
+    elif dialect == "openresponses":
+        assert first["type"] == "respstream:web_search_call" and first["name"] == "web_search"
+        assert first["sources"] == [{"type": "url", "url": "https://example.org/doc"}]
     else:
         assert first["type"] == "function_call" and first["name"] == "web_search"
 
@@ -101,10 +118,10 @@ def test_retrieval_route_searches_first(server: tuple[str, str]) -> None:
     url, dialect = server
     got = post_stream(url, {"input": "the latest news"}, dialect=dialect)
     assert got.violations == []
-    routing = next(p for p in got.payloads() if p["type"] == "response.routing.completed")
+    routing = next(p for p in got.payloads() if p["type"].endswith("response.routing.completed"))
     assert routing["category"] == "retrieval"
     added = [p["item"] for p in got.payloads() if p["type"] == "response.output_item.added"]
-    assert added[0]["type"] in ("function_call", "web_search_call")
+    assert added[0]["type"] in ("function_call", "web_search_call", "respstream:web_search_call")
     assert got.core.result.output_text
 
 
@@ -130,7 +147,8 @@ def test_reasoning_goes_to_reasoning_items(server: tuple[str, str]) -> None:
     url, dialect = server
     got = post_stream(url, {"input": "think", "model": "thinker"}, dialect=dialect)
     assert got.violations == []
-    assert "response.reasoning_text.delta" in got.types
+    assert ("response.reasoning.delta" if dialect == "openresponses" else "response.reasoning_text.delta") in got.types
+    assert got.core.result.output[0]["status"] == "completed"
     assert "thinking" not in got.core.result.output_text
     assert got.core.result.output[0]["type"] == "reasoning"
 
@@ -172,7 +190,7 @@ def test_retrieval_route_does_not_search_again_on_a_tool_output_continuation(ser
     follow = post_stream(url, {"previous_response_id": first.core.result.response_id, "tools": [tool], "input": [
         {"type": "function_call_output", "call_id": call_id, "output": "the latest reading: sunny"}]}, dialect=dialect)
     assert follow.violations == []
-    routing = next(p for p in follow.payloads() if p["type"] == "response.routing.completed")
+    routing = next(p for p in follow.payloads() if p["type"].endswith("response.routing.completed"))
     assert routing["category"] == "retrieval"
     assert not _searched(follow)
     assert follow.core.result.output_text

@@ -18,12 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, so `plug
 
 from store_helpers import LEASE, RETENTION, StoreFactory
 
+from plugins.redis_cluster import RedisCluster, redis_cluster
 from plugins.redis_server import RedisServer, redis_server
 from respstream.server.store.base import Store
 
-__all__ = ["BACKENDS", "redis_server"]
+__all__ = ["BACKENDS", "redis_cluster", "redis_server"]
 
-BACKENDS = ["memory", "sqlite", "redis"]
+BACKENDS = ["memory", "sqlite", "redis", "redis-cluster"]
 
 
 def _memory(**options: Any) -> Store:
@@ -48,6 +49,7 @@ async def store_factory(
 ) -> AsyncIterator[StoreFactory]:
     opened: list[Store] = []
     server: RedisServer | None = request.getfixturevalue("redis_server") if backend == "redis" else None
+    cluster: RedisCluster | None = request.getfixturevalue("redis_cluster") if backend == "redis-cluster" else None
     prefix = f"t{uuid.uuid4().hex[:8]}:"
     memory: list[Store] = []
 
@@ -70,8 +72,8 @@ async def store_factory(
                 from respstream.server.store.redis import RedisStore
             except ImportError:
                 pytest.skip("respstream.server.store.redis is not written yet")
-            assert server is not None
-            store = RedisStore(server.url, prefix=prefix, **options)
+            url = cluster.url if cluster is not None else server.url if server is not None else ""
+            store = RedisStore(url, prefix=prefix, **options)
         opened.append(store)
         return store
 

@@ -14,7 +14,7 @@ from respstream.server.store.base import LogEntry, SequenceConflict
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
 def backend(request: pytest.FixtureRequest) -> str:
     name: str = request.param
     return name

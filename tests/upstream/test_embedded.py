@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from respstream.server.upstream.base import Chunk, Finish, GenerationRequest, TextDelta, UpstreamError
@@ -37,6 +38,14 @@ async def test_real_generation_streams_text_and_finish() -> None:
             assert await probe.list_models() == ["smollm2-135m-instruct"]
         finally:
             await probe.aclose()
+        # The sampling defaults the gateway echoes in the Response are the ones llama.cpp really uses.
+        async with httpx.AsyncClient(timeout=10) as client:
+            props = (await client.get(f"{upstream.address}/props")).json()["default_generation_settings"]["params"]
+        declared = EmbeddedUpstream.sampling_defaults
+        assert props["temperature"] == pytest.approx(declared.temperature)
+        assert props["top_p"] == pytest.approx(declared.top_p)
+        assert props["presence_penalty"] == declared.presence_penalty
+        assert props["frequency_penalty"] == declared.frequency_penalty
     finally:
         await upstream.aclose()
 

@@ -33,6 +33,7 @@ from respstream.client.core import ClientConfig, Step, StreamDriver, resolve_api
 from respstream.client.errors import status_error
 from respstream.client.handlers import Handlers
 from respstream.client.retry import RetryPolicy
+from respstream.client.ws_async import AsyncWebSocketConnection
 from respstream.errors import RespstreamError
 from respstream.protocol.assembler import AssembledResponse
 from respstream.protocol.events import Event
@@ -83,6 +84,10 @@ class AsyncClient:
         body = stream_request_body(request)
         driver = StreamDriver(self.config, resumable=bool(body.get("background")))
         return AsyncResponseStream(self, driver, lambda: self._open("POST", self.config.url("responses"), json=body))
+
+    def connect(self) -> AsyncWebSocketConnection:
+        """``async with client.connect() as conn``: a WebSocket to ``/responses`` for many sequential responses."""
+        return AsyncWebSocketConnection(self.config)
 
     def resume(self, response_id: str, *, starting_after: int | None = None) -> AsyncResponseStream:
         """Stream a stored (background) response from after ``starting_after`` (from the start when ``None``).

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from respstream.protocol.events import (
+    ALIAS_NAMES,
     Event,
     OutputItemAdded,
     OutputItemDone,
@@ -78,7 +79,11 @@ class Handlers:
         return bool(self._by_type or self._tool or self._completed or self._failed)
 
     def on(self, event_type: str, fn: Callback) -> None:
-        self._by_type.setdefault(event_type, []).append(fn)
+        """Call ``fn`` for each event of ``event_type``, under any of its wire names (``response.routing.completed``
+        also fires for ``respstream:response.routing.completed``, ``response.reasoning_text.delta`` for
+        ``response.reasoning.delta``)."""
+        for name in (event_type, *ALIAS_NAMES.get(event_type, ())):
+            self._by_type.setdefault(name, []).append(fn)
 
     def on_text(self, fn: Callback) -> None:
         self.on("response.output_text.delta", lambda e: fn(e.delta or "") if isinstance(e, OutputTextDelta) else None)

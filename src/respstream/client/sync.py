@@ -25,6 +25,7 @@ from respstream.client.core import ClientConfig, Step, StreamDriver, resolve_api
 from respstream.client.errors import status_error
 from respstream.client.handlers import Handlers
 from respstream.client.retry import RetryPolicy
+from respstream.client.ws_sync import WebSocketConnection
 from respstream.errors import RespstreamError
 from respstream.protocol.assembler import AssembledResponse
 from respstream.protocol.events import Event
@@ -77,6 +78,10 @@ class Client:
         stream = ResponseStream(self, driver)
         stream._response = self._open("POST", self.config.url("responses"), json=body)
         return stream
+
+    def connect(self) -> WebSocketConnection:
+        """Open a WebSocket to ``/responses`` (WebSocket mode): many sequential responses on one connection."""
+        return WebSocketConnection(self.config)
 
     def resume(self, response_id: str, *, starting_after: int | None = None) -> ResponseStream:
         """Stream a stored (background) response from after ``starting_after`` (from the start when ``None``).

@@ -30,7 +30,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--url", metavar="URL", help="run the live conformance suite against this base URL")
     parser.add_argument("--json", action="store_true", help="print one JSON object (schema_version 1)")
     parser.add_argument("--dialect", choices=DIALECTS, default=None,
-                        help="also check the SSE event names and envelope of this dialect")
+                        help="also check the SSE event names and envelope of this dialect (openresponses: also "
+                             "no id: lines, data: [DONE], prefixed extensions, every event and Response object "
+                             "against the spec's schemas)")
     live = parser.add_argument_group("live suite (--url)")
     live.add_argument("--api-key", metavar="KEY", help="bearer key (default: $RESPSTREAM_API_KEY or $OPENAI_API_KEY)")
     live.add_argument("--model", metavar="M", help="model to request (default: the server's default)")

@@ -12,9 +12,12 @@ import gc
 import ipaddress
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-__all__ = ["register", "run"]
+if TYPE_CHECKING:
+    from respstream.server.config import Config
+
+__all__ = ["register", "run", "serve_config"]
 
 
 def register(subparsers: Any) -> None:
@@ -26,10 +29,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--upstream", action="append", dest="upstreams", metavar="URL",
                         help="embedded (default) | http://host:port/v1 | "
                              "scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T] (simulated); repeatable")
-    parser.add_argument("--store", help="memory (default) | sqlite:///path/to/file.db | redis://host:port/db")
-    parser.add_argument("--dialect", choices=["platform", "openai"], help="wire dialect (default platform)")
+    parser.add_argument("--store", help="memory (default) | sqlite:///path/to/file.db | redis://host:port/db | "
+                             "redis+cluster://host:port,host:port")
+    parser.add_argument("--dialect", choices=["platform", "openai", "openresponses"],
+                        help="wire dialect (default platform; openresponses: the Open Responses spec)")
     parser.add_argument("--keys-file", dest="keys_file", help="API keys file (respstream keys ...)")
     parser.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+    parser.add_argument("--workers", type=int, help="gateway processes sharing the port (default 1; > 1 needs a "
+                        "shared sqlite or redis store)")
+    parser.add_argument("--http-stack", dest="http_stack", choices=["auto", "fast", "pure"],
+                        help="auto (default: uvloop + httptools when installed) | fast | pure (asyncio + h11)")
     parser.set_defaults(func=run)
 
 
@@ -56,6 +65,14 @@ def banner(host: str, port: int) -> str:
         "-d '{\"input\": \"Say hello in one sentence.\"}'\n"
         f"  or:   respstream stream \"Say hello in one sentence.\" --url {base}/v1\n"
     )
+
+
+def _print_upstreams(report: dict[str, Any]) -> None:
+    """The banner's last line, once the upstreams were started and probed: which are up, which are down."""
+    parts = []
+    for name, state in report.get("upstreams", {}).items():
+        parts.append(f"{name} up" if state["healthy"] else f"{name} DOWN ({state.get('detail') or state['breaker']})")
+    print("  upstreams: " + ("; ".join(parts) or "none"), flush=True)
 
 
 def _fail(message: str) -> int:
@@ -96,14 +113,6 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _print_upstreams(report: dict[str, Any]) -> None:
-    """The banner's last line, once the upstreams were started and probed: which are up, which are down."""
-    parts = []
-    for name, state in report.get("upstreams", {}).items():
-        parts.append(f"{name} up" if state["healthy"] else f"{name} DOWN ({state.get('detail') or state['breaker']})")
-    print("  upstreams: " + ("; ".join(parts) or "none"), flush=True)
-
-
 def run(args: argparse.Namespace) -> int:
     """Check every option, bind, take the instance lock; only then build the app (whose startup runs recovery for
     this instance id) and print the banner. Anything wrong before that: one line on stderr, exit 2."""
@@ -112,25 +121,29 @@ def run(args: argparse.Namespace) -> int:
     from respstream.server.instance_lock import InstanceLocked, lock_instance
 
     overrides = {"host": args.host, "port": args.port, "upstreams": args.upstreams, "store": args.store,
-                 "dialect": args.dialect, "keys_file": args.keys_file}
+                 "dialect": args.dialect, "keys_file": args.keys_file,
+                 "workers": getattr(args, "workers", None), "http_stack": getattr(args, "http_stack", None)}
     try:
         config = load_config(args.config, overrides)
     except ConfigError as exc:
-        return _fail(str(exc))
+        print(f"respstream serve: {exc}", file=sys.stderr)
+        return 2
     keys = KeyStore(config.resolved_keys_file())
     try:
         keys.load()
     except KeysFileError as exc:
         return _fail(str(exc))
-    if not keys.enabled and not _is_loopback(config.host):
-        return _fail(
-            f"refusing to bind {config.host}: no API keys are configured, so the gateway would be "
-            "open to the network. Create one with `respstream keys create --file KEYS.json` and pass "
-            "--keys-file KEYS.json (or bind 127.0.0.1)."
-        )
     problem = _check_components(config)
     if problem is not None:
         return _fail(problem)
+    if not keys.enabled and not _is_loopback(config.host):
+        print(
+            f"respstream serve: refusing to bind {config.host}: no API keys are configured, so the gateway would be "
+            "open to the network. Create one with `respstream keys create --file KEYS.json` and pass "
+            "--keys-file KEYS.json (or bind 127.0.0.1).",
+            file=sys.stderr,
+        )
+        return 2
     if "embedded" in config.upstreams:
         from respstream.server.upstream.embedded import EmbeddedUpstream
 
@@ -143,6 +156,17 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
+    if config.workers > 1:
+        if not config.instance_id:
+            config.instance_id = stable_instance_id(config)
+        from respstream.server.workers import WorkerError, check_workers, run_workers
+
+        try:
+            check_workers(config, config.workers)
+        except WorkerError as exc:
+            print(f"respstream serve: {exc}", file=sys.stderr)
+            return 2
+        return run_workers(config, config.workers, args.log_level, _banner_text(config))
     try:
         sock = _bind(config.host, config.port)
     except OSError as exc:
@@ -157,43 +181,62 @@ def run(args: argparse.Namespace) -> int:
         sock.close()
         return _fail(str(exc))
     try:
-        return _serve(args, config, sock)
+        return serve_config(config, args.log_level, sockets=[sock])
     finally:
         lock.release()
         sock.close()
 
 
-def _serve(args: argparse.Namespace, config: Any, sock: socket.socket) -> int:
+def _banner_text(config: Config) -> str:
+    return banner(config.host, config.port) + (f"  store: {config.store}; background responses and conversations: "
+                                               f"{config.resolved_background_store()}\n")
+
+
+def serve_config(config: Config, log_level: str, *, sockets: list[Any] | None = None, quiet: bool = False) -> int:
+    """Run one gateway process for a validated ``config`` (``sockets``: already bound listening sockets, as
+    ``--workers`` hands each worker). Returns the exit status."""
     import uvicorn
 
     from respstream.server.app import create_app
     from respstream.server.http_guard import guarded_protocol, quiet_accept_errors
+    from respstream.server.http_stack import StackError, uvicorn_options
     from respstream.server.serving import GatewayServer
     from respstream.server.telemetry import configure_logging
 
+    try:
+        stack = uvicorn_options(config.http_stack)
+    except StackError as exc:
+        print(f"respstream serve: {exc}", file=sys.stderr)
+        return 2
     configure_logging(config.logging_settings())
     app = create_app(config)
-    app.state.gateway.on_ready = _print_upstreams
-    print(banner(config.host, config.port) + f"  store: {config.store}; background responses and conversations: "
-          f"{config.resolved_background_store()}\n", flush=True)
-    quiet_accept_errors()
-    protocol = guarded_protocol(request_timeout=config.request_timeout_seconds,
-                                max_connections=config.max_connections)
+    if not quiet:
+        app.state.gateway.on_ready = _print_upstreams
+        print(_banner_text(config), flush=True)
     # Open streams already carry their terminal when uvicorn starts waiting for connections (GatewayServer drains
-    # first), so this only bounds a client that does not read its last bytes. Forwarded headers are believed only
-    # from trusted_proxies (none by default): the rate limit keys on the real peer address.
-    uv_config = uvicorn.Config(
-        app, host=config.host, port=config.port, log_level=args.log_level, lifespan="on",
-        timeout_graceful_shutdown=int(config.shutdown_grace_seconds) + 1, http=protocol,
-        limit_concurrency=config.max_connections + config.max_concurrent_streams,
-        backlog=config.listen_backlog, timeout_keep_alive=max(1, int(config.keep_alive_seconds)),
-        h11_max_incomplete_event_size=config.max_header_bytes,
-        proxy_headers=bool(config.trusted_proxies), forwarded_allow_ips=list(config.trusted_proxies) or None,
-        access_log=False,  # ours (respstream.access) has the request and response ids
-    )
+    # first), so this only bounds a client that does not read its last bytes.
+    # WebSocket mode: the `websockets` implementation (a dependency), one message at most a request body (+ framing
+    # slack, so the gateway answers an oversized one with its own 413 error event instead of a bare close).
+    # Connection limits before auth (server/http_guard.py): the request read deadline and the connection cap ride on
+    # the h11 protocol; forwarded headers are believed only from trusted_proxies (none by default).
+    quiet_accept_errors()
+    http: Any = stack["http"]
+    if http == "h11":
+        http = guarded_protocol(request_timeout=config.request_timeout_seconds,
+                                max_connections=config.max_connections)
+    uv_config = uvicorn.Config(app, host=config.host, port=config.port, log_level=log_level, lifespan="on",
+                               access_log=False,  # ours (respstream.access) has the request and response ids
+                               timeout_graceful_shutdown=int(config.shutdown_grace_seconds) + 1,
+                               loop=cast(Any, stack["loop"]), http=http,
+                               ws="websockets-sansio", ws_max_size=config.max_body_bytes + 4096,
+                               limit_concurrency=config.max_connections + config.max_concurrent_streams,
+                               backlog=config.listen_backlog, timeout_keep_alive=max(1, int(config.keep_alive_seconds)),
+                               h11_max_incomplete_event_size=config.max_header_bytes,
+                               proxy_headers=bool(config.trusted_proxies),
+                               forwarded_allow_ips=list(config.trusted_proxies) or None)
     server = GatewayServer(uv_config, drain=app.state.gateway.drain)
     # Everything built so far (modules, app, config) lives as long as the process: moving it out of the collector's
     # view makes each collection cheaper under load (about +10% events/s at 100 streams in benchmarks/).
     gc.freeze()
-    server.run(sockets=[sock])
+    server.run(sockets=sockets)
     return 0 if server.started else 1

@@ -52,6 +52,8 @@ def register(subparsers: Any) -> None:
     view = parser.add_mutually_exclusive_group()
     view.add_argument("--json", action="store_true", help="print the assembled response as JSON (as replay --json)")
     view.add_argument("--events", action="store_true", help="print a compact timeline, one line per event")
+    parser.add_argument("--ws", action="store_true",
+                        help="use WebSocket mode (one socket to /v1/responses) instead of an SSE POST")
     parser.add_argument("--instructions", default=None, help="system instructions")
     parser.add_argument("--tool", action="append", default=[], metavar="NAME",
                         help="enable a server tool by type (web_search, calculator, ...); repeatable")
@@ -103,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
     with Client(url, args.api_key, idle_timeout=args.idle_timeout) as client:
         try:
             spinner.start()
+            if args.ws:
+                result, error = _over_websocket(client, build_request(args, prompt), renderer, timeline, args.json)
+                return _report(args, renderer, result, error)
             stream = client.stream(**build_request(args, prompt))
             with stream:
                 if not args.json and timeline is None:
@@ -140,6 +145,27 @@ def run(args: argparse.Namespace) -> int:
         finally:
             spinner.stop()
     return _report(args, renderer, result, error)
+
+
+def _over_websocket(client: Client, request: dict[str, Any], renderer: LiveRenderer, timeline: Timeline | None,
+                    quiet: bool) -> tuple[AssembledResponse | None, RespstreamError | None]:
+    """``--ws``: the same rendering, the events read from one WebSocket turn. Raises what ``connect()`` raises."""
+    with client.connect() as conn:
+        events = conn.stream(**request)
+        try:
+            for event in events:
+                if timeline is not None:
+                    timeline.event(event)
+                elif not quiet:
+                    renderer.event(event)
+        except StreamTruncated as exc:
+            return exc.partial, exc
+        try:
+            return conn.last.result(), None
+        except (BadInputError, APIStatusError):
+            raise
+        except RespstreamError as exc:
+            return getattr(exc, "response", None) or conn.last.core.result, exc
 
 
 def _report(

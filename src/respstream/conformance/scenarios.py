@@ -271,11 +271,12 @@ def cancel(session: Session) -> str:
 
 
 def _check_cancel_shape(dialect: str | None, terminal: Event) -> None:
-    # platform: `error` with code "cancelled"; openai: `response.failed` whose response.status is "cancelled".
+    # platform: `error` with code "cancelled"; openai, openresponses: `response.failed` whose response.status is
+    # "cancelled".
     if dialect == "platform" and not (isinstance(terminal, ErrorEvent) and terminal.error_code == "cancelled"):
         raise Failed(f"platform dialect: a cancel should end with error/cancelled, got {terminal.type}")
-    if dialect == "openai" and terminal.type != "response.failed":
-        raise Failed(f"openai dialect: a cancel should end with response.failed (cancelled), got {terminal.type}")
+    if dialect in ("openai", "openresponses") and terminal.type != "response.failed":
+        raise Failed(f"{dialect} dialect: a cancel should end with response.failed (cancelled), got {terminal.type}")
 
 
 def bad_request(session: Session) -> str:

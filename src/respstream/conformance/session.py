@@ -20,6 +20,7 @@ import httpx
 
 from respstream.conformance.outcome import Failed, violation_dict
 from respstream.protocol.events import Event, encode_event
+from respstream.protocol.spec_schema import response_problems
 from respstream.protocol.stream import StreamCore
 
 __all__ = ["ErrorInfo", "Session", "StreamReader", "StreamRun"]
@@ -250,6 +251,13 @@ class Session:
         except ValueError:
             body = raw[:2048].decode("utf-8", "replace")
         info = ErrorInfo(response.status_code, content_type, body)
+        if self.dialect == "openresponses" and isinstance(body, dict) and body.get("object") == "response":
+            # Every Response object, not only those inside events, against the spec's ResponseResource.
+            path = response.request.url.path
+            self.violations.extend(
+                {"code": "schema.invalid_response", "sequence_number": None,
+                 "message": f"{response.request.method} {path}: {problem} (Open Responses schema)"}
+                for problem in response_problems(body))
         if isinstance(body, dict):
             error = body.get("error")
             if isinstance(error, dict):

@@ -64,7 +64,7 @@ class Assembler(ToolItems):
         if table is None:  # once per class: event class -> plain function (a bound-method table per response
             # cost more than the events of a short one)
             table = _TABLES[self.__class__] = {cls: getattr(handler, "__func__", handler)
-                                               for cls, handler in self._handlers().items()}
+                                               for cls, handler in ev.with_aliases(self._handlers()).items()}
         self._dispatch: dict[type[ev.Event], Any] = table
 
     def _handlers(self) -> dict[type[ev.Event], Any]:

@@ -18,8 +18,11 @@ from typing import Any, Final, Union
 import msgspec
 
 __all__ = [
+    "ALIAS_NAMES",
     "ALL_EVENT_TYPES",
+    "EVENT_ALIASES",
     "EVENT_CLASSES",
+    "EXTENSION_PREFIX",
     "TERMINAL_RESPONSE_TYPES",
     "AudioDelta",
     "AudioDone",
@@ -59,6 +62,10 @@ __all__ = [
     "OutputTextAnnotationAdded",
     "OutputTextDelta",
     "OutputTextDone",
+    "PrefixedRewriteInProgress",
+    "PrefixedRoutingCompleted",
+    "ReasoningDelta",
+    "ReasoningDone",
     "ReasoningSummaryPartAdded",
     "ReasoningSummaryPartDone",
     "ReasoningSummaryTextDelta",
@@ -87,6 +94,7 @@ __all__ = [
     "WebSearchCallSearching",
     "decode_event",
     "encode_event",
+    "with_aliases",
 ]
 
 JSONObject = dict[str, Any]
@@ -487,6 +495,52 @@ class RewriteInProgress(Event, tag="response.rewrite.in_progress", frozen=True):
     pass
 
 
+# --- other dialects' names for the same events ---------------------------------------------------------------------
+# Open Responses names raw reasoning `response.reasoning.*` (OpenAI: `response.reasoning_text.*`) and asks every
+# extension to carry the implementor slug, so the gateway's `openai` and `openresponses` dialects send the platform's
+# own events as `respstream:<name>`. Each alias is a subclass of the event it renames: code that asks
+# `isinstance(e, RoutingCompleted)` sees both, and `type` stays the name on the wire.
+
+EXTENSION_PREFIX: Final = "respstream:"
+
+
+class ReasoningDelta(ReasoningTextDelta, tag="response.reasoning.delta", frozen=True):
+    """Open Responses' ``response.reasoning.delta`` (OpenAI: ``response.reasoning_text.delta``)."""
+
+
+class ReasoningDone(ReasoningTextDone, tag="response.reasoning.done", frozen=True):
+    """Open Responses' ``response.reasoning.done`` (OpenAI: ``response.reasoning_text.done``)."""
+
+
+class PrefixedRoutingCompleted(RoutingCompleted, tag=EXTENSION_PREFIX + "response.routing.completed", frozen=True):
+    """``respstream:response.routing.completed`` (the openai and openresponses dialects)."""
+
+
+class PrefixedRewriteInProgress(RewriteInProgress, tag=EXTENSION_PREFIX + "response.rewrite.in_progress", frozen=True):
+    """``respstream:response.rewrite.in_progress`` (the openai and openresponses dialects)."""
+
+
+# alias class -> the event class it renames (dispatch tables keyed by class add the aliases from here)
+EVENT_ALIASES: Final[dict[type[Event], type[Event]]] = {
+    ReasoningDelta: ReasoningTextDelta,
+    ReasoningDone: ReasoningTextDone,
+    PrefixedRoutingCompleted: RoutingCompleted,
+    PrefixedRewriteInProgress: RewriteInProgress,
+}
+
+# event type -> the other names it goes by on the wire (for handlers registered by name)
+ALIAS_NAMES: Final[dict[str, tuple[str, ...]]] = {
+    str(canon.__struct_config__.tag): tuple(
+        str(a.__struct_config__.tag) for a, c in EVENT_ALIASES.items() if c is canon)
+    for canon in EVENT_ALIASES.values()
+}
+
+
+def with_aliases(table: dict[type[Event], Any]) -> dict[type[Event], Any]:
+    """``table`` (keyed by event class) plus an entry for each alias of a class in it, with the same value."""
+    return {**table, **{alias: table[canon] for alias, canon in EVENT_ALIASES.items() if canon in table}}
+
+
 # --- anything else --------------------------------------------------------------------------------------------------
 
 
@@ -562,6 +616,7 @@ EVENT_CLASSES: Final[tuple[type[Event], ...]] = (
     AudioTranscriptDone,
     RoutingCompleted,
     RewriteInProgress,
+    *EVENT_ALIASES,
 )
 
 _BY_TYPE: Final[dict[str, type[Event]]] = {str(cls.__struct_config__.tag): cls for cls in EVENT_CLASSES}

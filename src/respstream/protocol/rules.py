@@ -123,6 +123,10 @@ DONE_VALUES: Final[dict[type[ev.Event], str]] = {
     ev.FunctionCallArgumentsDone: "arguments",
 }
 
+# Other dialects' names for the same events (Open Responses' `response.reasoning.*`, `respstream:` extensions).
+for _table in (REQUIRED_FIELDS, ITEM_ROLES, DONE_VALUES):
+    _table.update(ev.with_aliases(_table))  # type: ignore[attr-defined]
+
 # Item / part states.
 # _IMPLICIT: a message opened by content_part.added alone (the seed's flow); _RESUMED: first seen in a resumed
 # stream, so it was opened before the point we resumed from (its deltas before that point are not ours to check).
@@ -131,9 +135,10 @@ _PART_OPEN, _TEXT_DONE, _PART_DONE = 1, 2, 3
 
 
 def event_name_violation(name: str, event: ev.Event, dialect: str | None) -> Violation | None:
-    """The SSE ``event:`` name against the dialect: ``platform`` sends ``message``, ``openai`` the JSON ``type``.
+    """The SSE ``event:`` name against the dialect: ``platform`` sends ``message``, ``openai`` and ``openresponses``
+    the JSON ``type``.
     Only checked when a dialect is chosen."""
-    if dialect == "openai" and event.type and name != event.type:
+    if dialect in ("openai", "openresponses") and event.type and name != event.type:
         expected = event.type
     elif dialect == "platform" and name != "message":
         expected = "message"
@@ -278,7 +283,7 @@ class RuleChecker:
                 Violation("lifecycle.created_not_first", seq, f"the first event is {etype or 'typeless'}, not "
                           "response.created")
             )
-        if etype == "response.rewrite.in_progress":
+        if isinstance(event, ev.RewriteInProgress):  # also its `respstream:` name
             self._rewrite = True
         is_terminal = etype in TERMINAL_TYPES
         if self.terminal is not None:

@@ -29,11 +29,12 @@ from respstream.protocol.assembler import AssembledResponse, Assembler
 from respstream.protocol.events import EVENT_CLASSES, Event, EventDecodeError, OutputTextDelta, decode_event
 from respstream.protocol.rules import RuleChecker, event_name_violation
 from respstream.protocol.sequencer import DEFAULT_WINDOW, Sequencer, Violation
+from respstream.protocol.spec_rules import SpecWireChecker
 from respstream.protocol.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder, SSEMessage
 
 __all__ = ["DIALECTS", "MAX_VIOLATIONS", "StreamCore"]
 
-DIALECTS: Final = ("platform", "openai")
+DIALECTS: Final = ("platform", "openai", "openresponses")
 MAX_VIOLATIONS: Final = 10_000  # beyond this we count them (``violations_dropped``) instead of keeping them
 _COMPACT_EVERY: Final = 8192
 _WHITESPACE: Final = b" \t\r\n\x0b\x0c"
@@ -68,6 +69,8 @@ class StreamCore:
         # -1 (or None) is the whole stream: response.created first, every rule judged.
         resumed = starting_after is not None and starting_after >= 0
         self.dialect = dialect
+        # Open Responses' own wire rules and schemas (no `id:`, `[DONE]`, prefixed extensions): spec_rules.py.
+        self._spec = SpecWireChecker() if dialect == "openresponses" else None
         self.decoder = SSEDecoder(max_event_size=max_event_size)
         self.sequencer = Sequencer(starting_after=starting_after, window=window)
         self.assembler = Assembler()
@@ -140,6 +143,8 @@ class StreamCore:
         for event in released:
             self._apply(event)
         self._report(self.rules.finish())
+        if self._spec is not None:
+            self._report(self._spec.finish(self.assembler.last_sequence_number))
         self.assembler.compact()
 
     def reconnect(self) -> None:
@@ -228,6 +233,7 @@ class StreamCore:
         streamed = assembler.streamed
         released: list[Event] = []
         dialect = self.dialect
+        spec = self._spec
         decode = _decode_fast
         text_delta = OutputTextDelta
         # The inlined path for the common text delta: the same part as the last clean one, in order. It does
@@ -245,6 +251,8 @@ class StreamCore:
             seq = event.sequence_number
             if dialect is not None and not self._name_reported:
                 self._check_name(msg, event)
+            if spec is not None:
+                self._report(spec.message(data=msg.data, event_id=msg.id, event_type=event.type, seq=seq))
             if seq == sequencer.expected and not sequencer._pending:
                 sequencer.expected = seq + 1
                 if event.__class__ is text_delta:
@@ -306,6 +314,8 @@ class StreamCore:
         except (EventDecodeError, msgspec.MsgspecError) as exc:
             # (decode_event may let a raw msgspec error through for some non-object payloads.)
             if msg.data.strip() in (b"[DONE]", b""):
+                if self._spec is not None and msg.data.strip() == b"[DONE]":
+                    self._spec.done(self.assembler.last_sequence_number)
                 # A bridge's end sentinel (DESIGN §2), or an event with empty data (a keep-alive some servers send
                 # as `event: ping` + `data:`): it carries nothing, so it is not an event.
                 self.json_events -= 1

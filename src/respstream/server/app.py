@@ -2,8 +2,9 @@
 
 Endpoints (DESIGN §4): ``POST /v1/responses``; ``GET /v1/responses/{id}`` (JSON, or the stream resumed after
 ``starting_after`` / ``Last-Event-ID``; ``204`` when that is at or past the terminal); ``POST .../cancel``;
-``DELETE``; ``GET /v1/models``; ``/healthz``; ``/metrics``; ``/openapi.json``; ``/`` (the playground) and
-``/static``. Every answer carries ``x-request-id``; every error before streaming is the envelope of http_errors.
+``DELETE``; ``GET /v1/models``; ``/healthz``; ``/metrics``; ``/openapi.json``; ``/`` (the playground),
+``/static`` and ``/favicon.ico``. Every answer carries ``x-request-id``; every error before streaming is the
+envelope of http_errors.
 
 Components (router, tools, rewriter, store) are passed in by tests, or built from the config at startup.
 """
@@ -12,26 +13,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
 
 from respstream.server.auth import KeyStore
+from respstream.server.compaction import compact
 from respstream.server.config import Config
+from respstream.server.conversations import conversation_routes
 from respstream.server.http_errors import HTTPError, error_response
+from respstream.server.input_items import input_tokens, list_input_items
 from respstream.server.limits import RateLimiter, StreamGate
 from respstream.server.metrics import CONTENT_TYPE, Metrics, NoMetrics
 from respstream.server.openapi import openapi_document
@@ -47,6 +52,10 @@ from respstream.server.telemetry import RequestObservation, Tracing, current_req
 from respstream.server.telemetry.health import HealthMonitor
 from respstream.server.telemetry.observation import reset_request, set_request
 from respstream.server.web_security import COMMON_HEADERS, PLAYGROUND_HEADERS, check_open_request
+from respstream.server.websocket import serve_websocket
+
+if TYPE_CHECKING:
+    from respstream.server.shared_limits import SharedLimits
 
 __all__ = ["Components", "GatewayApp", "build_store", "create_app"]
 
@@ -203,6 +212,14 @@ class _Gateway:
         self.rate = RateLimiter(config.rate_limit_per_minute, config.rate_limit_burst)
         self.auth_failures = RateLimiter(config.auth_failures_per_minute, config.auth_failures_burst)
         self.gate = StreamGate(config.max_concurrent_streams)
+        self.shared: SharedLimits | None = None
+        if config.shared_limits_url() and (config.rate_limit_per_minute > 0 or config.shared_max_concurrent_streams):
+            from respstream.server.shared_limits import SharedLimits
+
+            self.shared = SharedLimits(config.shared_limits_url(), instance_id=config.instance_id,
+                                       per_minute=config.rate_limit_per_minute, burst=config.rate_limit_burst,
+                                       max_streams=config.shared_max_concurrent_streams,
+                                       lease_seconds=config.lease_seconds)
         self.service: ResponseService | None = None
         self.components: Components | None = None
         self._expire_task: asyncio.Task[None] | None = None
@@ -233,6 +250,9 @@ class _Gateway:
                     await upstream.aclose()
             if self.given.store is None:
                 await comps.store.aclose()
+            if self.shared is not None:
+                with contextlib.suppress(Exception):
+                    await self.shared.aclose()
             self.tracing.shutdown()
 
     async def _report_readiness(self) -> None:
@@ -272,7 +292,7 @@ class _Gateway:
         return self.service
 
     # -- guards ----------------------------------------------------------------------------------------------------
-    def authenticate(self, request: Request) -> str | None:
+    def authenticate(self, request: HTTPConnection) -> str | None:
         """The caller's owner id (hash of its key), or None on an open server. Raises 401."""
         if not self.keys.enabled:
             return None
@@ -298,9 +318,9 @@ class _Gateway:
             obs.key_id = self.keys.key_id(owner)
         return owner
 
-    def limit_rate(self, request: Request, owner: str | None) -> None:
+    async def limit_rate(self, request: HTTPConnection, owner: str | None) -> None:
         key = owner or (request.client.host if request.client else "anonymous")
-        wait = self.rate.check(key)
+        wait = self.rate.check(key) if self.shared is None else await self.shared.check_rate(key)
         if wait is not None:
             seconds = max(1, int(wait + 0.999))
             raise HTTPError(429, "rate_limited", f"Rate limit exceeded; retry in {seconds} s.",
@@ -335,17 +355,25 @@ class _Gateway:
         except RecursionError:  # requests.check_depth bounds what decodes; this is what does not even decode
             raise HTTPError(400, "invalid_json", "The request body nests arrays/objects too deeply.") from None
 
-    def _stream_response(self, rid: str, after: int, *, foreground: bool,
-                         headers: list[tuple[bytes, bytes]] | None = None,
-                         after_close: Callable[[], None] | None = None) -> EventStreamResponse:
+    async def _stream_response(self, rid: str, after: int, *, foreground: bool,
+                               headers: list[tuple[bytes, bytes]] | None = None,
+                               after_close: Callable[[], None] | None = None) -> EventStreamResponse:
         svc = self.svc
+        shared = self.shared
+        if shared is not None and not await shared.enter_stream():
+            raise HTTPError(503, "too_many_streams", "Too many open streams across the gateway's instances; retry "
+                            "shortly.", headers={"Retry-After": "1"})
         if not self.gate.try_enter():
+            if shared is not None:
+                shared.leave_stream()
             raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
                             headers={"Retry-After": "1"})
         self.metrics.set_open_streams(self.gate.open)
 
         def closed() -> None:
             self.gate.leave()
+            if shared is not None:
+                shared.leave_stream()
             self.metrics.set_open_streams(self.gate.open)
             if after_close is not None:
                 after_close()
@@ -364,13 +392,14 @@ class _Gateway:
     # -- /v1/responses ---------------------------------------------------------------------------------------------
     async def create(self, request: Request) -> Response | EventStreamResponse:
         owner = self.authenticate(request)
-        self.limit_rate(request, owner)
+        await self.limit_rate(request, owner)
         body = await self.read_json(request)
         svc = self.svc
         req = parse_request(body, server_tool_names=svc.tools.names())
         stream = req.stream
-        if stream is None:
-            stream = not req.background and not _wants_json_only(request.headers.get("accept", ""))
+        if stream is None:  # DESIGN §4: JSON in openai/openresponses; the seed streams unless Accept wants JSON
+            stream = (svc.dialect.stream_by_default and not req.background
+                      and not _wants_json_only(request.headers.get("accept", "")))
         if stream and self.gate.open >= self.gate.limit:
             raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
                             headers={"Retry-After": "1"})
@@ -381,9 +410,10 @@ class _Gateway:
         # store: false -> not kept once the client has it (the stream ended, or the JSON is built).
         unstored = req.store is False and not req.background
         if stream:
-            return self._stream_response(record.id, -1, foreground=not req.background,
-                                         headers=[(b"x-response-id", record.id.encode())],
-                                         after_close=(lambda: svc.release_unstored(record.id)) if unstored else None)
+            return await self._stream_response(record.id, -1, foreground=not req.background,
+                                               headers=[(b"x-response-id", record.id.encode())],
+                                               after_close=(lambda: svc.release_unstored(record.id))
+                                               if unstored else None)
         if req.background:
             return JSONResponse(record.response, headers=id_header)
         await svc.wait(record.id)
@@ -394,7 +424,7 @@ class _Gateway:
 
     async def _record(self, request: Request) -> Any:
         owner = self.authenticate(request)
-        self.limit_rate(request, owner)
+        await self.limit_rate(request, owner)
         rid = request.path_params["response_id"]
         record = await self.svc.store.get(rid)
         if record is None or record.owner != owner or record.request.get("store") is False:
@@ -414,7 +444,7 @@ class _Gateway:
             fresh = await store.get(record.id)
             if fresh is None or fresh.status in TERMINAL_STATUSES:
                 return Response(status_code=204)
-        return self._stream_response(record.id, after, foreground=False)
+        return await self._stream_response(record.id, after, foreground=False)
 
     async def cancel(self, request: Request) -> Response:
         record = await self._record(request)
@@ -477,6 +507,12 @@ class _Gateway:
             return FileResponse(page, headers={"Cache-Control": "no-store"})
         return PlainTextResponse("The playground is not installed (server/static/index.html is missing).\n",
                                  status_code=404)
+
+    async def favicon(self, request: Request) -> Response:
+        icon = self.static_dir() / "favicon.ico"
+        if icon.is_file():
+            return FileResponse(icon, media_type="image/x-icon", headers={"Cache-Control": "max-age=86400"})
+        return PlainTextResponse("no favicon\n", status_code=404)
 
     def static_dir(self) -> Path:
         return Path(self.config.static_dir) if self.config.static_dir else STATIC_DIR
@@ -549,15 +585,21 @@ def create_app(config: Config | None = None, components: Components | None = Non
     gw = _Gateway(config, components or Components())
     routes: list[Any] = [
         Route("/v1/responses", gw.create, methods=["POST"]),
+        WebSocketRoute("/v1/responses", functools.partial(serve_websocket, gw)),
+        Route("/v1/responses/compact", functools.partial(compact, gw), methods=["POST"]),
+        Route("/v1/responses/input_tokens", functools.partial(input_tokens, gw), methods=["POST"]),
+        Route("/v1/responses/{response_id}/input_items", functools.partial(list_input_items, gw), methods=["GET"]),
         Route("/v1/responses/{response_id}", gw.retrieve, methods=["GET"]),
         Route("/v1/responses/{response_id}", gw.delete, methods=["DELETE"]),
         Route("/v1/responses/{response_id}/cancel", gw.cancel, methods=["POST"]),
+        *conversation_routes(gw),
         Route("/v1/models", gw.models, methods=["GET"]),
         Route("/healthz", gw.healthz, methods=["GET"]),
         Route("/readyz", gw.readyz, methods=["GET"]),
         Route("/metrics", gw.metrics_text, methods=["GET"]),
         Route("/openapi.json", gw.openapi, methods=["GET"]),
         Route("/", gw.index, methods=["GET"]),
+        Route("/favicon.ico", gw.favicon, methods=["GET"]),
     ]
     static = gw.static_dir()
     if static.is_dir():

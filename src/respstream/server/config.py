@@ -31,7 +31,7 @@ class ConfigError(ValueError):
 class Config:
     host: str = "127.0.0.1"
     port: int = 8080
-    dialect: str = "platform"  # platform | openai
+    dialect: str = "platform"  # platform | openai | openresponses
     upstreams: list[str] = field(default_factory=lambda: ["embedded"])
     store: str = "memory"
     # Where background responses and conversations go when `store` is memory ("" = SQLite in data_dir).
@@ -54,14 +54,25 @@ class Config:
     # Requests with a wrong API key allowed per client address (token bucket); past it -> 429 (0 = off).
     auth_failures_per_minute: float = 30.0
     auth_failures_burst: int = 10
+    # With a Redis store: the rate limit and the stream budget below are kept in Redis, across every instance.
+    shared_limits: bool = True
+    shared_max_concurrent_streams: int = 0  # open streams across all instances on the Redis store; 0 = off
     keepalive_seconds: float = 15.0
     # A reader whose socket takes nothing for this long is cut with `error` `slow_reader` (0: never).
     slow_reader_timeout_seconds: float = 30.0
     max_tool_rounds: int = 4
+    # WebSocket mode (server/websocket.py): a connection lives at most this long (the spec's 60 minutes), keeps
+    # this many of its responses for previous_response_id, and holds this many response.create messages queued.
+    websocket_max_connection_seconds: float = 3600.0
+    websocket_cache_responses: int = 64
+    websocket_max_queued_messages: int = 16
     retention_seconds: float = 24 * 3600.0
     conversation_window: int = 40  # items of conversation history the model sees
     max_event_bytes: int = 16 << 20
     shutdown_grace_seconds: float = 5.0
+    # Send `respstream:response.routing.completed` in the openresponses dialect too (off: the public suite's
+    # validator refuses every event outside the spec; the routed model is the Response's `model` either way).
+    openresponses_routing_event: bool = False
     check_events: bool = True  # run the protocol rule checker on every emitted event
     # Connection limits (server/http_guard.py, docs/security.md): the whole request (head and body) must arrive
     # within request_timeout_seconds of the connection opening or the previous response; past max_connections a
@@ -74,6 +85,8 @@ class Config:
     # Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or CIDRs); empty: none, the rate
     # limit keys on the real peer address.
     trusted_proxies: list[str] = field(default_factory=list)
+    workers: int = 1  # gateway processes sharing the port (server/workers.py); > 1 needs a shared store
+    http_stack: str = "auto"  # auto | fast (uvloop + httptools) | pure (asyncio + h11); server/http_stack.py
     static_dir: str = ""  # empty: the packaged playground (server/static)
     router: dict[str, Any] = field(default_factory=dict)
     upstream_options: dict[str, Any] = field(default_factory=dict)  # timeouts, retries... for every upstream
@@ -84,27 +97,34 @@ class Config:
 
     def validate(self) -> None:
         """Raises :class:`ConfigError` for a value out of range."""
-        if self.dialect not in ("platform", "openai"):
-            raise ConfigError(f"dialect must be platform or openai, not {self.dialect!r}")
+        if self.dialect not in ("platform", "openai", "openresponses"):
+            raise ConfigError(f"dialect must be platform, openai or openresponses, not {self.dialect!r}")
         if not self.upstreams:
             raise ConfigError("at least one upstream is needed (upstreams = [\"embedded\"])")
-        for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes", "memory_store_max_bytes",
-                     "max_background_responses"):
+        for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes", "websocket_cache_responses",
+                     "websocket_max_queued_messages", "memory_store_max_bytes", "max_background_responses",
+                     "max_connections", "listen_backlog", "max_header_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be between 0 and 65535, not {self.port}")
-        for name in ("max_connections", "listen_backlog", "max_header_bytes"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1")
         if self.request_timeout_seconds < 0 or self.keep_alive_seconds <= 0:
             raise ConfigError("request_timeout_seconds must not be negative and keep_alive_seconds must be positive")
-        if self.keepalive_seconds <= 0:
-            raise ConfigError("keepalive_seconds must be positive")
+        if self.keepalive_seconds <= 0 or self.websocket_max_connection_seconds <= 0:
+            raise ConfigError("keepalive_seconds and websocket_max_connection_seconds must be positive")
         if self.lease_seconds <= 0 or self.retention_seconds <= 0:
             raise ConfigError("lease_seconds and retention_seconds must be positive")
         if self.slow_reader_timeout_seconds < 0 or self.shutdown_grace_seconds < 0:
             raise ConfigError("slow_reader_timeout_seconds and shutdown_grace_seconds must not be negative")
+        if self.shared_max_concurrent_streams < 0:
+            raise ConfigError("shared_max_concurrent_streams must not be negative")
+        if self.shared_max_concurrent_streams and not self.shared_limits_url():
+            raise ConfigError("shared_max_concurrent_streams needs a Redis store (store = redis://... or "
+                              "redis+cluster://...) and shared_limits = true")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be at least 1, not {self.workers}")
+        if self.http_stack not in ("auto", "fast", "pure"):
+            raise ConfigError(f"http_stack must be auto, fast or pure, not {self.http_stack!r}")
         if self.max_tool_rounds < 0 or self.rate_limit_per_minute < 0:
             raise ConfigError("max_tool_rounds and rate_limit_per_minute must not be negative")
         try:
@@ -118,6 +138,13 @@ class Config:
 
     def logging_settings(self) -> LoggingSettings:
         return LoggingSettings.from_mapping(self.logging)
+
+    def shared_limits_url(self) -> str:
+        """The Redis URL the shared limits use ("" when limits are per instance)."""
+        if self.shared_limits and self.store.startswith(("redis://", "rediss://", "unix://", "redis+cluster://",
+                                                         "rediss+cluster://")):
+            return self.store
+        return ""
 
     def resolved_keys_file(self) -> str:
         return self.keys_file or os.environ.get("RESPSTREAM_KEYS_FILE", "")

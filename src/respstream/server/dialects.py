@@ -1,17 +1,29 @@
-"""The two wire dialects the gateway speaks: ``platform`` (the EU GPT seed) and ``openai``.
+"""The three wire dialects the gateway speaks: ``platform`` (the EU GPT seed), ``openai`` and ``openresponses``.
 
-How this works: everything that differs between the dialects — ids, the clock unit of ``created_at``, the SSE
-``event:`` line, the lifecycle preamble, terminal shapes, how server tools appear — is answered by one small
-:class:`Dialect` object. The writer asks it; nothing else branches on the dialect name.
+How this works: everything that differs between the dialects — ids, the clock unit of timestamps, the SSE ``event:``
+and ``id:`` lines, the ``[DONE]`` sentinel, the lifecycle preamble, terminal shapes, event names, how server tools
+appear — is answered by one small :class:`Dialect` object. The writer and the SSE framing ask it; nothing else
+branches on the dialect name.
 
-``platform``: ``event: message``; UUID ids; ``created_at`` in ms; terminals ``response.completed`` (also for a
-token-limit stop, with ``status: "incomplete"``) or a flat ``error`` (``{"type":"error","code","message","param"}``);
-server tools are ``function_call`` items whose ``output_item.done`` carries ``output`` and ``status``.
+``platform``: ``event: message``; UUID ids; every timestamp (``created_at``, ``completed_at``) in milliseconds, as
+the seed shows; terminals ``response.completed`` (also for a token-limit stop, with ``status: "incomplete"``) or a
+flat ``error`` (``{"type":"error","code","message","param"}``); server tools are ``function_call`` items whose
+``output_item.done`` carries ``output`` and ``status``; the seed's own event names (``response.routing.completed``,
+``response.rewrite.in_progress``).
 
-``openai``: ``event: <type>``; ``resp_``/``msg_``/``fc_``/``rs_``/``ws_``/``mcp_`` ids; ``created_at`` in seconds;
+``openai``: ``event: <type>``; ``resp_``/``msg_``/``fc_``/``rs_``/``ws_``/``mcp_`` ids; timestamps in seconds;
 ``response.queued`` (background) and ``response.in_progress`` after ``response.created``; terminals
 ``response.completed``, ``response.incomplete`` or a nested ``error`` event followed by ``response.failed``; a cancel
-is ``response.failed`` with ``status: "cancelled"``; server tools are ``web_search_call`` / ``mcp_call`` items.
+is ``response.failed`` with ``status: "cancelled"``; server tools are ``web_search_call`` / ``mcp_call`` items;
+reasoning is ``response.reasoning_text.*`` (OpenAI's wire); the platform-only events are ``respstream:``-prefixed.
+
+``openresponses``: the Open Responses spec (2026-04-24): as ``openai`` for ids, clock, preamble and terminals, plus
+no ``id:`` lines (resume through ``starting_after``), ``data: [DONE]`` after the terminal, reasoning as
+``response.reasoning.delta/done``, and every extension event, item and hosted tool prefixed ``respstream:`` (server
+tools are ``respstream:<tool>_call`` items).
+
+When ``stream`` is absent from a request, ``openai`` and ``openresponses`` answer JSON (the Responses API default);
+``platform`` streams (the seed's default) unless ``Accept`` asks for JSON only.
 """
 
 from __future__ import annotations
@@ -19,30 +31,44 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-__all__ = ["DIALECTS", "Dialect", "get_dialect"]
+__all__ = ["DIALECTS", "DIALECT_NAMES", "EXTENSION_PREFIX", "Dialect", "get_dialect"]
+
+# The implementor slug Open Responses asks extensions (events, items, hosted tools) to carry.
+EXTENSION_PREFIX = "respstream:"
 
 
 @dataclass(frozen=True, slots=True)
 class Dialect:
     name: str
     event_line_is_type: bool  # `event: <type>` (openai) instead of `event: message` (platform)
-    created_at_ms: bool
+    created_at_ms: bool  # every timestamp of the Response in milliseconds (platform) instead of seconds
     prefixed_ids: bool
     lifecycle_preamble: bool  # response.queued / response.in_progress after response.created
     hosted_tool_items: bool  # web_search_call / mcp_call instead of function_call items for server tools
     separate_terminal_types: bool  # response.incomplete / response.failed exist as terminals
+    id_lines: bool = True  # `id: <sequence_number>` on every frame (Open Responses: SHOULD NOT)
+    done_sentinel: bool = False  # `data: [DONE]` after the terminal event
+    prefix_extensions: bool = False  # platform-only events named `respstream:<name>`
+    extension_tool_items: bool = False  # server tools as `respstream:<tool>_call` items (Open Responses)
+    reasoning_event: str = "response.reasoning_text"  # `<reasoning_event>.delta` / `.done`
+    stream_by_default: bool = False  # a request without `stream` streams (the seed platform)
 
     def new_id(self, prefix: str) -> str:
-        """A fresh id: ``<prefix>_<hex>`` in the openai dialect, a UUID in the platform dialect."""
+        """A fresh id: ``<prefix>_<hex>`` in the openai dialects, a UUID in the platform dialect."""
         if self.prefixed_ids:
             return f"{prefix}_{uuid.uuid4().hex}"
         return str(uuid.uuid4())
 
     def created_at(self, unix_seconds: float) -> int:
+        """A Response timestamp (``created_at``, ``completed_at``) in this dialect's unit."""
         return int(unix_seconds * 1000) if self.created_at_ms else int(unix_seconds)
 
     def event_name(self, event_type: str) -> bytes:
         return event_type.encode() if self.event_line_is_type else b"message"
+
+    def extension(self, event_type: str) -> str:
+        """The wire name of a platform-only event (``response.routing.completed``...) in this dialect."""
+        return EXTENSION_PREFIX + event_type if self.prefix_extensions else event_type
 
 
 DIALECTS: dict[str, Dialect] = {
@@ -54,6 +80,7 @@ DIALECTS: dict[str, Dialect] = {
         lifecycle_preamble=False,
         hosted_tool_items=False,
         separate_terminal_types=False,
+        stream_by_default=True,
     ),
     "openai": Dialect(
         name="openai",
@@ -63,8 +90,25 @@ DIALECTS: dict[str, Dialect] = {
         lifecycle_preamble=True,
         hosted_tool_items=True,
         separate_terminal_types=True,
+        prefix_extensions=True,
+    ),
+    "openresponses": Dialect(
+        name="openresponses",
+        event_line_is_type=True,
+        created_at_ms=False,
+        prefixed_ids=True,
+        lifecycle_preamble=True,
+        hosted_tool_items=False,
+        separate_terminal_types=True,
+        id_lines=False,
+        done_sentinel=True,
+        prefix_extensions=True,
+        extension_tool_items=True,
+        reasoning_event="response.reasoning",
     ),
 }
+
+DIALECT_NAMES: tuple[str, ...] = tuple(DIALECTS)
 
 
 def get_dialect(name: str) -> Dialect:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from respstream.server.openapi_more import more_paths
+
 __all__ = ["openapi_document"]
 
 _ERROR = {"$ref": "#/components/schemas/ErrorEnvelope"}
@@ -94,5 +96,6 @@ def openapi_document(dialect: str) -> dict[str, Any]:
                                                               "503": {"description": "Not ready, with a breakdown"}}}},
             "/metrics": {"get": {"summary": "Prometheus metrics (needs a key when keys are configured)",
                                  "responses": {"200": {"description": "text/plain"}, **_errors(401)}}},
+            **more_paths(),
         },
     }

@@ -31,6 +31,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from respstream.server.mcp_tools import McpToolbox, McpToolError
 from respstream.server.requests import ResponseRequest
 from respstream.server.router import ground_first
 from respstream.server.store.base import SequenceConflict, StoreUnavailable
@@ -123,6 +124,7 @@ class Pipeline:
         rewriter: RewriterLike,
         max_tool_rounds: int = 4,
         on_tool: Any = None,
+        mcp: McpToolbox | None = None,
     ) -> None:
         self.writer = writer
         self.request = request
@@ -144,6 +146,7 @@ class Pipeline:
         selected = request.server_tools
         self.server_tools = server_names if selected is None else server_names & selected
         self.client_tools = {t["name"]: t for t in request.client_tools}
+        self.mcp = mcp  # the request's remote MCP servers (server/mcp_tools.py)
 
     # -- entry point -----------------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -159,6 +162,9 @@ class Pipeline:
                     d = self.decision
                     w.routing(model_id=d.model_id, category=d.category, source=d.source, reasoning=d.reasoning)
                 await w.flush()
+                if self.mcp is not None:
+                    await self.mcp.start(w)
+                    await self.mcp.run_approvals(w, self.messages)
                 grounding = self._grounding()
                 if grounding is not None:
                     await self._ground_first(*grounding)
@@ -167,7 +173,7 @@ class Pipeline:
                 w.fail(self.cancel_code, self.cancel_message)
             except UpstreamError as exc:
                 w.fail(exc.code, exc.message)
-            except ToolCrashed as exc:
+            except (ToolCrashed, McpToolError) as exc:
                 w.fail("tool_error", str(exc))
             except StoreUnavailable as exc:  # the log could not take our events; the terminal is retried later
                 w.fail("store_unavailable", f"The response store failed while generating: {exc}")
@@ -190,6 +196,9 @@ class Pipeline:
             if not w.closed:
                 w.fail(self.cancel_code, self.cancel_message)
             await asyncio.shield(w.flush())
+        finally:
+            if self.mcp is not None:
+                await self.mcp.aclose()
 
     # -- generation ------------------------------------------------------------------------------------------------
     async def _generate_all(self) -> None:
@@ -298,6 +307,8 @@ class Pipeline:
             specs.append({"type": "function", "function": {
                 "name": tool["name"], "description": tool.get("description") or "",
                 "parameters": tool.get("parameters") or {"type": "object", "properties": {}}}})
+        if self.mcp is not None:
+            specs.extend(self.mcp.specs())
         return specs
 
     def _chat_tool_choice(self) -> Any:
@@ -322,6 +333,14 @@ class Pipeline:
             if call.name in self.client_tools:
                 w.client_tool_call(call_id=call.call_id, name=call.name, arguments=arguments)
                 client_pending = True
+                continue
+            if self.mcp is not None and call.name in self.mcp.by_tool:
+                if self.mcp.needs_approval(call.name):
+                    self.mcp.request_approval(w, call.name, arguments)
+                    client_pending = True  # the response ends; the approval comes with the next request
+                    continue
+                output = await self.mcp.call(w, call.name, arguments)
+                self.messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
                 continue
             output = await self._run_server_tool(call.call_id, call.name, arguments)
             self.messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})

@@ -13,7 +13,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from respstream.server.compaction_item import decode_compaction
 from respstream.server.http_errors import HTTPError
+from respstream.server.mcp_tools import MAX_MCP_SERVERS, McpServerSpec, parse_mcp_tool
 
 __all__ = ["MAX_JSON_DEPTH", "SERVER_TOOL_TYPES", "InputItem", "ResponseRequest", "check_depth", "parse_request"]
 
@@ -29,11 +31,15 @@ SERVER_TOOL_TYPES: dict[str, str] = {
     "calculator": "calculator",
     "current_datetime": "current_datetime",
 }
+# The same tools under their Open Responses extension names (`respstream:web_search`...), as the spec asks a hosted
+# tool of an implementor to be named.
+SERVER_TOOL_TYPES.update({f"respstream:{name}": tool for name, tool in list(SERVER_TOOL_TYPES.items())
+                          if not name.endswith("_preview")})
 _UNSUPPORTED_TOOL_TYPES = {"file_search", "code_interpreter", "image_generation", "computer_use_preview", "computer",
-                           "local_shell", "shell", "apply_patch", "custom", "mcp"}
+                           "local_shell", "shell", "apply_patch", "custom"}
 _TEXT_PARTS = {"input_text", "output_text", "text"}
 _UNSUPPORTED_PARTS = {"input_image", "input_file", "input_audio", "image_url", "file"}
-_IGNORED_ITEMS = {"web_search_call", "mcp_call", "mcp_list_tools", "file_search_call", "item_reference"}
+_IGNORED_ITEMS = {"web_search_call", "mcp_list_tools", "file_search_call", "item_reference"}
 _ROLES = {"user", "assistant", "system", "developer"}
 _UNSUPPORTED_FIELDS = ("prompt",)
 
@@ -77,8 +83,12 @@ class ResponseRequest:
     top_p: float | None = None
     previous_response_id: str | None = None
     conversation_id: str | None = None
+    conversation_api: bool = False  # named by OpenAI's `conversation` (must exist), not the platform's id
     metadata: dict[str, str] = field(default_factory=dict)
     parallel_tool_calls: bool = True
+    mcp_servers: list[McpServerSpec] = field(default_factory=list)  # {"type": "mcp"} tools
+    mcp_approvals: list[dict[str, Any]] = field(default_factory=list)  # mcp_approval_response input items
+    mcp_approval_requests: list[dict[str, Any]] = field(default_factory=list)  # echoed mcp_approval_request items
 
     @property
     def input_text(self) -> str:
@@ -170,7 +180,9 @@ def _content_text(content: Any, param: str) -> str:
     return "".join(texts)
 
 
-def _input_items(raw: Any, param: str = "input") -> list[InputItem]:
+def _input_items(raw: Any, param: str = "input",
+                 mcp: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None) -> list[InputItem]:
+    """``mcp``: where MCP approval responses and echoed approval requests go (they are no model input)."""
     if isinstance(raw, str):
         if not raw.strip():
             raise _bad(f"{param} is required and must not be empty", param, "missing_required_parameter")
@@ -206,18 +218,44 @@ def _input_items(raw: Any, param: str = "input") -> list[InputItem]:
             if not isinstance(output, str):
                 raise _type_error(f"{where}.output", "a string")
             items.append(InputItem("function_call_output", role="tool", call_id=item["call_id"], output=output))
+        elif kind == "compaction":
+            try:
+                summary = decode_compaction(item.get("encrypted_content"))
+            except ValueError as exc:
+                raise _bad(f"{where}.encrypted_content {exc}", f"{where}.encrypted_content") from None
+            items.append(InputItem("message", role="system", text=f"Summary of the earlier conversation: {summary}"))
         elif kind == "reasoning":
             continue  # what the Agents SDK sends back; the model does not need its own reasoning again
+        elif kind == "mcp_call":  # echoed by SDKs: the call and its result are history the model must see
+            call_id = str(item.get("id") or f"mcp_{i}")
+            items.append(InputItem("function_call", role="assistant", call_id=call_id, name=str(item.get("name", "")),
+                                   arguments=str(item.get("arguments") or "{}")))
+            result = item.get("output") if item.get("output") is not None else item.get("error")
+            items.append(InputItem("function_call_output", role="tool", call_id=call_id, output=str(result or "")))
+        elif kind == "mcp_approval_response":
+            if not isinstance(item.get("approval_request_id"), str) or not isinstance(item.get("approve"), bool):
+                raise _bad(f"{where} needs approval_request_id (a string) and approve (a boolean)", where,
+                           "invalid_type")
+            if mcp is not None:
+                mcp[0].append(item)
+            continue
+        elif kind == "mcp_approval_request":
+            if mcp is not None:
+                mcp[1].append(item)
+            continue
         elif kind in _IGNORED_ITEMS:
             continue  # hosted-tool items echoed back by SDKs: already reflected in the assistant text
         else:
             raise _bad(f"{where}.type {kind!r} is not supported", f"{where}.type", "unsupported_parameter")
+    if mcp is not None and (mcp[0] or mcp[1]) and not items:
+        return items  # only an approval answer: the approved call is the new input
     if not items or not any(i.text.strip() or i.type != "message" for i in items):
         raise _bad(f"{param} is required and must not be empty", param, "missing_required_parameter")
     return items
 
 
-def _tools(raw: Any, server_tool_names: set[str]) -> tuple[list[dict[str, Any]], set[str] | None]:
+def _tools(raw: Any, server_tool_names: set[str],
+           mcp: list[McpServerSpec] | None = None) -> tuple[list[dict[str, Any]], set[str] | None]:
     if raw is None:
         return [], None
     if not isinstance(raw, list):
@@ -247,6 +285,13 @@ def _tools(raw: Any, server_tool_names: set[str]) -> tuple[list[dict[str, Any]],
             client.append(tool)
         elif kind in SERVER_TOOL_TYPES:
             selected = (selected or set()) | {SERVER_TOOL_TYPES[kind]}
+        elif kind == "mcp" and mcp is not None:
+            spec = parse_mcp_tool(tool, where)
+            if any(s.label == spec.label for s in mcp):
+                raise _bad(f"{where}.server_label {spec.label!r} is used twice", f"{where}.server_label")
+            if len(mcp) >= MAX_MCP_SERVERS:
+                raise _bad(f"at most {MAX_MCP_SERVERS} MCP servers per request", where)
+            mcp.append(spec)
         elif kind in _UNSUPPORTED_TOOL_TYPES:
             raise _bad(f"{where}.type {kind!r} is not supported", f"{where}.type", "unsupported_parameter")
         else:
@@ -320,8 +365,10 @@ def parse_request(body: Any, *, server_tool_names: set[str]) -> ResponseRequest:
     if "input" not in body or body["input"] is None:
         raise _bad("input is required", "input", "missing_required_parameter")
     model = _opt_str(body, "model") or "auto"
-    items = _input_items(body["input"])
-    client_tools, server_tools = _tools(body.get("tools"), server_tool_names)
+    approvals: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+    items = _input_items(body["input"], mcp=approvals)
+    mcp_servers: list[McpServerSpec] = []
+    client_tools, server_tools = _tools(body.get("tools"), server_tool_names, mcp_servers)
     max_tokens = body.get("max_output_tokens")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
         raise _type_error("max_output_tokens", "an integer")
@@ -335,8 +382,9 @@ def parse_request(body: Any, *, server_tool_names: set[str]) -> ResponseRequest:
     conversation = body.get("conversation_id", body.get("conversation"))
     if isinstance(conversation, dict):
         conversation = conversation.get("id")
-    if conversation is not None and not isinstance(conversation, str):
-        raise _type_error("conversation_id", "a string")
+    if conversation is not None and (not isinstance(conversation, str) or not conversation):
+        name = "conversation_id" if "conversation_id" in body else "conversation"
+        raise _type_error(name, "a non-empty string (or {\"id\": ...})")
     parallel = _opt_bool(body, "parallel_tool_calls")
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
@@ -359,6 +407,10 @@ def parse_request(body: Any, *, server_tool_names: set[str]) -> ResponseRequest:
         top_p=_opt_number(body, "top_p", 0.0, 1.0),
         previous_response_id=_opt_str(body, "previous_response_id"),
         conversation_id=conversation,
+        conversation_api="conversation_id" not in body and conversation is not None,
         metadata=_metadata(body.get("metadata")),
         parallel_tool_calls=True if parallel is None else parallel,
+        mcp_servers=mcp_servers,
+        mcp_approvals=approvals[0],
+        mcp_approval_requests=approvals[1],
     )

@@ -18,22 +18,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from respstream.server.config import Config
+from respstream.server.conversation_records import conversation_of
 from respstream.server.dialects import Dialect, get_dialect
 from respstream.server.history import items_from_json, items_to_messages, output_to_items
 from respstream.server.http_errors import HTTPError
+from respstream.server.input_items import input_item_records
+from respstream.server.mcp_tools import McpApproval, McpToolbox
 from respstream.server.metrics import Metrics
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
-from respstream.server.store.base import (
-    ResponseRecord,
-    SequenceConflict,
-    Store,
-    StoreUnavailable,
-    conversation_key,
-)
+from respstream.server.response_object import new_response, sampling_defaults_of
+from respstream.server.store.base import ResponseRecord, SequenceConflict, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.response import ResponseTelemetry
+from respstream.server.tools.netguard import AddressPolicy
 from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
 __all__ = ["TERMINAL_STATUSES", "ResponseService", "Running"]
@@ -48,6 +47,7 @@ class Running:
     task: asyncio.Task[None]
     pipeline: Pipeline
     background: bool
+    store: Store  # where its log is written (a WebSocket's own store for store:false on a socket)
 
 
 class ResponseService:
@@ -75,64 +75,61 @@ class ResponseService:
         self._closing = False
 
     # -- create ----------------------------------------------------------------------------------------------------
-    async def _context(self, req: ResponseRequest, owner: str | None) -> list[InputItem]:
+    async def _previous(self, rid: str, owner: str | None, local: Store | None) -> ResponseRecord:
+        """The record ``previous_response_id`` names: from the connection-local store first (WebSocket), else the
+        store, where a ``store: false`` response is not found for a connection that has its own cache."""
+        prev = await local.get(rid) if local is not None else None
+        if prev is None:
+            prev = await self.store.get(rid)
+            if prev is not None and local is not None and prev.request.get("store") is False:
+                prev = None  # a store:false response lives only on the socket that made it
+        if prev is None or prev.owner != owner:
+            raise HTTPError(400, "previous_response_not_found", f"Previous response with id '{rid}' not found.",
+                            param="previous_response_id")
+        return prev
+
+    async def context(self, req: ResponseRequest, owner: str | None, local: Store | None = None) -> list[InputItem]:
         items: list[InputItem] = []
         if req.conversation_id:
-            stored = await self.store.conversation(conversation_key(owner, req.conversation_id))
+            await conversation_of(self.store, req.conversation_id, owner, implicit=not req.conversation_api)
+            stored = await self.store.conversation(req.conversation_id)
             items.extend(items_from_json(stored[-self.config.conversation_window :]))
         if req.previous_response_id:
-            prev = await self.store.get(req.previous_response_id)
-            if prev is None or prev.owner != owner:
-                raise HTTPError(400, "previous_response_not_found",
-                                f"Previous response with id '{req.previous_response_id}' not found.",
-                                param="previous_response_id")
+            prev = await self._previous(req.previous_response_id, owner, local)
             items.extend(items_from_json(prev.request.get("context", [])))
             items.extend(output_to_items(prev.response.get("output", [])))
+        _check_call_outputs(items, req.input)
         items.extend(req.input)
         window = self.config.conversation_window + len(req.input)
         return items[-window:]
 
-    def _response_object(self, rid: str, req: ResponseRequest, created: float, model: str) -> dict[str, Any]:
-        return {
-            "id": rid,
-            "object": "response",
-            "created_at": self.dialect.created_at(created),
-            "status": "queued" if req.background else "in_progress",
-            "background": req.background,
-            "error": None,
-            "incomplete_details": None,
-            "instructions": req.instructions,
-            "max_output_tokens": req.max_output_tokens,
-            "model": model,
-            "output": [],
-            "parallel_tool_calls": req.parallel_tool_calls,
-            "previous_response_id": req.previous_response_id,
-            "store": req.store,
-            "temperature": req.temperature,
-            "text": {"format": {"type": "text"}},
-            "tool_choice": req.tool_choice,
-            "tools": req.client_tools,
-            "top_p": req.top_p,
-            "usage": None,
-            "metadata": req.metadata,
-            "conversation": {"id": req.conversation_id} if req.conversation_id else None,
-        }
+    async def _mcp_toolbox(self, req: ResponseRequest, owner: str | None, local: Store | None) -> McpToolbox | None:
+        """The request's MCP servers, with its approval answers matched to their requests (from the input or the
+        previous response). Raises a 400 for an answer to an approval request that cannot be found."""
+        if not req.mcp_servers and not req.mcp_approvals:
+            return None
+        asked = {i.get("id"): i for i in req.mcp_approval_requests}
+        if req.mcp_approvals and req.previous_response_id:
+            prev = await self._previous(req.previous_response_id, owner, local)
+            asked.update({i.get("id"): i for i in prev.response.get("output", [])
+                          if i.get("type") == "mcp_approval_request"})
+        approvals = []
+        for answer in req.mcp_approvals:
+            found = asked.get(answer["approval_request_id"])
+            if found is None:
+                raise HTTPError(400, "invalid_value", "No mcp_approval_request with id "
+                                f"'{answer['approval_request_id'][:80]}' in the input or the previous response.",
+                                param="input")
+            approvals.append(McpApproval(request_id=answer["approval_request_id"],
+                                         server_label=str(found.get("server_label", "")),
+                                         name=str(found.get("name", "")), arguments=str(found.get("arguments", "")),
+                                         approve=answer["approve"], reason=answer.get("reason")))
+        policy = AddressPolicy(self.config.tools.get("fetch_allow", []) or [])
+        return McpToolbox(req.mcp_servers, approvals, policy,
+                          timeout=float(self.config.tools.get("timeout", 30.0) or 30.0))
 
-    async def start(self, req: ResponseRequest, *, owner: str | None) -> tuple[ResponseRecord, Running]:
-        """Create and start a response. Raises :class:`HTTPError` (400 model/previous id, 503 store/shutdown)."""
-        if self._closing:
-            raise HTTPError(503, "server_shutdown", "The server is shutting down.", headers={"Retry-After": "1"})
-        if req.background and self.background_running() >= self.config.max_background_responses:
-            # Background work outlives its request, so the stream limit does not bound it: this does.
-            raise HTTPError(429, "too_many_background_responses",
-                            f"{self.config.max_background_responses} background responses are already running "
-                            "(max_background_responses); retry when one has finished.", headers={"Retry-After": "5"})
-        began = time.perf_counter()
-        try:
-            items = await self._context(req, owner)
-        except StoreUnavailable as exc:
-            raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
-                            headers={"Retry-After": "1"}) from exc
+    async def route(self, req: ResponseRequest) -> Any:
+        """The routing decision for ``req``. Raises a 400 ``model_not_found`` for an unknown pinned model."""
         pinned = req.model != "auto"
         try:
             with self.tracing.span("route", {"gen_ai.request.model": req.model}) as span:
@@ -140,6 +137,7 @@ class ResponseService:
                 span.set_attributes({"respstream.route.category": decision.category,
                                      "respstream.route.source": decision.source,
                                      "respstream.route.model": decision.model_id})
+                return decision
         except Exception as exc:
             available = getattr(exc, "available", None)
             upstreams = [u.name for u in getattr(self.router, "upstreams", [])]
@@ -154,20 +152,50 @@ class ResponseService:
                                 f"The model '{req.model}' does not exist. Available: {', '.join(available)} (or auto).",
                                 param="model", extra={"available": list(available)}) from exc
             raise
+
+    async def start(self, req: ResponseRequest, *, owner: str | None,
+                    local: Store | None = None) -> tuple[ResponseRecord, Running]:
+        """Create and start a response. Raises :class:`HTTPError` (400 model/previous id, 503 store/shutdown).
+
+        ``local``: a WebSocket connection's own store. A ``store: false`` response is written there only (gone
+        when the socket closes) and ``previous_response_id`` is looked up there first."""
+        if self._closing:
+            raise HTTPError(503, "server_shutdown", "The server is shutting down.", headers={"Retry-After": "1"})
+        if req.background and self.background_running() >= self.config.max_background_responses:
+            # Background work outlives its request, so the stream limit does not bound it: this does.
+            raise HTTPError(429, "too_many_background_responses",
+                            f"{self.config.max_background_responses} background responses are already running "
+                            "(max_background_responses); retry when one has finished.", headers={"Retry-After": "5"})
+        began = time.perf_counter()
+        try:
+            items = await self.context(req, owner, local)
+        except StoreUnavailable as exc:
+            raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
+                            headers={"Retry-After": "1"}) from exc
+        pinned = req.model != "auto"
+        decision = await self.route(req)
         self._check_context(req, items, decision.upstream)
+        mcp = await self._mcp_toolbox(req, owner, local)
         created = time.time()
         rid = self.dialect.new_id("resp")
-        response = self._response_object(rid, req, created, decision.model_id)
+        response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
+                                defaults=sampling_defaults_of(getattr(decision, "upstream", None)))
         record = ResponseRecord(
             id=rid, status="queued" if req.background else "in_progress", created_at=created,
             background=req.background, dialect=self.dialect.name, owner=owner, instance_id=self.config.instance_id,
-            response=response, request={"context": [i.to_json() for i in items], "store": req.store},
+            response=response, request={"context": [i.to_json() for i in items], "store": req.store,
+                     "input_items": input_item_records(req.input, self.dialect)},
             conversation_id=req.conversation_id,
         )
-        target = self.store.backend_for(record) if isinstance(self.store, SplitStore) else self.store
+        if local is not None and not req.store:
+            target: Store = local
+        else:
+            target = self.store.backend_for(record) if isinstance(self.store, SplitStore) else self.store
         writer = ResponseWriter(record, dialect=self.dialect, store=target, response=response,
                                 check=self.config.check_events, on_flush=self.metrics.count_events,
-                                max_event_bytes=self.config.max_event_bytes)
+                                max_event_bytes=self.config.max_event_bytes,
+                                routing_event=(self.dialect.name != "openresponses"
+                                               or self.config.openresponses_routing_event))
         with contextlib.suppress(WriterClosed):  # response.created over max_event_bytes: the log holds the error
             writer.start()
         obs = current_request()
@@ -175,7 +203,7 @@ class ResponseService:
             obs.response_id, obs.model, obs.dialect = rid, decision.model_id, self.dialect.name
         try:
             with self.tracing.span("store create", {"gen_ai.response.id": rid}):
-                await self.store.create(record)
+                await target.create(record)
                 await writer.flush()
         except StoreUnavailable as exc:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
@@ -184,11 +212,12 @@ class ResponseService:
             writer=writer, request=req, decision=decision, pinned=pinned,
             messages=items_to_messages(req.instructions, items), router=self.router, tools=self.tools,
             rewriter=self.rewriter, max_tool_rounds=self.config.max_tool_rounds, on_tool=self.metrics.tool,
+            mcp=mcp,
         )
         pipeline.telemetry = ResponseTelemetry(metrics=self.metrics, tracing=self.tracing, started=began,
                                                observation=obs)
         task = asyncio.create_task(self._run(pipeline, record, req, target), name=f"response {rid}")
-        running = Running(task, pipeline, req.background)
+        running = Running(task, pipeline, req.background, target)
         self.running[rid] = running
         self.metrics.set_running(len(self.running))
         return record, running
@@ -240,6 +269,8 @@ class ResponseService:
                     writer.mark_in_progress()
                     await store.update(record)
                 async with store.hold_lease(record.id):
+                    # From here a store outage shorter than the lease (a Redis failover) only stalls the stream.
+                    writer.retry_unavailable_seconds = self.config.lease_seconds
                     # Every failure is settled while we still hold the lease: once it is released, a reader may
                     # end the unfinished log with `worker_lost` first and our precise terminal would be refused.
                     try:
@@ -256,10 +287,10 @@ class ResponseService:
                 log.exception("response %s: storing it failed", record.id)
                 await self._end(writer, store, "internal_error", "the response could not be stored")
             if req.conversation_id and record.status in ("completed", "incomplete"):
-                new = [i.to_json() for i in req.input]
-                new += [i.to_json() for i in output_to_items(writer.response.get("output", []))]
+                new = input_item_records(req.input, self.dialect)
+                new += input_item_records(output_to_items(writer.response.get("output", [])), self.dialect)
                 try:
-                    await self.store.extend_conversation(conversation_key(record.owner, req.conversation_id), new)
+                    await self.store.extend_conversation(req.conversation_id, new)
                 except Exception:  # the response itself is complete and stored; only the history missed a turn
                     log.exception("response %s: conversation %s not extended", record.id, req.conversation_id)
         finally:
@@ -429,3 +460,16 @@ class ResponseService:
         tasks = [r.task for r in self.running.values()]
         if tasks:  # terminals being flushed; a store that is down must not hold the exit forever
             await asyncio.wait(tasks, timeout=max(1.0, grace))
+
+
+def _check_call_outputs(context: list[InputItem], new: list[InputItem]) -> None:
+    """Every ``function_call_output`` must answer a ``function_call`` before it (in the context or the new input):
+    an output for a call that never happened is a client bug, answered with a 400 naming the item."""
+    calls = {i.call_id for i in context if i.type == "function_call"}
+    for index, item in enumerate(new):
+        if item.type == "function_call":
+            calls.add(item.call_id)
+        elif item.type == "function_call_output" and item.call_id not in calls:
+            raise HTTPError(400, "invalid_value",
+                            f"No tool call found for function call output with call_id '{item.call_id}'.",
+                            param=f"input[{index}].call_id")

@@ -90,6 +90,7 @@ class EventStreamResponse:
         self.slow_reader_timeout = slow_reader_timeout
         self.last = after  # the last sequence number sent
         self.cut_slow = False  # this reader was cut for not reading
+        self.disconnected = False  # the peer went away
         # The timer's view of the sender.
         self._sending = False  # inside a send (a blocked one is a stalled reader)
         self._seen = after  # `last` when the timer last looked
@@ -99,28 +100,32 @@ class EventStreamResponse:
         self._keepalive_due = False
         self._timer: asyncio.TimerHandle | None = None
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        disconnected = False
+    # -- what goes on the wire (a transport beside SSE overrides these three; server/websocket.py) -----------------
+    def entry_message(self, entry: Entry) -> dict[str, Any]:
+        """The ASGI message carrying one log entry."""
+        return {"type": "http.response.body", "body": frame(self.dialect, entry), "more_body": True}
+
+    def keepalive_message(self) -> dict[str, Any] | None:
+        """What an idle stream sends every ``keepalive_seconds`` (None: nothing)."""
+        return _KEEPALIVE
+
+    def terminal_message(self, sequence_number: int, code: str, message: str) -> dict[str, Any]:
+        """This reader's own terminal (not in the log), see :func:`writer.reader_terminal_frame`."""
+        return {"type": "http.response.body", "more_body": True,
+                "body": reader_terminal_frame(self.dialect, sequence_number, code, message)}
+
+    def arm_timer(self, limit: float) -> None:
+        """Start the per-stream timer (keep-alives and the slow-reader cut) for the current task."""
         me = asyncio.current_task()
         loop = asyncio.get_running_loop()
-        limit = _configured_timeout(scope) if self.slow_reader_timeout is None else self.slow_reader_timeout
-
-        async def watch() -> None:
-            nonlocal disconnected
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    disconnected = True
-                    if me is not None:
-                        me.cancel()
-                    return
+        period = max(0.01, min(self.keepalive, limit if limit > 0 else self.keepalive) / 4)
 
         def tick() -> None:
             now = loop.time()
             if self._sending:
                 if self.last != self._seen:
                     self._seen, self._stall_since = self.last, now
-                elif limit > 0 and now - self._stall_since >= limit + period and not disconnected:
+                elif limit > 0 and now - self._stall_since >= limit + period and not self.disconnected:
                     self.cut_slow = True  # no progress for at least `limit` (the last progress seen was earlier)
                     if me is not None:
                         me.cancel()
@@ -134,10 +139,34 @@ class EventStreamResponse:
                     fut.set_result(None)
             self._timer = loop.call_later(period, tick)
 
-        period = max(0.01, min(self.keepalive, limit if limit > 0 else self.keepalive) / 4)
-        watcher = asyncio.create_task(watch())
         self._active = self._stall_since = loop.time()
         self._timer = loop.call_later(period, tick)
+
+    def disarm_timer(self) -> None:
+        self._sending = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def close_message(self) -> dict[str, Any]:
+        """What ends the stream after a cut."""
+        return {"type": "http.response.body", "body": b"", "more_body": False}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        me = asyncio.current_task()
+        limit = _configured_timeout(scope) if self.slow_reader_timeout is None else self.slow_reader_timeout
+
+        async def watch() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    self.disconnected = True
+                    if me is not None:
+                        me.cancel()
+                    return
+
+        watcher = asyncio.create_task(watch())
+        self.arm_timer(limit)
         try:
             try:
                 self._sending = True
@@ -148,22 +177,20 @@ class EventStreamResponse:
                 self._sending = True
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
             except asyncio.CancelledError:
-                if not (disconnected or self.cut_slow):
+                if not (self.disconnected or self.cut_slow):
                     raise
                 if me is not None:
                     me.uncancel()
-                if self.cut_slow and not disconnected:
+                if self.cut_slow and not self.disconnected:
                     await self._cut(send, limit)
             except OSError:
-                disconnected = True  # the peer went away while we wrote
+                self.disconnected = True  # the peer went away while we wrote
         finally:
-            self._sending = False
-            if self._timer is not None:
-                self._timer.cancel()
+            self.disarm_timer()
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
-            if disconnected and self.on_disconnect is not None:
+            if self.disconnected and self.on_disconnect is not None:
                 self.on_disconnect()
             if self.on_close is not None:
                 self.on_close()
@@ -174,11 +201,10 @@ class EventStreamResponse:
         if stop is not None:
             stop()
         message = f"The client read nothing for {limit:g} s (slow_reader_timeout_seconds); the stream was cut."
-        body = reader_terminal_frame(self.dialect, self.last + 1, "slow_reader", message)
         try:
             async with asyncio.timeout(max(limit, SLOW_READER_GRACE_SECONDS)):
-                await send({"type": "http.response.body", "body": body, "more_body": True})
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await send(self.terminal_message(self.last + 1, "slow_reader", message))
+                await send(self.close_message())
             return
         except (TimeoutError, OSError):
             pass
@@ -216,20 +242,24 @@ class EventStreamResponse:
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, 0.5)
         self._sending = True
-        await send({"type": "http.response.body", "more_body": True,
-                    "body": reader_terminal_frame(self.dialect, self.last + 1, code, message)})
+        await send(self.terminal_message(self.last + 1, code, message))
         self._sending = False
 
     async def _follow_memory(self, send: Any) -> bool:
         store: Any = self.store
-        rid, dialect, after = self.response_id, self.dialect, self.last
+        rid, after = self.response_id, self.last
         loop = asyncio.get_running_loop()
+        # The SSE encoding inline (the hot path: one call less per event); any other transport through its method.
+        sse = type(self).entry_message is EventStreamResponse.entry_message
+        dialect = self.dialect
+        encode = self.entry_message
         while True:
             entries: list[Entry] = store.read_entries(rid, after)
             if entries:
                 self._sending = True
                 for entry in entries:
-                    await send({"type": "http.response.body", "body": frame(dialect, entry), "more_body": True})
+                    await send({"type": "http.response.body", "body": frame(dialect, entry), "more_body": True}
+                               if sse else encode(entry))
                     self.last = entry.sequence_number
                     if entry.terminal:
                         return True
@@ -253,9 +283,11 @@ class EventStreamResponse:
             if self._keepalive_due:  # the timer woke us, not an append
                 self._keepalive_due = False
                 store.drop_waiter(rid, fut)
-                self._sending = True
-                await send(_KEEPALIVE)
-                self._sending = False
+                keepalive = self.keepalive_message()
+                if keepalive is not None:
+                    self._sending = True
+                    await send(keepalive)
+                    self._sending = False
                 self._active = loop.time()
 
     async def _follow_tail(self, send: Any) -> bool:
@@ -275,15 +307,17 @@ class EventStreamResponse:
                     async with asyncio.timeout(self.keepalive):
                         item = await queue.get()
                 except TimeoutError:
-                    self._sending = True
-                    await send(_KEEPALIVE)
-                    self._sending = False
+                    keepalive = self.keepalive_message()
+                    if keepalive is not None:
+                        self._sending = True
+                        await send(keepalive)
+                        self._sending = False
                     continue
                 if item is _END:
                     task.result() if task.done() else None  # surface a store failure
                     return False
                 self._sending = True
-                await send({"type": "http.response.body", "body": frame(self.dialect, item), "more_body": True})
+                await send(self.entry_message(item))
                 self._sending = False
                 self.last = item.sequence_number
                 if item.terminal:

@@ -33,7 +33,8 @@ import msgspec
 
 from respstream.protocol.events import OutputTextDelta, decode_event
 from respstream.protocol.rules import RuleChecker
-from respstream.server.dialects import Dialect
+from respstream.server.dialects import EXTENSION_PREFIX, Dialect
+from respstream.server.response_object import mark_completed
 from respstream.server.store.base import (
     DeltaEntry,
     DeltaTemplate,
@@ -46,7 +47,8 @@ from respstream.server.store.base import (
 )
 from respstream.server.upstream.base import Usage
 
-__all__ = ["ERROR_CODES", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_frame",
+__all__ = ["ERROR_CODES", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame", "reader_terminal_data",
+           "reader_terminal_frame",
            "terminal_outcome"]
 
 # Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
@@ -75,14 +77,32 @@ class WriterClosed(RuntimeError):
     """An event was offered after the terminal, or after a rule violation ended the stream."""
 
 
+_DONE = b"data: [DONE]\n\n"
+
+
 def frame(dialect: Dialect, entry: Entry) -> bytes:
-    """The SSE frame for one log entry in ``dialect`` (one formatting step for a compact delta)."""
+    """The SSE frame for one log entry in ``dialect`` (one formatting step for a compact delta). Open Responses:
+    no ``id:`` line, and ``data: [DONE]`` right after the terminal."""
     if entry.__class__ is DeltaEntry:
         seq, template = entry.sequence_number, entry.template  # type: ignore[union-attr]
+        if not dialect.id_lines:
+            return template.frame_bare % (seq, entry.piece)  # type: ignore[union-attr,no-any-return]
         fmt = template.frame_typed if dialect.event_line_is_type else template.frame_message
         return fmt % (seq, seq, entry.piece)  # type: ignore[union-attr,no-any-return]
     name = entry.type.encode() if dialect.event_line_is_type else b"message"
-    return b"id: %d\nevent: %b\ndata: %b\n\n" % (entry.sequence_number, name, entry.data)
+    if dialect.id_lines:
+        return b"id: %d\nevent: %b\ndata: %b\n\n" % (entry.sequence_number, name, entry.data)
+    body = b"event: %b\ndata: %b\n\n" % (name, entry.data)
+    return body + _DONE if entry.terminal and dialect.done_sentinel else body
+
+
+def reader_terminal_data(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
+    """The JSON of :func:`reader_terminal_frame` (what a WebSocket sends as its message)."""
+    if dialect.separate_terminal_types:
+        err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
+        return _encode({"type": "error", "sequence_number": sequence_number, "error": err})
+    return _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
+                    "param": None})
 
 
 def reader_terminal_frame(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
@@ -96,7 +116,8 @@ def reader_terminal_frame(dialect: Dialect, sequence_number: int, code: str, mes
         data = _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
                         "param": None})
     name = b"error" if dialect.event_line_is_type else b"message"
-    return b"event: %b\ndata: %b\n\n" % (name, data)
+    body = b"event: %b\ndata: %b\n\n" % (name, data)
+    return body + _DONE if dialect.done_sentinel else body
 
 
 def terminal_outcome(entry: LogEntry) -> tuple[str, dict[str, Any] | None]:
@@ -159,8 +180,10 @@ class ResponseWriter:
         check: bool = True,
         on_flush: Callable[[int], None] | None = None,
         max_event_bytes: int = 16 << 20,
+        routing_event: bool = True,
     ) -> None:
         self.record = record
+        self._routing_event = routing_event  # False: the routing decision shows only as the Response's `model`
         self.dialect = dialect
         self.response = response  # the Response snapshot (output filled as items finish)
         self._store = store
@@ -235,14 +258,35 @@ class ResponseWriter:
             if self._on_flush is not None:
                 self._on_flush(len(batch))
 
+    # Seconds a flush keeps retrying a store that is unavailable (a Redis failover, a reconnect) before it raises;
+    # 0 = raise at once. The service sets it to the lease: past that, other instances end the log anyway.
+    retry_unavailable_seconds: float = 0.0
+
     async def flush(self) -> None:
         """Append the queued events to the store in one batch (wakes every reader once).
 
-        Raises what the store raises. On ``StoreUnavailable`` the batch stays queued, so a later ``flush()``
-        appends it without a gap in the sequence numbers. A cancellation never interrupts a store write half way
-        (the write finishes in the background and the next ``flush()`` waits for it first), so batches land in
-        order and none is lost.
+        Raises what the store raises. On ``StoreUnavailable`` the batch stays queued and is retried (with backoff)
+        for ``retry_unavailable_seconds``, so a Redis primary failing over to its replica stalls the stream instead
+        of failing it; a later ``flush()`` appends what is still queued without a gap in the sequence numbers. A
+        cancellation never interrupts a store write half way (the write finishes in the background and the next
+        ``flush()`` waits for it first), so batches land in order and none is lost.
         """
+        if self.retry_unavailable_seconds <= 0:
+            await self._flush_once()
+            return
+        deadline = time.monotonic() + self.retry_unavailable_seconds
+        pause = 0.05
+        while True:
+            try:
+                await self._flush_once()
+                return
+            except StoreUnavailable:
+                if time.monotonic() + pause > deadline:
+                    raise
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+    async def _flush_once(self) -> None:
         if self._inflight is not None:
             await self._settle()
         if not self._pending:
@@ -338,8 +382,10 @@ class ResponseWriter:
 
     def routing(self, *, model_id: str, category: str, source: str, reasoning: str) -> None:
         self.response["model"] = model_id
+        if not self._routing_event:
+            return
         self._emit(
-            "response.routing.completed",
+            self.dialect.extension("response.routing.completed"),
             {"model_id": model_id, "category": category, "source": source, "reasoning": reasoning},
         )
 
@@ -358,7 +404,7 @@ class ResponseWriter:
             if kind == "message":
                 shell = {"id": item.id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
             else:
-                shell = {"id": item.id, "type": "reasoning", "summary": [], "content": []}
+                shell = {"id": item.id, "type": "reasoning", "status": "in_progress", "summary": [], "content": []}
             self._output.append(shell)
             self._emit("response.output_item.added", {"output_index": item.output_index, "item": shell})
             self._item = item
@@ -374,9 +420,10 @@ class ResponseWriter:
             self._emit("response.content_part.added", {**self._where(item, part), "part": _part(kind, "")})
             item.part = part
             # The same bytes the generic encoder makes for this part's deltas, around the delta string.
+            name = self.dialect.reasoning_event if kind == "reasoning_text" else f"response.{kind}"
             item.template = DeltaTemplate(
-                f"response.{kind}.delta",
-                b'{"type":"response.%b.delta","sequence_number":' % kind.encode(),
+                f"{name}.delta",
+                b'{"type":"%b.delta","sequence_number":' % name.encode(),
                 b',"item_id":%b,"output_index":%d,"content_index":%d,"delta":' % (
                     _encode(item.id), item.output_index, part.content_index),
                 b',"logprobs":[]}' if kind == "output_text" else b"}",
@@ -440,13 +487,13 @@ class ResponseWriter:
         text = part.joined() if final_text is None else final_text
         where = self._where(item, part)
         if rewritten:
-            self._emit("response.rewrite.in_progress", {})
+            self._emit(self.dialect.extension("response.rewrite.in_progress"), {})
         if part.kind == "output_text":
             self._emit("response.output_text.done", {**where, "text": text, "logprobs": []})
         elif part.kind == "refusal":
             self._emit("response.refusal.done", {**where, "refusal": text})
         else:
-            self._emit("response.reasoning_text.done", {**where, "text": text})
+            self._emit(f"{self.dialect.reasoning_event}.done", {**where, "text": text})
         done_part = _part(part.kind, text)
         self._emit("response.content_part.done", {**where, "part": done_part})
         item.content.append(done_part)
@@ -458,9 +505,7 @@ class ResponseWriter:
             return
         self._close_part(item)
         final = self._output[item.output_index]
-        final = {**final, "content": item.content}
-        if item.kind == "message":
-            final["status"] = status
+        final = {**final, "content": item.content, "status": status}
         self._output[item.output_index] = final
         self._emit("response.output_item.done", {"output_index": item.output_index, "item": final})
         self._item = None
@@ -494,10 +539,18 @@ class ResponseWriter:
     def server_tool_started(self, *, call_id: str, name: str, arguments: str, query: str | None = None) -> int:
         """Announce a server-side tool call; returns its output index for :meth:`server_tool_finished`."""
         self._close_current_item()
+        if self.dialect.extension_tool_items:
+            # Open Responses: a hosted tool of ours is an extension item named after it (`respstream:web_search_call`).
+            item: dict[str, Any] = {"id": self.dialect.new_id("rst"), "type": f"{EXTENSION_PREFIX}{name}_call",
+                                    "status": "in_progress", "call_id": call_id, "name": name,
+                                    "arguments": arguments, "output": None}
+            if query is not None:
+                item["query"] = query
+            return self._add_item(item)
         hosted = self.dialect.hosted_tool_items
         if hosted and name == "web_search":
-            item: dict[str, Any] = {"id": self.dialect.new_id("ws"), "type": "web_search_call",
-                                    "status": "in_progress", "action": {"type": "search", "query": query or ""}}
+            item = {"id": self.dialect.new_id("ws"), "type": "web_search_call", "status": "in_progress",
+                    "action": {"type": "search", "query": query or ""}}
             index = self._add_item(item)
             self._emit("response.web_search_call.in_progress", {"item_id": item["id"], "output_index": index})
             self._emit("response.web_search_call.searching", {"item_id": item["id"], "output_index": index})
@@ -534,6 +587,10 @@ class ResponseWriter:
             action = dict(item["action"])
             action["sources"] = [{"type": "url", "url": url} for url in sources or []]
             item.update(action=action, status=status, output=output)
+        elif item["type"].startswith(EXTENSION_PREFIX):
+            item.update(status=status, output=output)
+            if sources is not None:
+                item["sources"] = [{"type": "url", "url": url} for url in sources]
         elif item["type"] == "mcp_call":
             self._emit("response.mcp_call.completed" if status == "completed" else "response.mcp_call.failed", where)
             item.update(status=status, output=output if status == "completed" else None,
@@ -543,6 +600,18 @@ class ResponseWriter:
             self._tool_summary.append({"call_id": item["call_id"], "name": item["name"],
                                        "arguments": item["arguments"], "status": status, "output": output})
         self._done_item(index, item)
+
+    # Public for item kinds built outside this module (server/mcp_tools.py): the same bookkeeping as our own.
+    def add_output_item(self, item: dict[str, Any]) -> int:
+        """Close any open item, add ``item`` (``response.output_item.added``); returns its output index."""
+        self._close_current_item()
+        return self._add_item(item)
+
+    def finish_output_item(self, index: int, item: dict[str, Any]) -> None:
+        self._done_item(index, item)
+
+    def emit_event(self, event_type: str, fields: dict[str, Any]) -> None:
+        self._emit(event_type, fields)
 
     def _add_item(self, item: dict[str, Any]) -> int:
         index = len(self._output)
@@ -568,7 +637,7 @@ class ResponseWriter:
             tool_calls=self._tool_summary,
         )
         if status == "completed":
-            self.response["completed_at"] = int(now)
+            mark_completed(self.response, self.dialect, now)
         self.record.status = status
         event_type = "response.incomplete" if incomplete_reason and self.dialect.separate_terminal_types else (
             "response.completed"
@@ -608,9 +677,7 @@ class ResponseWriter:
         content = list(item.content)
         if item.part is not None:
             content.append(_part(item.part.kind, item.part.joined()))
-        snapshot = {**self._output[item.output_index], "content": content}
-        if item.kind == "message":
-            snapshot["status"] = "incomplete"
+        snapshot = {**self._output[item.output_index], "content": content, "status": "incomplete"}
         self._output[item.output_index] = snapshot
 
     def _fitting(self, response: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-// Every event type name the page knows (OpenAI's 58, the platform's two, keepalive), for EventSource listeners.
+// Every event type name the page knows (OpenAI's 58, the platform's two, their other dialects' names, keepalive),
+// for EventSource listeners.
 export const EVENT_TYPES = [
   "response.created",
   "response.queued",
@@ -60,5 +61,39 @@ export const EVENT_TYPES = [
   "response.audio.transcript.done",
   "response.routing.completed",
   "response.rewrite.in_progress",
+  "respstream:response.routing.completed",
+  "respstream:response.rewrite.in_progress",
+  "response.reasoning.delta",
+  "response.reasoning.done",
   "keepalive",
 ];
+
+// The `openresponses` dialect prefixes our extension events (`respstream:response.routing.completed`) and names
+// reasoning deltas `response.reasoning.delta`. The page's rules and views work on one canonical name.
+const EXTENSION_PREFIX = "respstream:";
+const ALIASES = {
+  "response.reasoning.delta": "response.reasoning_text.delta",
+  "response.reasoning.done": "response.reasoning_text.done",
+};
+
+/** The canonical (unprefixed, OpenAI-named) type of an event type name. */
+export function canonicalType(type) {
+  if (typeof type !== "string") return type;
+  const bare = type.startsWith(EXTENSION_PREFIX) ? type.slice(EXTENSION_PREFIX.length) : type;
+  return ALIASES[bare] ?? bare;
+}
+
+/** The event family the timeline filter uses. */
+export function eventFamily(type) {
+  const t = canonicalType(type) || "";
+  if (t === "error" || /^response\.(created|queued|in_progress|completed|incomplete|failed)$/.test(t)) return "lifecycle";
+  if (/^response\.(routing|rewrite)\./.test(t) || t === "keepalive" || (type || "").startsWith(EXTENSION_PREFIX)) {
+    return "extension";
+  }
+  if (/reasoning/.test(t)) return "reasoning";
+  if (/^response\.(output_text|content_part|refusal)\./.test(t)) return "text";
+  if (/^response\.output_item\./.test(t)) return "items";
+  if (/call|mcp|tool/.test(t)) return "tools";
+  return "other";
+}
+

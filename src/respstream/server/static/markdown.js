@@ -15,11 +15,14 @@ const SAFE_URL = /^(https?:\/\/|mailto:)[^\s]*$/i;
 // Inline rules run on already-escaped text. Code spans are cut out first so their content stays literal.
 function inline(escaped) {
   const codes = [];
-  let s = escaped.replace(/`([^`\n]+)`/g, (_, code) => {
+  // NUL is our placeholder marker: drop any the model sent so it cannot address a code span.
+  let s = escaped.replace(/\u0000/g, "").replace(/`([^`\n]+)`/g, (_, code) => {
     codes.push(code);
     return `\u0000${codes.length - 1}\u0000`;
   });
-  s = s.replace(/\[([^\]\n]+)\]\(([^)\s]+)\)/g, (whole, label, url) => {
+  // Label and target exclude the brackets that could start another link, so every attempt stops at the next
+  // one: the scan stays linear even on "[[[[…" or "[a](x[a](x…" (no backtracking over the rest of the line).
+  s = s.replace(/\[([^[\]\n]+)\]\(([^()[\]\s]+)\)/g, (whole, label, url) => {
     // url is escaped text; undo only &amp; to test the scheme, then keep the escaped form in the attribute.
     const raw = url.replace(/&amp;/g, "&");
     if (!SAFE_URL.test(raw)) return whole;
@@ -43,19 +46,23 @@ export function renderMarkdown(source) {
   const lines = escapeHtml(source).replace(/\r\n?/g, "\n").split("\n");
   const html = [];
   let i = 0;
+  // Every branch below consumes at least one line, so the loop ends after at most lines.length steps; each
+  // per-line regex is anchored and free of nested quantifiers, so the whole render is linear in the input.
   while (i < lines.length) {
     const line = lines[i];
-    const fence = /^\s*(```|~~~)\s*([\w+-]*)\s*$/.exec(line);
-    if (fence) {
+    const fence = FENCE_OPEN.exec(line);
+    if (fence && !(fence[1][0] === "`" && fence[2].includes("`"))) {
+      const marker = fence[1];
       const body = [];
       i += 1;
-      while (i < lines.length && !new RegExp(`^\\s*${fence[1]}\\s*$`).test(lines[i])) {
+      while (i < lines.length && !isFenceClose(lines[i], marker)) {
         body.push(lines[i]);
         i += 1;
       }
       i += 1; // skip the closing fence (or run past the end while streaming)
-      const lang = fence[2] ? ` data-lang="${fence[2]}"` : "";
-      html.push(`<pre${lang}><code>${body.join("\n")}</code></pre>`);
+      const lang = fenceLanguage(fence[2]);
+      const attr = lang ? ` data-lang="${lang}"` : "";
+      html.push(`<pre${attr}><code>${body.join("\n")}</code></pre>`);
       continue;
     }
     const heading = /^(#{1,6})\s+(.*)$/.exec(line);
@@ -65,25 +72,23 @@ export function renderMarkdown(source) {
       i += 1;
       continue;
     }
-    if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) {
+    if (isRule(line)) {
       html.push("<hr>");
       i += 1;
       continue;
     }
-    if (/^\s*&gt;\s?/.test(line)) {
+    if (QUOTE.test(line)) {
       const quoted = [];
-      while (i < lines.length && /^\s*&gt;\s?/.test(lines[i])) {
-        quoted.push(lines[i].replace(/^\s*&gt;\s?/, ""));
+      while (i < lines.length && QUOTE.test(lines[i])) {
+        quoted.push(lines[i].replace(QUOTE, ""));
         i += 1;
       }
       html.push(`<blockquote>${quoted.map(inline).join("<br>")}</blockquote>`);
       continue;
     }
-    const bullet = /^\s*[-*+]\s+/;
-    const numbered = /^\s*\d{1,9}[.)]\s+/;
-    if (bullet.test(line) || numbered.test(line)) {
-      const ordered = numbered.test(line);
-      const marker = ordered ? numbered : bullet;
+    if (BULLET.test(line) || NUMBERED.test(line)) {
+      const ordered = NUMBERED.test(line);
+      const marker = ordered ? NUMBERED : BULLET;
       const items = [];
       while (i < lines.length && marker.test(lines[i])) {
         items.push(`<li>${inline(lines[i].replace(marker, ""))}</li>`);
@@ -97,20 +102,45 @@ export function renderMarkdown(source) {
       i += 1;
       continue;
     }
-    const para = [];
-    while (
-      i < lines.length &&
-      lines[i].trim() !== "" &&
-      !/^\s*(```|~~~)/.test(lines[i]) &&
-      !/^#{1,6}\s/.test(lines[i]) &&
-      !bullet.test(lines[i]) &&
-      !numbered.test(lines[i]) &&
-      !/^\s*&gt;/.test(lines[i])
-    ) {
+    // A paragraph takes this line unconditionally (it matched no block rule above), then runs on until a line
+    // that starts another block. Taking the first line unconditionally is what guarantees progress: a line that
+    // merely looks like a block start (a fence with an odd info string) can no longer stall the loop.
+    const para = [inline(line)];
+    i += 1;
+    while (i < lines.length && lines[i].trim() !== "" && !startsBlock(lines[i])) {
       para.push(inline(lines[i]));
       i += 1;
     }
     html.push(`<p>${para.join("<br>")}</p>`);
   }
   return html.join("\n");
+}
+
+// A fence opens with three or more backticks or tildes and any info string (```python title="x.py"```); the
+// language is the info string's first word. A backtick fence's info string may not contain a backtick.
+const FENCE_OPEN = /^\s*(`{3,}|~{3,})(.*)$/;
+const BULLET = /^\s*[-*+]\s+/;
+const NUMBERED = /^\s*\d{1,9}[.)]\s+/;
+const QUOTE = /^\s*&gt;\s?/;
+
+function fenceLanguage(info) {
+  const word = info.trim().split(/\s/, 1)[0] || "";
+  const m = /^[\w+#.-]{1,32}/.exec(word);
+  return m ? m[0] : "";
+}
+
+function isFenceClose(line, marker) {
+  const t = line.trim();
+  return t.length >= marker.length && t[0] === marker[0] && t === marker[0].repeat(t.length);
+}
+
+function isRule(line) {
+  const t = line.replace(/\s/g, "");
+  return t.length >= 3 && /^[-*_]$/.test(t[0]) && t === t[0].repeat(t.length);
+}
+
+function startsBlock(line) {
+  const f = FENCE_OPEN.exec(line);
+  return (f !== null && !(f[1][0] === "`" && f[2].includes("`"))) || /^#{1,6}\s/.test(line) || BULLET.test(line)
+    || NUMBERED.test(line) || QUOTE.test(line);
 }

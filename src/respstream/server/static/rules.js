@@ -2,6 +2,7 @@
 // Same violation codes as `respstream check` (DESIGN.md §3), so what the page highlights is what the CLI reports.
 // Two stages: Sequencer (dedupe, bounded reorder window, gaps) then Rules (lifecycle, items, text) on the
 // events the sequencer releases in order.
+import { canonicalType } from "./event-types.js";
 
 export const TERMINAL = new Set(["response.completed", "response.incomplete", "response.failed", "error"]);
 
@@ -177,7 +178,7 @@ export class Rules {
     const out = [];
     const seq = Number.isInteger(ev.sequence_number) ? ev.sequence_number : null;
     if (seq !== null) this.lastSeq = seq;
-    const type = typeof ev.type === "string" ? ev.type : "";
+    const type = typeof ev.type === "string" ? canonicalType(ev.type) : "";
     if (!type) out.push(v("envelope.missing_type", seq, "an event has no string `type`"));
     const req = requiredFields(type);
     if (req) this._fields(ev, req, seq, out);

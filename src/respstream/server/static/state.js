@@ -1,5 +1,6 @@
 // The page's view of one response, built from events in sequence order (a small assembler).
 // It keeps what the live UI showed (streamed text) apart from the final text, so a rewrite is visible.
+import { canonicalType } from "./event-types.js";
 
 const TERMINAL_STATUS = {
   "response.completed": "completed",
@@ -43,7 +44,7 @@ export class ResponseState {
     let it = this.items.get(key);
     if (!it) {
       it = { type: "message", id: itemId ?? null, name: null, callId: null, args: "", status: "in_progress",
-        output: null, parts: new Map(), reasoning: "" };
+        output: null, parts: new Map(), reasoning: "", sources: [] };
       this.items.set(key, it);
     }
     return it;
@@ -53,7 +54,7 @@ export class ResponseState {
     const key = ci ?? 0;
     let p = it.parts.get(key);
     if (!p) {
-      p = { streamed: "", final: null };
+      p = { streamed: "", final: null, annotations: [] };
       it.parts.set(key, p);
     }
     return p;
@@ -61,7 +62,7 @@ export class ResponseState {
 
   /** Apply one in-order event; `now` is a millisecond clock reading. */
   apply(ev, now) {
-    const t = ev.type;
+    const t = canonicalType(ev.type);
     if (ev.response && typeof ev.response === "object") this._response(ev.response);
     switch (t) {
       case "response.routing.completed":
@@ -87,6 +88,17 @@ export class ResponseState {
       case "response.output_text.done": {
         const it = this.item(ev.output_index, ev.item_id);
         if (typeof ev.text === "string") this.part(it, ev.content_index).final = ev.text;
+        break;
+      }
+      case "response.output_text.annotation.added":
+        if (ev.annotation && typeof ev.annotation === "object") {
+          this.part(this.item(ev.output_index, ev.item_id), ev.content_index).annotations.push(ev.annotation);
+        }
+        break;
+      case "response.content_part.done": {
+        const p = this.part(this.item(ev.output_index, ev.item_id), ev.content_index);
+        if (ev.part && typeof ev.part.text === "string") p.final = ev.part.text;
+        if (ev.part && Array.isArray(ev.part.annotations)) p.annotations = ev.part.annotations;
         break;
       }
       case "response.function_call_arguments.delta":
@@ -141,6 +153,7 @@ export class ResponseState {
     if (item.call_id) it.callId = item.call_id;
     if (typeof item.arguments === "string" && (done || item.arguments)) it.args = item.arguments;
     if (item.action && item.action.query && !it.args) it.args = JSON.stringify({ query: item.action.query });
+    if (item.action && Array.isArray(item.action.sources)) it.sources = item.action.sources;
     if (item.output !== undefined && item.output !== null) it.output = item.output;
     if (item.error) it.output = typeof item.error === "string" ? item.error : JSON.stringify(item.error);
     if (item.status) it.status = item.status;
@@ -148,6 +161,7 @@ export class ResponseState {
     if (done && Array.isArray(item.content)) {
       item.content.forEach((c, ci) => {
         if (c && typeof c.text === "string") this.part(it, ci).final = c.text;
+        if (c && Array.isArray(c.annotations)) this.part(it, ci).annotations = c.annotations;
       });
     }
     if (item.type === "reasoning" && done) {
@@ -163,6 +177,22 @@ export class ResponseState {
 
   reasoning() {
     return [...this.items.values()].filter((it) => it.reasoning).map((it) => it.reasoning).join("\n\n");
+  }
+
+  /** The message parts in output order: {text, annotations} (final text, or streamed with `which`). */
+  parts(which = "final") {
+    const out = [];
+    for (const it of this.items.values()) {
+      if (it.type !== "message") continue;
+      for (const p of [...it.parts.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1])) {
+        out.push({ text: which === "streamed" ? p.streamed : p.final ?? p.streamed, annotations: p.annotations });
+      }
+    }
+    return out;
+  }
+
+  annotations() {
+    return this.parts().flatMap((p) => p.annotations);
   }
 
   _text(which) {

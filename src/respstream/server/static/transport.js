@@ -1,42 +1,76 @@
 // Getting SSE messages into the page: fetch + streaming body reader for POST, EventSource for GET resume.
 import { SSEParser } from "./sse.js";
 import { EVENT_TYPES } from "./event-types.js";
+import { UnreachableError } from "./errors.js";
 
 /** An HTTP error before streaming started, carrying the server's error envelope. */
 export class HttpError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, { param = null, retryAfter = null } = {}) {
     super(`${status} ${code}: ${message}`);
     this.status = status;
     this.code = code;
+    this.serverMessage = message;
+    this.param = param;
+    this.retryAfter = retryAfter;
     this.detail = `HTTP ${status}: ${message}`;
   }
 }
 
-async function httpError(res) {
+export async function httpError(res) {
   let code = `http_${res.status}`;
   let message = res.statusText;
+  let param = null;
   try {
     const body = await res.json();
     const e = body.error && typeof body.error === "object" ? body.error : body;
     code = e.code || e.type || code;
     message = e.message || body.detail || message;
+    param = e.param || null;
   } catch {
     // not JSON: keep the status line
   }
-  return new HttpError(res.status, code, message);
+  return new HttpError(res.status, code, message, { param, retryAfter: res.headers.get("retry-after") });
 }
 
-/** Read an SSE body from a fetch Response, calling onMessage({event, data, id}) per message. */
+const SLICE_CHARS = 8 * 1024; // parse a big read in slices of this size
+const BUDGET_MS = 4; // then give the browser the main thread back (a frame can be painted)
+
+/** Resolve after the browser had a chance to run other tasks, including painting a frame. */
+export function yieldToBrowser() {
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => resolve();
+    channel.port2.postMessage(null);
+  });
+}
+
+/**
+ * Read an SSE body from a fetch Response, calling onMessage({event, data, id}) per message. A loopback gateway
+ * can deliver megabytes in one read: work on it in slices and yield whenever a slice ran past the frame budget,
+ * so the page never stalls however fast the events come. Not reading meanwhile is the backpressure.
+ */
 async function pump(res, onMessage) {
   const reader = res.body.getReader();
   const decoder = new TextDecoder("utf-8");
   const parser = new SSEParser();
+  let sliceStart = performance.now();
+  const feed = async (text) => {
+    for (let i = 0; i < text.length; i += SLICE_CHARS) {
+      for (const msg of parser.feed(text.slice(i, i + SLICE_CHARS))) {
+        onMessage(msg);
+        if (performance.now() - sliceStart > BUDGET_MS) {
+          await yieldToBrowser();
+          sliceStart = performance.now();
+        }
+      }
+    }
+  };
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
-    for (const msg of parser.feed(decoder.decode(value, { stream: true }))) onMessage(msg);
+    await feed(decoder.decode(value, { stream: true }));
   }
-  for (const msg of parser.feed(decoder.decode())) onMessage(msg);
+  await feed(decoder.decode());
   parser.end();
 }
 
@@ -44,14 +78,22 @@ async function pump(res, onMessage) {
  * POST a streaming request. Resolves at EOF; rejects with HttpError on a non-2xx answer, or with an
  * AbortError when `signal` aborts. A JSON answer (non-streaming) is handed to onJson.
  */
-export async function postStream({ url, body, headers, signal, onMessage, onJson }) {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...headers },
-    body: JSON.stringify(body),
-    signal,
-  });
+export async function postStream({ url, body, headers, signal, onMessage, onJson, onOpen }) {
+  let res;
+  try {
+    res = await fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...headers },
+      body: JSON.stringify(body),
+      signal,
+    });
+  } catch (err) {
+    // fetch rejects with a TypeError only when no HTTP answer came at all: the request never started.
+    if (err.name === "AbortError") throw err;
+    throw new UnreachableError(new URL(url, location.href).origin, err);
+  }
   if (!res.ok) throw await httpError(res);
+  if (onOpen) onOpen();
   if ((res.headers.get("content-type") || "").includes("application/json")) {
     onJson(await res.json());
     return;

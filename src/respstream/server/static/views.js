@@ -1,5 +1,8 @@
 // DOM rendering. Model output only ever reaches the page through textContent or renderMarkdown (escaped).
-import { renderMarkdown } from "./markdown.js";
+import { highlight } from "./highlight.js";
+import { LiveMarkdown } from "./live-markdown.js";
+import { checkAnswer } from "./schema.js";
+import { collectSources, linkCitations, markCitations, renderSources } from "./sources.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -26,17 +29,57 @@ function prettyArgs(args) {
 /** Renders a ResponseState into the result panel. */
 export class ResultView {
   constructor() {
+    this.live = new LiveMarkdown($("answer"), linkCitations);
     this.showStreamed = false;
     this.toolCards = new Map();
     this._lastAnswer = null;
+    this._cardCount = 0;
+    this._structuredFor = null;
   }
 
   reset() {
     this.showStreamed = false;
     this.toolCards.clear();
     this._lastAnswer = null;
+    this._cardCount = 0;
+    this._structuredFor = null;
     $("tool-cards").replaceChildren();
-    $("answer").replaceChildren();
+    $("source-cards").replaceChildren();
+    this.live.reset();
+    $("structured").hidden = true;
+  }
+
+  /** With a schema: once the answer is final, show it parsed and validated against the schema. */
+  _structured(state, schema) {
+    const box = $("structured");
+    if (!schema || state.terminal === null) {
+      box.hidden = true;
+      return;
+    }
+    const text = state.finalText;
+    if (this._structuredFor === text) return;
+    this._structuredFor = text;
+    box.hidden = false;
+    const result = checkAnswer(text, schema);
+    const errors = $("structured-errors");
+    errors.replaceChildren();
+    const verdict = $("structured-verdict");
+    if (result.parseError) {
+      verdict.textContent = "not JSON";
+      box.dataset.valid = "false";
+      errors.append(el("li", null, result.parseError));
+      $("structured-json").textContent = "";
+      return;
+    }
+    const ok = result.errors.length === 0;
+    box.dataset.valid = String(ok);
+    verdict.textContent = ok ? "valid against the schema" : `${result.errors.length} schema error(s)`;
+    for (const e of result.errors) {
+      const li = el("li");
+      li.append(el("code", null, e.path), document.createTextNode(` ${e.message}`));
+      errors.append(li);
+    }
+    $("structured-json").innerHTML = highlight(JSON.stringify(result.value, null, 2), "json");
   }
 
   render(state, extra) {
@@ -48,11 +91,18 @@ export class ResultView {
     this._rewrite(state);
     this._reasoning(state);
     this._tools(state);
-    const text = this.showStreamed ? state.streamedText : state.finalText;
+    const which = this.showStreamed ? "streamed" : "final";
+    const { cards, byUrl } = collectSources(state);
+    const text = markCitations(state.parts(which), byUrl);
     if (text !== this._lastAnswer) {
       this._lastAnswer = text;
-      $("answer").innerHTML = renderMarkdown(text); // escaped first inside renderMarkdown
+      this.live.update(text); // escaped first inside renderMarkdown
     }
+    if (cards.length !== this._cardCount) {
+      this._cardCount = cards.length;
+      renderSources($("source-cards"), cards);
+    }
+    this._structured(state, extra.schema);
     $("answer").dataset.view = this.showStreamed ? "streamed" : "final";
     $("answer").classList.toggle("streaming", state.status === "streaming");
     $("answer-empty").hidden = text !== "" || state.status !== "idle";
@@ -88,7 +138,8 @@ export class ResultView {
       message = state.incompleteDetails ? `reason: ${state.incompleteDetails.reason}` : "response incomplete";
     }
     banner.dataset.kind = state.status === "incomplete" ? "warning" : "error";
-    $("error-title").textContent = {
+    $("error-action").textContent = (err && err.action) || "";
+    $("error-title").textContent = (err && err.title) || {
       truncated: "Stream truncated", incomplete: "Response incomplete", cancelled: "Response cancelled",
     }[state.status] || "Response failed";
     $("error-code").textContent = code;
@@ -151,94 +202,3 @@ export class ResultView {
   }
 }
 
-function keyFields(ev) {
-  const parts = [];
-  if (ev.output_index !== undefined) parts.push(`#${ev.output_index}`);
-  if (ev.item && ev.item.type) parts.push(ev.item.type + (ev.item.name ? ` ${ev.item.name}` : ""));
-  if (typeof ev.delta === "string") parts.push(JSON.stringify(ev.delta));
-  if (typeof ev.text === "string") parts.push(`text ${JSON.stringify(preview(ev.text, 60))}`);
-  if (typeof ev.arguments === "string") parts.push(`args ${preview(ev.arguments, 60)}`);
-  if (ev.model_id) parts.push(`${ev.model_id} · ${ev.category ?? ""}`);
-  if (ev.response && ev.response.status) parts.push(`status ${ev.response.status}`);
-  if (ev.type === "error") {
-    const e = ev.error && typeof ev.error === "object" ? ev.error : ev;
-    parts.push(`${e.code ?? ""} ${e.message ?? ""}`);
-  }
-  return preview(parts.join("  "), 140);
-}
-
-const MAX_ROWS = 5000;
-
-/** The live event timeline: one row per arrival, violations attached to the rows they concern. */
-export class Timeline {
-  constructor() {
-    this.rows = new Map(); // sequence_number -> row (first arrival)
-    this.count = 0;
-    this.violations = [];
-  }
-
-  reset() {
-    this.rows.clear();
-    this.count = 0;
-    this.violations = [];
-    $("timeline-body").replaceChildren();
-    $("violations").replaceChildren();
-    $("violation-count").textContent = "0";
-    $("event-count").textContent = "0";
-    $("framing").textContent = "";
-  }
-
-  framing(eventName) {
-    $("framing").textContent = eventName === "message" ? "event: message" : "event: <type>";
-  }
-
-  /** Add a row for an arriving event; returns the row. */
-  add(ev, ms, note) {
-    this.count += 1;
-    $("event-count").textContent = String(this.count);
-    if (this.count > MAX_ROWS) return null;
-    const row = el("tr", "ev");
-    const seq = Number.isInteger(ev.sequence_number) ? ev.sequence_number : "";
-    row.dataset.seq = String(seq);
-    row.dataset.type = ev.type ?? "";
-    // One cell holds the type (plus violation badges) over its key fields: readable in a narrow panel.
-    const cell = el("td", "event");
-    const type = el("div", "type");
-    type.append(el("span", "tname", ev.type ?? "(no type)"));
-    const fields = note ?? keyFields(ev);
-    cell.append(type);
-    if (fields) cell.append(el("div", "fields", fields));
-    if (TERMINALISH.test(ev.type ?? "")) row.classList.add("terminal");
-    row.append(el("td", "seq", seq), el("td", "ms", `+${Math.round(ms)}`), cell);
-    $("timeline-body").append(row);
-    if (seq !== "" && !this.rows.has(seq)) this.rows.set(seq, row);
-    const wrap = $("timeline-scroll");
-    if (wrap.scrollHeight - wrap.scrollTop - wrap.clientHeight < 80) wrap.scrollTop = wrap.scrollHeight;
-    return row;
-  }
-
-  /** Attach violations to a row (or to the row of their sequence number). */
-  flag(violations, row) {
-    for (const vio of violations) {
-      this.violations.push(vio);
-      const target = row ?? this.rows.get(vio.sequence_number) ?? null;
-      if (target) {
-        target.classList.add("violation");
-        const codes = new Set((target.dataset.codes || "").split(" ").filter(Boolean));
-        codes.add(vio.code);
-        target.dataset.codes = [...codes].join(" ");
-        const badge = el("span", "vcode", vio.code);
-        badge.title = vio.message;
-        target.querySelector(".type").append(badge);
-      }
-      const li = el("li", "violation-item");
-      li.append(el("code", null, vio.code), el("span", "vseq", vio.sequence_number ?? "–"),
-        el("span", "vmsg", vio.message));
-      $("violations").append(li);
-    }
-    $("violation-count").textContent = String(this.violations.length);
-    $("timeline-panel").dataset.ok = String(this.violations.length === 0);
-  }
-}
-
-const TERMINALISH = /^(response\.(completed|incomplete|failed)|error)$/;

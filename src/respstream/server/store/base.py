@@ -27,20 +27,8 @@ from typing import Any, ClassVar, Protocol
 
 import msgspec
 
-__all__ = ["DeltaEntry", "DeltaTemplate", "Entry", "LogEntry", "ResponseRecord", "SequenceConflict", "Store",
-           "StoreUnavailable", "conversation_key"]
-
-
-def conversation_key(owner: str | None, conversation_id: str) -> str:
-    """The store key of ``conversation_id`` as seen by ``owner`` (the API key's hash; None on an open gateway).
-
-    Conversation ids are chosen by clients, so they are names inside the caller's own namespace: two keys using the
-    same id have two different conversations, and neither can read or extend the other's (the same rule as
-    ``previous_response_id``, where another key's response is "not found"). Every store access to a conversation goes
-    through this mapping; it is injective (``key:<hash>:<id>`` vs ``open:<id>``), so no chosen id reaches another
-    namespace.
-    """
-    return f"key:{owner}:{conversation_id}" if owner else f"open:{conversation_id}"
+__all__ = ["ConversationRecord", "DeltaEntry", "DeltaTemplate", "Entry", "LogEntry", "ResponseRecord",
+           "SequenceConflict", "Store", "StoreUnavailable"]
 
 
 class LogEntry(msgspec.Struct, frozen=True, gc=False):
@@ -59,9 +47,9 @@ class DeltaTemplate:
 
     ``data_fmt % (sequence_number, piece)`` builds it in one step; ``frame_message`` / ``frame_typed``
     ``% (sequence_number, sequence_number, piece)`` build the whole SSE frame (``id:``, ``event: message`` or
-    ``event: <type>``, ``data:``)."""
+    ``event: <type>``, ``data:``); ``frame_bare % (sequence_number, piece)`` the Open Responses frame (no ``id:``)."""
 
-    __slots__ = ("data_fmt", "fixed_len", "frame_message", "frame_typed", "type")
+    __slots__ = ("data_fmt", "fixed_len", "frame_bare", "frame_message", "frame_typed", "type")
 
     def __init__(self, event_type: str, prefix: bytes, middle: bytes, tail: bytes) -> None:
         def esc(b: bytes) -> bytes:
@@ -73,6 +61,7 @@ class DeltaTemplate:
         self.fixed_len = len(prefix) + len(middle) + len(tail)
         self.frame_message = b"id: %d\nevent: message\ndata: " + fmt + b"\n\n"
         self.frame_typed = b"id: %d\nevent: " + esc(event_type.encode()) + b"\ndata: " + fmt + b"\n\n"
+        self.frame_bare = b"event: " + esc(event_type.encode()) + b"\ndata: " + fmt + b"\n\n"
 
 
 class DeltaEntry(msgspec.Struct, frozen=True, gc=False):
@@ -112,6 +101,17 @@ class ResponseRecord:
     response: dict[str, Any] = field(default_factory=dict)  # the latest Response object snapshot
     request: dict[str, Any] = field(default_factory=dict)  # the validated request (for previous_response_id)
     conversation_id: str | None = None
+
+
+@dataclass(slots=True)
+class ConversationRecord:
+    """A Conversations API object (``POST /v1/conversations``, or made on first use of a platform
+    ``conversation_id``). Its items are the conversation history (``conversation()``)."""
+
+    id: str
+    created_at: float  # unix seconds
+    owner: str | None = None  # hash of the API key that created it; None when the server is open
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 class StoreUnavailable(Exception):
@@ -156,6 +156,24 @@ class Store(Protocol):
         ...
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None: ...
+
+    async def create_conversation(self, record: ConversationRecord) -> None:
+        """Store a conversation object (replacing one with the same id)."""
+        ...
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None: ...
+
+    async def update_conversation(self, record: ConversationRecord) -> None:
+        """Replace the object (its metadata); a no-op when it does not exist."""
+        ...
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        """Delete the object and every item of the conversation. True when the object existed."""
+        ...
+
+    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
+        """Delete the item whose ``"id"`` is ``item_id``. True when it existed."""
+        ...
 
     def hold_lease(self, response_id: str) -> AbstractAsyncContextManager[None]:
         """Hold the generation lease for ``response_id`` while the block runs (renewed in the background).

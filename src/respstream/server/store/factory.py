@@ -1,4 +1,5 @@
-"""Open a store from its URL: ``memory``, ``sqlite:///path/to/file.db``, ``redis://host:port/db``.
+"""Open a store from its URL: ``memory``, ``sqlite:///path/to/file.db``, ``redis://host:port/db``,
+``redis+cluster://host:port[,host:port...]`` (Redis Cluster; see ``redis_client.py``).
 
 ``sqlite:///`` is followed by the file path, so ``sqlite:///data/r.db`` is the relative path ``data/r.db`` and
 ``sqlite:////var/lib/r.db`` the absolute ``/var/lib/r.db`` (the SQLAlchemy convention); the parent folder is created.
@@ -69,8 +70,9 @@ def open_store(
             raise StoreUnavailable(f"cannot create the folder for {path!r}: {exc.strerror or exc}") from exc
         return _shielded_sqlite(str(Path(path).expanduser()), retention_seconds=retention_seconds,
                                 instance_id=instance_id, lease_seconds=lease_seconds)
-    if url.startswith(("redis://", "rediss://", "unix://")):
+    if url.startswith(("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")):
         module = importlib.import_module("respstream.server.store.redis")
         return cast(Store, module.RedisStore(url, instance_id=instance_id, lease_seconds=lease_seconds,
                                              retention_seconds=retention_seconds, history_limit=history_limit))
-    raise ValueError(f"unknown store URL {url!r}: use memory, sqlite:///path/to/file.db or redis://host:port/db")
+    raise ValueError(f"unknown store URL {url!r}: use memory, sqlite:///path/to/file.db, "
+                     "redis://host:port/db or redis+cluster://host:port,host:port")

@@ -4,8 +4,8 @@ Only the writer (server/writer.py) shapes events while a response runs; this is 
 writer is dead someone else must end the log. Kept small and dialect-aware so SQLite and Redis end logs identically:
 
 - ``platform``: one terminal ``{"type":"error","sequence_number":N,"code":"worker_lost","message":...,"param":null}``.
-- ``openai``: the wire's nested ``error`` event (not terminal), then the terminal ``response.failed`` carrying the
-  record's Response snapshot with ``status: "failed"``.
+- ``openai`` and ``openresponses``: the nested ``error`` event (not terminal), then the terminal
+  ``response.failed`` carrying the record's Response snapshot with ``status: "failed"``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _failed_response(record: ResponseRecord, message: str) -> dict[str, Any]:
 
 def worker_lost_entries(record: ResponseRecord, next_seq: int, message: str = WORKER_LOST_MESSAGE) -> list[LogEntry]:
     """The entries that end ``record``'s log after its generator vanished; the first gets ``next_seq``."""
-    if record.dialect == "openai":
+    if record.dialect in ("openai", "openresponses"):  # the dialects with a separate response.failed
         error = {"type": "server_error", "code": WORKER_LOST, "message": message, "param": None}
         failed = {"type": "response.failed", "sequence_number": next_seq + 1,
                   "response": _failed_response(record, message)}

@@ -29,7 +29,14 @@ from typing import Any
 
 import msgspec
 
-from respstream.server.store.base import Entry, LogEntry, ResponseRecord, SequenceConflict, StoreUnavailable
+from respstream.server.store.base import (
+    ConversationRecord,
+    Entry,
+    LogEntry,
+    ResponseRecord,
+    SequenceConflict,
+    StoreUnavailable,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -76,6 +83,7 @@ class MemoryStore:
         self.bytes = 0  # stored bytes now (records + logs), for metrics and tests
         self._logs: dict[str, _Log] = {}
         self._conversations: dict[str, list[dict[str, Any]]] = {}
+        self._conversation_objects: dict[str, ConversationRecord] = {}
         self._retention = retention_seconds
         self._max_responses = max_responses
         self._history_limit = history_limit
@@ -234,6 +242,29 @@ class MemoryStore:
         history.extend(items)
         if len(history) > self._history_limit:
             del history[: len(history) - self._history_limit]
+
+    async def create_conversation(self, record: ConversationRecord) -> None:
+        self._conversation_objects[record.id] = replace(record, metadata=dict(record.metadata))
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
+        found = self._conversation_objects.get(conversation_id)
+        return None if found is None else replace(found, metadata=dict(found.metadata))
+
+    async def update_conversation(self, record: ConversationRecord) -> None:
+        if record.id in self._conversation_objects:
+            self._conversation_objects[record.id] = replace(record, metadata=dict(record.metadata))
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        self._conversations.pop(conversation_id, None)
+        return self._conversation_objects.pop(conversation_id, None) is not None
+
+    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
+        history = self._conversations.get(conversation_id, [])
+        for index, item in enumerate(history):
+            if item.get("id") == item_id:
+                del history[index]
+                return True
+        return False
 
     def hold_lease(self, response_id: str) -> AbstractAsyncContextManager[None]:
         # One process: the generator and every reader die together, so there is nothing to lease.

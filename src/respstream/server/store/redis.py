@@ -11,8 +11,11 @@ How this works:
 - Every key gets the retention as TTL (the log inherits the record's remaining TTL on each append); ``expire()``
   additionally deletes by ``created_at`` and ends lost logs nobody is reading.
 - Redis down: every call raises ``StoreUnavailable`` within the socket timeouts (connect 1 s, commands 2 s);
-  redis-py reconnects on the next call once it is back. Standalone Redis only (not Cluster): a few index keys
-  (responses by age, leased responses, an instance's responses) sit outside the per-response hash tag.
+  redis-py reconnects on the next call once it is back.
+- Redis Cluster (``redis+cluster://host:port,host:port``): the key layout (``redis_keys.py``) puts every key of a
+  response under one hash tag and never mixes an index key with a response key in one script or transaction, so the
+  same code runs on standalone Redis and on a cluster; the cluster client follows ``MOVED``/``ASK`` and a failover
+  (a command during one raises ``StoreUnavailable`` until a replica has taken over).
 """
 
 from __future__ import annotations
@@ -25,22 +28,22 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import msgspec
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
+from redis.exceptions import ClusterError, RedisClusterException, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from respstream.server.store import redis_scripts as lua
 from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, StoreUnavailable
 from respstream.server.store.lease import lost_record, renewing, worker_lost_entries
+from respstream.server.store.redis_client import open_clients
+from respstream.server.store.redis_conversations import RedisConversations
+from respstream.server.store.redis_keys import RedisKeys
 from respstream.server.store.redis_watch import StreamWatch
 
 __all__ = ["RedisStore"]
 
 _encode = msgspec.json.Encoder().encode
 _decode_record = msgspec.json.Decoder(ResponseRecord).decode
-_decode_item = msgspec.json.Decoder(dict[str, Any]).decode
 _TAIL_BATCH = 1000
 
 
@@ -48,8 +51,26 @@ _TAIL_BATCH = 1000
 def _guard() -> Iterator[None]:
     try:
         yield
-    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+    except (RedisConnectionError, RedisTimeoutError, OSError, ClusterError, TryAgainError,
+            RedisClusterException) as exc:
         raise StoreUnavailable(f"Redis is unavailable: {exc}") from exc
+    except (AttributeError, RuntimeError) as exc:
+        # redis-py's async connections race with their own disconnect while a cluster node fails over (a write on
+        # a connection whose writer was just dropped: AttributeError; uvloop: "handler is closed" RuntimeError).
+        # Inside this guard only Redis calls run, so these mean "the connection broke": a store outage, retried.
+        raise StoreUnavailable(f"Redis connection broke: {type(exc).__name__}: {exc}") from exc
+
+
+_CALL_BOUND = 5.0  # seconds one store script may take, retries included
+
+
+@contextlib.asynccontextmanager
+async def _bounded() -> AsyncIterator[None]:
+    try:
+        async with asyncio.timeout(_CALL_BOUND):
+            yield
+    except TimeoutError:
+        raise StoreUnavailable(f"Redis did not answer within {_CALL_BOUND:g} s") from None
 
 
 def _entries(raw: list[tuple[bytes, dict[bytes, bytes]]]) -> tuple[list[LogEntry], bool]:
@@ -63,7 +84,7 @@ def _entries(raw: list[tuple[bytes, dict[bytes, bytes]]]) -> tuple[list[LogEntry
     return out, False
 
 
-class RedisStore:
+class RedisStore(RedisConversations):
     """Event logs in Redis Streams. ``instance_id`` names this gateway instance as a lease holder.
 
     Raises ``StoreUnavailable`` from every method when Redis cannot be reached.
@@ -87,17 +108,10 @@ class RedisStore:
         self.prefix = prefix
         self._lease_ms = max(1, int(lease_seconds * 1000))
         self._block_ms = max(20, self._lease_ms // 2)
-        common: dict[str, Any] = {"socket_connect_timeout": 1.0, "retry": Retry(NoBackoff(), 1)}
-        # Commands share a bounded pool and wait (up to 2 s) for a free connection under bursts.
-        self._pool = aioredis.BlockingConnectionPool.from_url(
-            url, max_connections=64, timeout=2.0, socket_timeout=2.0, **common
-        )
-        self._r = aioredis.Redis(connection_pool=self._pool, **common)
-        # Every tail blocked in XREAD holds a connection of its own, up to `max_tails`; their socket timeout must
-        # exceed the block time (half a lease).
-        self._rb = aioredis.from_url(
-            url, socket_timeout=self._block_ms / 1000 + 2.0, max_connections=max_tails, **common
-        )
+        self.k = RedisKeys(prefix)
+        # Commands share a bounded pool; every tail blocked in XREAD holds a connection of its own, up to
+        # `max_tails`; their socket timeout must exceed the block time (half a lease).
+        self._r, self._rb, self.cluster = open_clients(url, block_ms=self._block_ms, max_tails=max_tails)
         self._closed = False
         self._watches: dict[str, StreamWatch] = {}
         self._append = self._r.register_script(lua.APPEND)
@@ -117,22 +131,19 @@ class RedisStore:
     # --- keys -----------------------------------------------------------------------------------------------------
 
     def _keys(self, response_id: str) -> tuple[str, str, str]:
-        tag = f"{self.prefix}{{{response_id}}}"
-        return f"{tag}:rec", f"{tag}:log", f"{tag}:lease"
+        keys = self.k.response(response_id)
+        return keys.rec, keys.log, keys.lease
 
     @property
     def _by_age(self) -> str:
-        return f"{self.prefix}responses"
+        return self.k.by_age
 
     @property
     def _leased(self) -> str:
-        return f"{self.prefix}leased"
+        return self.k.leased
 
     def _instance(self, instance_id: str) -> str:
-        return f"{self.prefix}instance:{instance_id}"
-
-    def _conv(self, conversation_id: str) -> str:
-        return f"{self.prefix}conv:{conversation_id}"
+        return self.k.instance(instance_id)
 
     # --- records --------------------------------------------------------------------------------------------------
 
@@ -140,14 +151,18 @@ class RedisStore:
         rec, _, _ = self._keys(record.id)
         ttl = int(self.retention_seconds * 1000)
         with self._io():
-            async with self._r.pipeline(transaction=True) as pipe:
-                pipe.delete(rec)
-                pipe.hset(rec, mapping={"json": _encode(record), "last": -1})
-                pipe.pexpire(rec, ttl)
+            # The indexes first (a crash in between leaves an index member without a record, which every index
+            # reader skips), then the record in one transaction on its own slot.
+            async with self._r.pipeline(transaction=False) as pipe:
                 pipe.zadd(self._by_age, {record.id: record.created_at})
                 if record.instance_id is not None:
                     pipe.sadd(self._instance(record.instance_id), record.id)
                     pipe.pexpire(self._instance(record.instance_id), ttl)
+                await pipe.execute()
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.delete(rec)
+                pipe.hset(rec, mapping={"json": _encode(record), "last": -1})
+                pipe.pexpire(rec, ttl)
                 await pipe.execute()
 
     async def get(self, response_id: str) -> ResponseRecord | None:
@@ -174,7 +189,11 @@ class RedisStore:
         for e in entries:
             args += [e.sequence_number, e.type, e.data, "1" if e.terminal else "0"]
         with self._io():
-            result = await self._append(keys=[*self._keys(response_id), self._leased], args=args)
+            # Bounded: during a cluster failover redis-py's retries could otherwise keep a writer waiting for good.
+            async with _bounded():
+                result = await self._append(keys=list(self._keys(response_id)), args=args)
+            if result == b"ok" and entries[-1].terminal:  # ended: no longer a candidate for lost-log checks
+                await self._r.srem(self._leased, response_id)
         return result.decode() if isinstance(result, bytes) else str(result)
 
     async def append(self, response_id: str, entries: list[LogEntry]) -> None:
@@ -298,14 +317,15 @@ class RedisStore:
         """See ``Store.hold_lease``. Raises ``KeyError`` when the response does not exist."""
         rec, _, lease = self._keys(response_id)
         with self._io():
-            taken = await self._take(keys=[rec, lease, self._leased],
-                                     args=[self.instance_id, self._lease_ms, response_id])
+            await self._r.sadd(self._leased, response_id)  # index first: a leased log is always findable
+            taken = await self._take(keys=[rec, lease], args=[self.instance_id, self._lease_ms])
         if not taken:
             raise KeyError(response_id)
 
         async def renew() -> None:
             with self._io():
-                await self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms])
+                async with _bounded():
+                    await self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms])
 
         try:
             async with renewing(renew, self.lease_seconds / 3):
@@ -331,17 +351,11 @@ class RedisStore:
         cutoff = (time.time() if now is None else now) - self.retention_seconds
         with self._io():
             old: list[bytes] = await self._r.zrangebyscore(self._by_age, "-inf", f"({cutoff}")  # type: ignore[assignment]
-            stale: list[bytes] = await self._r.zrangebyscore(  # type: ignore[assignment]
-                f"{self.prefix}conversations", "-inf", f"({cutoff}"
-            )
             leased: set[bytes] = await self._r.smembers(self._leased)  # type: ignore[assignment]
         deleted = 0
         for raw in old:
             deleted += await self.delete(raw.decode())
-        with self._io():
-            for raw in stale:
-                await self._r.delete(self._conv(raw.decode()))
-                await self._r.zrem(f"{self.prefix}conversations", raw)
+        await self.expire_conversations(cutoff)
         for raw in leased:
             await self._end_if_lost(raw.decode())
             exists, term = await self._state(raw.decode())
@@ -350,26 +364,6 @@ class RedisStore:
                     await self._r.srem(self._leased, raw)
         return deleted
 
-    # --- conversations --------------------------------------------------------------------------------------------
-
-    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
-        with self._io():
-            raw = await self._r.lrange(self._conv(conversation_id), 0, -1)
-        return [_decode_item(item) for item in raw]
-
-    async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
-        if not items:
-            return
-        key = self._conv(conversation_id)
-        with self._io():
-            async with self._r.pipeline(transaction=True) as pipe:
-                pipe.rpush(key, *[_encode(item) for item in items])
-                if self.history_limit is not None:
-                    pipe.ltrim(key, -self.history_limit, -1)
-                pipe.pexpire(key, int(self.retention_seconds * 1000))
-                pipe.zadd(f"{self.prefix}conversations", {conversation_id: time.time()})
-                await pipe.execute()
-
     async def aclose(self) -> None:
         self._closed = True
         for watch in list(self._watches.values()):
@@ -377,5 +371,4 @@ class RedisStore:
             with contextlib.suppress(asyncio.CancelledError):
                 await watch.task
         await self._r.aclose()
-        await self._pool.aclose()
         await self._rb.aclose()

@@ -1,17 +1,17 @@
 """The Lua scripts behind RedisStore. Each runs atomically inside Redis, which is what makes the guarantees hold.
 
-Keys per response (one hash tag, so a script touches one slot): ``rec`` a hash (``json`` the record, ``last`` the
-highest sequence number, ``term`` the terminal's sequence number once written, ``leased`` = 1 once a lease was
-taken), ``log`` a stream whose entry ids are ``0-<seq+1>`` (fields ``t`` type, ``d`` data, ``x`` terminal 1/0),
-``lease`` a string holding the instance id, with a PX expiry.
+Keys per response (one hash tag, so a script touches one Cluster slot; names in ``redis_keys.py``):
+``rec`` a hash (``json`` the record, ``last`` the highest sequence number, ``term`` the terminal's sequence number
+once written, ``leased`` = 1 once a lease was taken), ``log`` a stream whose entry ids are ``0-<seq+1>`` (fields
+``t`` type, ``d`` data, ``x`` terminal 1/0), ``lease`` a string holding the instance id, with a PX expiry.
 """
 
 from __future__ import annotations
 
 __all__ = ["APPEND", "DELETE", "RELEASE", "RENEW", "TAKE", "UPDATE"]
 
-# KEYS rec, log, lease, leased-set. ARGV mode, expect_last, record_json, response_id, then (seq, type, data,
-# terminal) per entry.
+# KEYS rec, log, lease (one hash tag: one Cluster slot). ARGV mode, expect_last, record_json, response_id, then
+# (seq, type, data, terminal) per entry. (The caller drops the response from the leased index after a terminal.)
 # mode "append": the writer's batch; "lost": only when the log was leased, the lease is gone and nothing moved since
 # the caller looked (expect_last); "force": recovery at startup, also guarded by expect_last.
 # Returns "ok" | "missing" | "ended" | "dup" | "alive" | "moved". Everything is checked before anything is written.
@@ -51,7 +51,6 @@ for b = first, #ARGV, 4 do
              'x', ARGV[b + 3])
   if ARGV[b + 3] == '1' then
     redis.call('HSET', rec, 'term', ARGV[b])
-    redis.call('SREM', KEYS[4], ARGV[4])
   end
 end
 redis.call('HSET', rec, 'last', string.format('%d', prev))
@@ -79,12 +78,11 @@ redis.call('HSET', KEYS[1], 'json', ARGV[1])
 return 1
 """
 
-# KEYS rec, lease, leased-set. ARGV instance_id, lease_ms, response_id.
+# KEYS rec, lease. ARGV instance_id, lease_ms. (The caller adds the response to the leased index first.)
 TAKE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[1], 'leased', '1')
-redis.call('SADD', KEYS[3], ARGV[3])
 return 1
 """
 

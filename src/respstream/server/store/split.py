@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from respstream.server.store.base import LogEntry, ResponseRecord, Store
+from respstream.server.store.base import ConversationRecord, LogEntry, ResponseRecord, Store
 from respstream.server.store.memory import MemoryStore
 
 __all__ = ["SplitStore", "backend_of"]
@@ -68,6 +68,21 @@ class SplitStore:
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
         await self.durable.extend_conversation(conversation_id, items)
+
+    async def create_conversation(self, record: ConversationRecord) -> None:
+        await self.durable.create_conversation(record)
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
+        return await self.durable.get_conversation(conversation_id)
+
+    async def update_conversation(self, record: ConversationRecord) -> None:
+        await self.durable.update_conversation(record)
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        return await self.durable.delete_conversation(conversation_id)
+
+    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
+        return await self.durable.delete_conversation_item(conversation_id, item_id)
 
     # -- maintenance -----------------------------------------------------------------------------------------------
     async def recover(self, instance_id: str) -> int:

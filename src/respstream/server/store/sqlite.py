@@ -35,6 +35,11 @@ import msgspec
 
 from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, StoreUnavailable
 from respstream.server.store.lease import lost_record, renewing, worker_lost_entries
+from respstream.server.store.sqlite_conversations import (
+    CONVERSATION_SCHEMA,
+    SQLiteConversations,
+    expire_conversations,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -50,14 +55,10 @@ CREATE INDEX IF NOT EXISTS responses_open ON responses(instance_id) WHERE ended 
 CREATE TABLE IF NOT EXISTS events(
     response_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data BLOB NOT NULL,
     terminal INTEGER NOT NULL, PRIMARY KEY(response_id, seq)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS conversations(
-    conversation_id TEXT NOT NULL, position INTEGER NOT NULL, item BLOB NOT NULL, added_at REAL NOT NULL,
-    PRIMARY KEY(conversation_id, position)) WITHOUT ROWID;
-"""
+""" + CONVERSATION_SCHEMA
 
 _encode = msgspec.json.Encoder().encode
 _decode_record = msgspec.json.Decoder(ResponseRecord).decode
-_decode_item = msgspec.json.Decoder(dict[str, Any]).decode
 _STOP = object()
 _TAIL_BATCH = 1000
 
@@ -132,7 +133,7 @@ class _Writer(threading.Thread):
                 fut.set_exception(value)
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteConversations):
     """A durable store in one SQLite file.
 
     ``instance_id`` names this process as a lease holder (random when not given); ``lease_seconds`` is how long a
@@ -331,11 +332,7 @@ class SQLiteStore:
             for rid in old:
                 conn.execute("DELETE FROM events WHERE response_id = ?", (rid,))
                 conn.execute("DELETE FROM responses WHERE id = ?", (rid,))
-            conn.execute(
-                "DELETE FROM conversations WHERE conversation_id IN (SELECT conversation_id FROM conversations"
-                " GROUP BY conversation_id HAVING max(added_at) < ?)",
-                (cutoff,),
-            )
+            expire_conversations(conn, cutoff)
             lost = [r[0] for r in conn.execute(
                 "SELECT id FROM responses WHERE ended = 0 AND lease_until IS NOT NULL AND lease_until < ?", (at,))]
             for rid in lost:
@@ -346,35 +343,6 @@ class SQLiteStore:
         for rid in old + lost:
             self._notify(rid)
         return len(old)
-
-    # --- conversations --------------------------------------------------------------------------------------------
-
-    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
-        rows = await self._read(lambda c: c.execute(
-            "SELECT item FROM conversations WHERE conversation_id = ? ORDER BY position", (conversation_id,)
-        ).fetchall())
-        return [_decode_item(r[0]) for r in rows]
-
-    async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
-        blobs = [_encode(item) for item in items]
-
-        def job(conn: sqlite3.Connection) -> None:
-            (top,) = conn.execute(
-                "SELECT coalesce(max(position), -1) FROM conversations WHERE conversation_id = ?", (conversation_id,)
-            ).fetchone()
-            now = time.time()
-            conn.executemany(
-                "INSERT INTO conversations VALUES (?, ?, ?, ?)",
-                [(conversation_id, top + 1 + i, blob, now) for i, blob in enumerate(blobs)],
-            )
-            if self.history_limit is not None:  # a sliding window: keep the newest `history_limit` items
-                conn.execute(
-                    "DELETE FROM conversations WHERE conversation_id = ? AND position <= ?",
-                    (conversation_id, top + len(blobs) - self.history_limit),
-                )
-
-        if blobs:
-            await self._write(job)
 
     async def aclose(self) -> None:
         if self._closed:

@@ -27,8 +27,9 @@ Extra API beyond :class:`Upstream`: ``await start()`` (fills ``models`` from ``G
 configured; best effort), ``await list_models()`` (the upstream's own ids), ``upstream_model_id(model)`` and
 ``await settle()``.
 
-Connections: one ``httpx.AsyncClient`` (HTTP/1.1, keep-alive) lives as long as the upstream; ``start()`` builds it
-so the first request does not pay for it. After ``[DONE]`` the rest of the body is read (in the background if it is
+Connections: one :class:`~.http_stream.LeanHTTP` (HTTP/1.1, keep-alive; a body read is one socket callback, no
+per-read timer: see that module for why) lives as long as the upstream; ``start()`` builds it (and ``GET /models``
+leaves a warm connection in its pool). After ``[DONE]`` the rest of the body is read (in the background if it is
 slow) so the connection goes back to the pool instead of being dropped.
 """
 
@@ -37,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
@@ -49,12 +50,22 @@ from respstream.server.telemetry.observation import mark_upstream_phase
 from respstream.server.telemetry.tracing import trace_headers
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chunks import ChunkTranslator
+from respstream.server.upstream.http_stream import (
+    ConnectError,
+    ConnectTimeout,
+    HTTPStreamError,
+    IdleTimeout,
+    LeanHTTP,
+    StreamResponse,
+)
 from respstream.server.upstream.model_ids import alias_models
+from respstream.server.upstream.tokenize import count_with_llamacpp, server_root
 
 __all__ = ["ChatCompletionsUpstream", "build_request_body", "parse_retry_after", "simple_data_events"]
 
 _RETRYABLE = {"upstream_unavailable", "upstream_error", "upstream_timeout"}
 _MAX_ERROR_BODY = 64 * 1024
+_MAX_MODELS_BODY = 8 << 20
 _KEEPALIVE_EXPIRY = 4.0
 _DRAIN_TIMEOUT = 2.0  # seconds a finished response may take to end its body before its connection is dropped
 _MAX_DRAIN = 64 * 1024
@@ -184,35 +195,22 @@ class ChatCompletionsUpstream:
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
         self._semaphore = asyncio.Semaphore(max_concurrency)
-        self._client: httpx.AsyncClient | None = None
+        self._lean_client: LeanHTTP | None = None
+        self._lean_loop: asyncio.AbstractEventLoop | None = None
         self._drains: set[asyncio.Task[None]] = set()  # responses finishing their body after [DONE]
-        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"ChatCompletionsUpstream({self.base_url!r}, name={self.name!r})"
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
-    def _http(self) -> httpx.AsyncClient:
-        # One client per event loop: an AsyncClient's pool is bound to the loop that first used it. It lives as long
-        # as this upstream, so every generation reuses its keep-alive connections (no connect on the request path).
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            timeout = httpx.Timeout(connect=self.connect_timeout, read=self.idle_timeout, write=30.0, pool=None)
-            limits = httpx.Limits(
-                max_connections=self.max_concurrency + 4,
-                max_keepalive_connections=self.max_concurrency,
-                # Below the 5 s idle limit of llama.cpp (cpp-httplib), uvicorn and node, so we retire a connection
-                # before the server does and never send a request into one it is closing.
-                keepalive_expiry=_KEEPALIVE_EXPIRY,
-            )
-            # Building a TLS context loads the CA bundle (30-50 ms): only an https upstream needs one.
-            verify = self.base_url.startswith("https:")
-            self._client = httpx.AsyncClient(
-                timeout=timeout, limits=limits, headers=self._headers, trust_env=False, verify=verify, http2=False
-            )
-            self._client_loop = loop
-        return self._client
+    def _lean(self) -> LeanHTTP:
+        loop = asyncio.get_running_loop()  # connections belong to the loop that made them
+        if self._lean_client is None or self._lean_loop is not loop:
+            self._lean_client = LeanHTTP(connect_timeout=self.connect_timeout, idle_timeout=self.idle_timeout,
+                                         keepalive_expiry=_KEEPALIVE_EXPIRY, max_idle_per_host=self.max_concurrency)
+            self._lean_loop = loop
+        return self._lean_client
 
     async def start(self) -> None:
         """Get ready before the first request: build the HTTP client (for https its TLS context) and discover
@@ -220,13 +218,21 @@ class ChatCompletionsUpstream:
 
         Never raises: an unreachable upstream stays model-less.
         """
-        self._http()
+        self._lean()
         if self._discover and not self.models:
             try:
                 self._upstream_ids = alias_models(await self.list_models())
             except UpstreamError:
                 return
             self.models = list(self._upstream_ids)
+
+    async def count_tokens(self, messages: list[dict[str, Any]], extra_text: str = "") -> int | None:
+        """Prompt tokens by the server's tokenizer where it has llama.cpp's endpoints (see upstream/tokenize.py);
+        None when it has not (the caller then estimates)."""
+        # Rare (input_tokens requests), so a short-lived httpx client rather than the lean streaming one.
+        async with httpx.AsyncClient(headers=self._headers, trust_env=False,
+                                     timeout=httpx.Timeout(10.0, connect=self.connect_timeout)) as client:
+            return await count_with_llamacpp(client, server_root(self.base_url), messages, extra_text)
 
     def upstream_model_id(self, model: str) -> str:
         """The id to send upstream for a model id of ours (readable -> what ``GET /models`` said)."""
@@ -238,27 +244,30 @@ class ChatCompletionsUpstream:
             task.cancel()
         if drains:
             await asyncio.gather(*drains, return_exceptions=True)
-        if self._client is not None:
-            client, self._client = self._client, None
-            try:
-                await client.aclose()
-            except RuntimeError:
-                pass  # its loop is already gone; nothing left to release
+        if self._lean_client is not None:
+            lean, self._lean_client = self._lean_client, None
+            await lean.aclose()
 
     async def list_models(self) -> list[str]:
         """``GET {base_url}/models`` -> ids. Raises :class:`UpstreamError` (same codes as ``generate``)."""
+        headers = {**self._headers, "accept": "application/json"}
+        headers.pop("content-type", None)
         try:
-            response = await self._http().get(f"{self.base_url}/models", headers={"accept": "application/json"})
-        except httpx.HTTPError as exc:
-            raise self._transport_error(exc, before_first_token=True) from exc
+            response = await self._lean().request("GET", f"{self.base_url}/models", b"", headers)
+        except HTTPStreamError as exc:
+            raise self._stream_error(exc, before_first_token=True) from exc
+        try:
+            content = await response.read_all(_MAX_MODELS_BODY)
+        finally:
+            await response.aclose()
         if response.status_code != 200:
             raise UpstreamError(
                 "upstream_error",
-                f"{self.name}: GET /models: HTTP {response.status_code}: {_error_message(response.content)}",
+                f"{self.name}: GET /models: HTTP {response.status_code}: {_error_message(content)}",
                 status=response.status_code,
             )
         try:
-            data = msgspec.json.decode(response.content)
+            data = msgspec.json.decode(content)
         except msgspec.DecodeError as exc:
             raise UpstreamError("upstream_error", f"{self.name}: GET /models: body is not JSON") from exc
         items = data.get("data") if isinstance(data, dict) else None
@@ -320,68 +329,52 @@ class ChatCompletionsUpstream:
         self, request: GenerationRequest, translator: ChunkTranslator, deadline_at: float
     ) -> AsyncGenerator[Chunk, None]:
         loop = asyncio.get_running_loop()
-        client = self._http()
         body = msgspec.json.encode(
             build_request_body(request, include_usage=self.include_usage, model=self.upstream_model_id(request.model))
         )
-        http_request = client.build_request("POST", f"{self.base_url}/chat/completions", content=body,
-                                            headers=trace_headers())
+        headers = self._headers
+        traced = trace_headers()
+        if traced:
+            headers = {**headers, **traced}
         try:
             async with asyncio.timeout_at(deadline_at):
-                response = await client.send(http_request, stream=True)
+                response = await self._lean().post(f"{self.base_url}/chat/completions", body, headers)
             mark_upstream_phase("connect")
         except TimeoutError:
             raise UpstreamError("upstream_timeout", f"{self.name}: generation deadline exceeded") from None
-        except httpx.HTTPError as exc:
-            raise self._transport_error(exc, before_first_token=True) from exc
+        except HTTPStreamError as exc:
+            raise self._stream_error(exc, before_first_token=True) from None
         yielded = False
-        reads: AsyncIterator[bytes] | None = None
         try:
             if response.status_code != 200:
                 raise await self._status_error(response)
             decoder = SSEDecoder()
-            encoding = response.headers.get("content-encoding", "identity").strip().lower()
-            # We ask for identity; the raw bytes then skip httpx's decoder layer (one less generator per read).
-            reads = response.aiter_raw() if encoding in ("", "identity") else response.aiter_bytes()
             idle_timeout = self.idle_timeout
             at_boundary = True  # the decoder holds nothing: the previous read ended at an event boundary
             while True:
                 try:
                     if deadline_at - loop.time() > idle_timeout:
-                        # httpx's read timeout (idle_timeout) ends any stall before the deadline could pass, so no
-                        # per-read timer is needed: arming and cancelling one cost more than the rest of the read.
-                        raw = await anext(reads)
+                        # The response's idle timer ends any stall before the deadline could pass, so no per-read
+                        # timer is needed: arming and cancelling one cost more than the rest of the read.
+                        raw = await response.read()
                     else:
                         async with asyncio.timeout_at(deadline_at):
-                            raw = await anext(reads)
-                except StopAsyncIteration:
-                    break
+                            raw = await response.read()
                 except TimeoutError:
                     raise UpstreamError(
                         "upstream_timeout",
                         f"{self.name}: generation deadline exceeded",
                         before_first_token=not yielded,
                     ) from None
-                except httpx.HTTPError as exc:
-                    raise self._transport_error(exc, before_first_token=not yielded) from exc
+                except HTTPStreamError as exc:
+                    raise self._stream_error(exc, before_first_token=not yielded) from None
+                if not raw:
+                    break
                 payloads = simple_data_events(raw) if at_boundary else None
+                failed: str | None = None
                 if payloads is None:
+                    payloads, failed = self._decode_slow(decoder, raw, yielded)
                     at_boundary = raw.endswith(b"\n\n")
-                    try:
-                        decoder.feed(raw)
-                    except BadInputError as exc:  # an oversized event: the upstream is broken, not the client
-                        raise UpstreamError(
-                            "upstream_error", f"{self.name}: bad event stream: {exc}", before_first_token=not yielded
-                        ) from None
-                    payloads = []
-                    for message in decoder.events():
-                        if message.event == "error":
-                            raise UpstreamError(
-                                "upstream_error",
-                                f"{self.name}: error event: {_error_message(message.data)}",
-                                before_first_token=not yielded,
-                            )
-                        payloads.append(message.data)
                 for payload in payloads:
                     try:
                         chunks = translator.feed(payload)
@@ -394,6 +387,9 @@ class ChatCompletionsUpstream:
                         yield chunk
                     if translator.done:
                         break
+                if failed is not None:  # after the payloads before it in the same read, as if they came apart
+                    raise UpstreamError("upstream_error", f"{self.name}: error event: {failed}",
+                                        before_first_token=not yielded)
                 if translator.done:
                     break
             decoder.close()
@@ -405,15 +401,31 @@ class ChatCompletionsUpstream:
                 yielded = True
                 yield chunk
         finally:
-            if translator.done and reads is not None:
-                drain = self._close_after_body(response, reads)
+            if translator.done:
+                drain = self._close_after_body(response)
                 # Usually the body's end is already here: wait a moment so a follow-up request (the next tool
                 # round) finds the connection back in the pool; a slower server finishes in the background.
                 await asyncio.wait((drain,), timeout=_DRAIN_INLINE)
             else:
                 await response.aclose()  # mid-stream: drop the connection, the server is still sending
 
-    def _close_after_body(self, response: httpx.Response, reads: AsyncIterator[bytes]) -> asyncio.Task[None]:
+    def _decode_slow(self, decoder: SSEDecoder, raw: bytes, yielded: bool) -> tuple[list[bytes], str | None]:
+        """The full SSE decoder, for reads that are not whole one-line ``data:`` events (comments, CRLF, splits):
+        the payloads, and the message of an ``error`` event if one came (what follows it is dropped)."""
+        try:
+            decoder.feed(raw)
+        except BadInputError as exc:  # an oversized event: the upstream is broken, not the client
+            raise UpstreamError(
+                "upstream_error", f"{self.name}: bad event stream: {exc}", before_first_token=not yielded
+            ) from None
+        payloads: list[bytes] = []
+        for message in decoder.events():
+            if message.event == "error":
+                return payloads, _error_message(message.data)
+            payloads.append(message.data)
+        return payloads, None
+
+    def _close_after_body(self, response: StreamResponse) -> asyncio.Task[None]:
         """After ``[DONE]``: read the rest of the body (normally just the chunked-encoding end) in the background,
         then close. A response closed before its body ended takes its connection down with it; a fully read one
         returns the connection to the pool, so the next generation skips the connect (and, for https, the TLS
@@ -424,11 +436,11 @@ class ChatCompletionsUpstream:
             try:
                 async with asyncio.timeout(_DRAIN_TIMEOUT):
                     left = _MAX_DRAIN
-                    async for part in reads:
+                    while part := await response.read():
                         left -= len(part)
                         if left < 0:
                             break  # a server that keeps talking after [DONE]: not worth keeping
-            except (TimeoutError, httpx.HTTPError):
+            except (TimeoutError, HTTPStreamError):
                 pass
             finally:
                 await response.aclose()
@@ -443,15 +455,8 @@ class ChatCompletionsUpstream:
         if self._drains:
             await asyncio.gather(*self._drains, return_exceptions=True)
 
-    async def _status_error(self, response: httpx.Response) -> UpstreamError:
-        body = b""
-        try:
-            async for part in response.aiter_bytes():
-                body += part
-                if len(body) > _MAX_ERROR_BODY:
-                    break
-        except httpx.HTTPError:
-            pass
+    async def _status_error(self, response: StreamResponse) -> UpstreamError:
+        body = await response.read_all(_MAX_ERROR_BODY)
         status = response.status_code
         message = f"{self.name}: HTTP {status}: {_error_message(body)}"
         if status == 429:
@@ -463,27 +468,16 @@ class ChatCompletionsUpstream:
             )
         return UpstreamError("upstream_error", message, status=status)
 
-    def _transport_error(self, exc: httpx.HTTPError, *, before_first_token: bool) -> UpstreamError:
-        if isinstance(exc, httpx.ConnectTimeout):
-            return UpstreamError(
-                "upstream_timeout",
-                f"{self.name}: connect timeout after {self.connect_timeout:g} s",
-                before_first_token=before_first_token,
-            )
-        if isinstance(exc, httpx.TimeoutException):
-            return UpstreamError(
-                "upstream_timeout",
-                f"{self.name}: no data for {self.idle_timeout:g} s (idle timeout)",
-                before_first_token=before_first_token,
-            )
-        if isinstance(exc, httpx.ConnectError):
-            return UpstreamError(
-                "upstream_unavailable",
-                f"{self.name}: cannot connect to {self.base_url}: {exc or type(exc).__name__}",
-                before_first_token=before_first_token,
-            )
-        return UpstreamError(
-            "upstream_error",
-            f"{self.name}: connection failed mid-stream ({type(exc).__name__}: {exc})",
-            before_first_token=before_first_token,
-        )
+    def _stream_error(self, exc: HTTPStreamError, *, before_first_token: bool) -> UpstreamError:
+        """The lean client's errors, with the same codes and wording as :meth:`_transport_error`."""
+        if isinstance(exc, ConnectTimeout):
+            return UpstreamError("upstream_timeout", f"{self.name}: connect timeout after {self.connect_timeout:g} s",
+                                 before_first_token=before_first_token)
+        if isinstance(exc, IdleTimeout):
+            return UpstreamError("upstream_timeout", f"{self.name}: no data for {self.idle_timeout:g} s (idle timeout)",
+                                 before_first_token=before_first_token)
+        if isinstance(exc, ConnectError):
+            return UpstreamError("upstream_unavailable", f"{self.name}: cannot connect to {self.base_url}: {exc}",
+                                 before_first_token=before_first_token)
+        return UpstreamError("upstream_error", f"{self.name}: connection failed mid-stream ({exc})",
+                             before_first_token=before_first_token)

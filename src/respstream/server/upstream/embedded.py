@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
+from respstream.server.response_object import SamplingDefaults
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.model_ids import readable_model_id
@@ -117,6 +118,10 @@ class EmbeddedUpstream:
     server URL once started).
     """
 
+    # What llama.cpp samples with when a request gives no value (its server's defaults, as its `/props` reports
+    # them): the Response echoes these, not OpenAI's 1.0/1.0 (server/response_object.py).
+    sampling_defaults = SamplingDefaults(temperature=0.8, top_p=0.95)
+
     def __init__(
         self,
         *,
@@ -195,6 +200,12 @@ class EmbeddedUpstream:
         assert self._adapter is not None
         async for chunk in self._adapter.generate(request):
             yield chunk
+
+    async def count_tokens(self, messages: list[dict[str, Any]], extra_text: str = "") -> int | None:
+        """Prompt tokens by the embedded model's own tokenizer (llama.cpp ``/apply-template`` + ``/tokenize``)."""
+        await self.start()
+        assert self._adapter is not None
+        return await self._adapter.count_tokens(messages, extra_text)
 
     async def aclose(self) -> None:
         adapter, self._adapter = self._adapter, None

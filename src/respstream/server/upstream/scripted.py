@@ -21,7 +21,9 @@ Spec: ``scripted:N[?delay_ms=D&tool=NAME&fail_at=K&reasoning=R&text=T]``
   * ``NAME`` is not offered (or ``tool_choice`` is ``none``): no call; the turn is the text answer.
 
   A call is one :class:`ToolCallDelta` pair and ``Finish("tool_calls")``. After a tool result it answers with
-  text, so tool loops end.
+  text, so tool loops end. ``tool=A,B``: each turn calls the first of them that is offered and not called yet in
+  the conversation (an assistant ``tool_calls`` entry names it), so one response can chain A then B; when all
+  were called it answers with text.
 - ``fail_at=K``: raise ``UpstreamError("upstream_error")`` after ``K`` text deltas (``before_first_token`` only when
   ``K = 0``).
 - ``reasoning=R``: ``R`` reasoning deltas before the text.
@@ -194,6 +196,7 @@ class ScriptedUpstream:
         self._text = [TextDelta(piece) for piece in pieces]
         self.deltas = len(self._text)
         self._calls = 0
+        self._next_tool = tool or ""
 
     @classmethod
     def from_spec(cls, spec: str, *, name: str | None = None, models: list[str] | None = None) -> ScriptedUpstream:
@@ -214,16 +217,23 @@ class ScriptedUpstream:
         name = self.tool
         if not name or request.tool_choice == "none":
             return None
-        if request.messages and request.messages[-1].get("role") == "tool":
+        names = name.split(",")
+        if len(names) == 1 and request.messages and request.messages[-1].get("role") == "tool":
             return None  # answer the tool result with text, so loops end
+        called = {str(call.get("function", {}).get("name")) for m in request.messages if m.get("role") == "assistant"
+                  for call in m.get("tool_calls") or [] if isinstance(call, dict)} if len(names) > 1 else set()
         offered = None
         for spec in request.tools:
             function = spec.get("function") if isinstance(spec, dict) else None
-            if isinstance(function, dict) and function.get("name") == name:
+            fname = function.get("name") if isinstance(function, dict) else None
+            if not isinstance(fname, str) or fname not in names or fname in called:
+                continue
+            if offered is None or names.index(fname) < names.index(offered["function"]["name"]):
                 offered = spec
-                break
         if offered is None:
             return None
+        name = offered["function"]["name"]
+        self._next_tool = name
         if name in TOOL_NAMES and is_server_tool_spec(offered):
             return msgspec.json.encode(_server_tool_arguments(name, request)).decode()
         function = offered["function"]
@@ -237,7 +247,7 @@ class ScriptedUpstream:
         if arguments is not None:
             half = len(arguments) // 2
             call_id = f"call_scripted_{self._calls}"
-            yield ToolCallDelta(0, call_id=call_id, name=self.tool, arguments=arguments[:half])
+            yield ToolCallDelta(0, call_id=call_id, name=self._next_tool, arguments=arguments[:half])
             yield ToolCallDelta(0, arguments=arguments[half:])
             yield Finish("tool_calls", Usage(input_tokens=input_tokens, output_tokens=1))
             return

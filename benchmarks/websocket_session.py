@@ -1,0 +1,124 @@
+"""WebSocket mode vs SSE: the gateway's CPU per event for a session of sequential responses with continuations.
+
+Workload, the same for both transports, against one `respstream serve` subprocess (openai dialect, the SIMULATED
+scripted upstream, ``scripted:N`` text deltas per response, no delay):
+  * ws  — ONE WebSocket; ``--turns`` (20) ``response.create`` messages, each continuing the previous one with
+          ``previous_response_id`` (``store: false``: the connection-local store), each read to its terminal;
+  * sse — ONE keep-alive HTTP connection; the same ``--turns`` ``POST /v1/responses`` (``stream: true``, stored,
+          each continuing the previous one), each read to its terminal.
+Measured: the server process's CPU time (utime + stime from /proc/<pid>/stat) across the session, divided by the
+events received. Sessions alternate ws/sse ``--repeat`` times; medians are reported with the RATIO ws/sse (goal:
+within 20%, i.e. <= 1.2). Loopback only.
+
+Run: ``.venv/bin/python benchmarks/websocket_session.py [--turns 20] [--deltas 400] [--repeat 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from websockets.sync.client import connect
+
+TERMINALS = {"response.completed", "response.incomplete", "response.failed"}
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def ws_session(port: int, turns: int) -> int:
+    events = 0
+    previous = None
+    with connect(f"ws://127.0.0.1:{port}/v1/responses", max_size=None) as ws:
+        for i in range(turns):
+            body = {"type": "response.create", "model": "auto", "store": False, "input": f"turn {i}"}
+            if previous:
+                body["previous_response_id"] = previous
+            ws.send(json.dumps(body))
+            while True:
+                event = json.loads(ws.recv(timeout=30))
+                events += 1
+                if event["type"] in TERMINALS:
+                    previous = event["response"]["id"]
+                    break
+    return events
+
+
+def sse_session(client: httpx.Client, port: int, turns: int) -> int:
+    events = 0
+    previous = None
+    for i in range(turns):
+        body = {"model": "auto", "input": f"turn {i}", "stream": True}
+        if previous:
+            body["previous_response_id"] = previous
+        with client.stream("POST", f"http://127.0.0.1:{port}/v1/responses", json=body) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: {"):
+                    events += 1
+                    event = json.loads(line[6:])
+                    if event["type"] in TERMINALS:
+                        previous = event["response"]["id"]
+    return events
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--deltas", type=int, default=400)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    port = free_port()
+    exe = Path(sys.executable).with_name("respstream")
+    proc = subprocess.Popen([str(exe), "serve", "--port", str(port), "--upstream", f"scripted:{args.deltas}",
+                             "--dialect", "openai", "--store", "memory", "--log-level", "warning"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit("the gateway did not start")
+            time.sleep(0.1)
+        per_event: dict[str, list[float]] = {"ws": [], "sse": []}
+        with httpx.Client(timeout=30) as client:
+            ws_session(port, 2)  # warm both paths
+            sse_session(client, port, 2)
+            for _ in range(args.repeat):
+                for name in ("ws", "sse"):
+                    before = cpu_seconds(proc.pid)
+                    count = ws_session(port, args.turns) if name == "ws" else sse_session(client, port, args.turns)
+                    per_event[name].append((cpu_seconds(proc.pid) - before) / count)
+        ws_us = statistics.median(per_event["ws"]) * 1e6
+        sse_us = statistics.median(per_event["sse"]) * 1e6
+        print(f"{args.turns} sequential responses with continuations, {args.deltas} deltas each, "
+              f"median of {args.repeat}")
+        print(f"server CPU per event: websocket {ws_us:.2f} us, sse {sse_us:.2f} us")
+        print(f"RATIO websocket/sse = {ws_us / sse_us:.3f} (goal <= 1.20)")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

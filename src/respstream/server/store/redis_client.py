@@ -1,0 +1,82 @@
+"""The two redis-py clients a :class:`RedisStore` uses, for standalone Redis or Redis Cluster, from a store URL.
+
+- ``redis://host:port/db``, ``rediss://...``, ``unix://...``: standalone.
+- ``redis+cluster://host:port[,host:port...]`` (``rediss+cluster://`` with TLS): Redis Cluster; the listed nodes are
+  only where discovery starts, the client learns the slot map and follows ``MOVED``/``ASK`` and failovers.
+
+Both give a command client (a bounded pool that waits up to 2 s for a free connection under bursts, 2 s command
+timeout) and a client for blocking ``XREAD`` (one connection per blocked reader, socket timeout above the block
+time). Connect timeout 1 s, one retry without backoff: an unreachable store fails fast as ``StoreUnavailable``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+__all__ = ["CLUSTER_SCHEMES", "cluster_nodes", "is_cluster_url", "open_clients"]
+
+CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
+
+
+def is_cluster_url(url: str) -> bool:
+    return url.startswith(CLUSTER_SCHEMES)
+
+
+def cluster_nodes(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
+    """``redis+cluster://[user:pass@]h1:p1,h2:p2`` -> ([(h1, p1), (h2, p2)], connection options).
+
+    Raises ``ValueError`` naming what is wrong (no node, a bad port, a database number: a cluster has only db 0).
+    """
+    scheme, rest = url.split("://", 1)
+    netloc, _, path = rest.partition("/")
+    options: dict[str, Any] = {"ssl": scheme.startswith("rediss")}
+    if "@" in netloc:
+        auth, netloc = netloc.rsplit("@", 1)
+        user, _, password = auth.partition(":")
+        options["username"] = unquote(user) or None
+        options["password"] = unquote(password) or None
+    if path.strip("/") not in ("", "0"):
+        raise ValueError(f"store URL {url!r}: Redis Cluster has only database 0 (drop '/{path}')")
+    nodes: list[tuple[str, int]] = []
+    for part in netloc.split(","):
+        if not part:
+            continue
+        parsed = urlsplit(f"//{part}")
+        try:
+            port = parsed.port or 6379
+        except ValueError:
+            raise ValueError(f"store URL {url!r}: node {part!r} has a bad port") from None
+        if not parsed.hostname:
+            raise ValueError(f"store URL {url!r}: node {part!r} has no host")
+        nodes.append((parsed.hostname, port))
+    if not nodes:
+        raise ValueError(f"store URL {url!r} names no node: redis+cluster://host:port[,host:port...]")
+    return nodes, options
+
+
+def open_clients(url: str, *, block_ms: int, max_tails: int) -> tuple[Any, Any, bool]:
+    """(command client, blocking-read client, is_cluster). Connects lazily, on the first command."""
+    common: dict[str, Any] = {"socket_connect_timeout": 1.0, "retry": Retry(NoBackoff(), 1)}
+    block_timeout = block_ms / 1000 + 2.0
+    if is_cluster_url(url):
+        nodes, options = cluster_nodes(url)
+        startup = [ClusterNode(host, port) for host, port in nodes]
+
+        def cluster(socket_timeout: float, max_connections: int) -> RedisCluster:
+            return RedisCluster(startup_nodes=list(startup), socket_timeout=socket_timeout,
+                                max_connections=max_connections, require_full_coverage=True,
+                                **common, **options)
+
+        return cluster(2.0, 64), cluster(block_timeout, max_tails), True
+    pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=64, timeout=2.0, socket_timeout=2.0,
+                                                    **common)
+    commands = aioredis.Redis(connection_pool=pool, **common)
+    commands.auto_close_connection_pool = True  # closing the client closes the pool it was handed
+    blocking = aioredis.from_url(url, socket_timeout=block_timeout, max_connections=max_tails, **common)
+    return commands, blocking, False

@@ -1,0 +1,119 @@
+"""Conversations in the Redis store (a mixin of :class:`~respstream.server.store.redis.RedisStore`).
+
+Every key of one conversation sits under one hash tag, ``<prefix>{c:<id>}:items`` (a list of item JSON) and
+``<prefix>{c:<id>}:meta`` (the object's JSON), so a conversation lives on one Redis Cluster slot. Both keys carry
+the retention as TTL, renewed whenever either changes; ``<prefix>{i}:conversations`` (a sorted set by last touch) lets
+``expire()`` drop conversations untouched for the retention.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+from respstream.server.store.base import ConversationRecord
+from respstream.server.store.redis_keys import RedisKeys
+
+__all__ = ["RedisConversations"]
+
+_encode = msgspec.json.Encoder().encode
+_decode_item = msgspec.json.Decoder(dict[str, Any]).decode
+_decode_conversation = msgspec.json.Decoder(ConversationRecord).decode
+
+
+class RedisConversations:
+    prefix: str
+    k: RedisKeys
+    retention_seconds: float
+    history_limit: int | None
+    _r: Any
+
+    @contextlib.contextmanager
+    def _io(self) -> Iterator[None]:
+        raise NotImplementedError
+        yield
+
+    def _conv_keys(self, conversation_id: str) -> tuple[str, str]:
+        return self.k.conversation(conversation_id), self.k.conversation_meta(conversation_id)
+
+    @property
+    def _conversations_by_age(self) -> str:
+        return self.k.conversations
+
+    def _touch(self, pipe: Any, conversation_id: str) -> None:
+        ttl = int(self.retention_seconds * 1000)
+        for key in self._conv_keys(conversation_id):
+            pipe.pexpire(key, ttl)
+
+    async def _index(self, conversation_id: str) -> None:
+        # The index lives in its own slot ({i}): updated by a command of its own, never inside the transaction.
+        await self._r.zadd(self._conversations_by_age, {conversation_id: time.time()})
+
+    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
+        with self._io():
+            raw = await self._r.lrange(self._conv_keys(conversation_id)[0], 0, -1)
+        return [_decode_item(item) for item in raw]
+
+    async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
+        if not items:
+            return
+        key = self._conv_keys(conversation_id)[0]
+        with self._io():
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.rpush(key, *[_encode(item) for item in items])
+                if self.history_limit is not None:
+                    pipe.ltrim(key, -self.history_limit, -1)
+                self._touch(pipe, conversation_id)
+                await pipe.execute()
+            await self._index(conversation_id)
+
+    async def create_conversation(self, record: ConversationRecord) -> None:
+        with self._io():
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.set(self._conv_keys(record.id)[1], _encode(record))
+                self._touch(pipe, record.id)
+                await pipe.execute()
+            await self._index(record.id)
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
+        with self._io():
+            raw = await self._r.get(self._conv_keys(conversation_id)[1])
+        return None if raw is None else _decode_conversation(raw)
+
+    async def update_conversation(self, record: ConversationRecord) -> None:
+        with self._io():
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.set(self._conv_keys(record.id)[1], _encode(record), xx=True)  # only if it exists
+                self._touch(pipe, record.id)
+                await pipe.execute()
+            await self._index(record.id)
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        items, meta = self._conv_keys(conversation_id)
+        with self._io():
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.delete(meta)
+                pipe.delete(items)
+                existed, _ = await pipe.execute()
+            await self._r.zrem(self._conversations_by_age, conversation_id)
+        return bool(existed)
+
+    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
+        key = self._conv_keys(conversation_id)[0]
+        with self._io():
+            raw: list[bytes] = await self._r.lrange(key, 0, -1)
+            for blob in raw:
+                if _decode_item(blob).get("id") == item_id:
+                    return bool(await self._r.lrem(key, 1, blob))
+        return False
+
+    async def expire_conversations(self, cutoff: float) -> None:
+        with self._io():
+            stale: list[bytes] = await self._r.zrangebyscore(self._conversations_by_age, "-inf", f"({cutoff}")
+            for raw in stale:
+                await self._r.delete(*self._conv_keys(raw.decode()))
+                await self._r.zrem(self._conversations_by_age, raw)

@@ -1,0 +1,124 @@
+"""Conversations in the SQLite store (a mixin of :class:`~respstream.server.store.sqlite.SQLiteStore`).
+
+Items: the ``conversations`` table (one row per item, ``position`` in order, the item JSON). Objects: the
+``conversation_objects`` table (id, owner, created_at, metadata JSON, touched_at). ``expire()`` drops both once the
+conversation was untouched (no object change, no new item) for the retention.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import msgspec
+
+from respstream.server.store.base import ConversationRecord
+
+__all__ = ["CONVERSATION_SCHEMA", "SQLiteConversations", "expire_conversations"]
+
+T = TypeVar("T")
+
+CONVERSATION_SCHEMA = """
+CREATE TABLE IF NOT EXISTS conversations(
+    conversation_id TEXT NOT NULL, position INTEGER NOT NULL, item BLOB NOT NULL, added_at REAL NOT NULL,
+    PRIMARY KEY(conversation_id, position)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS conversation_objects(
+    id TEXT PRIMARY KEY, owner TEXT, created_at REAL NOT NULL, metadata BLOB NOT NULL, touched_at REAL NOT NULL);
+"""
+
+_encode = msgspec.json.Encoder().encode
+_decode_item = msgspec.json.Decoder(dict[str, Any]).decode
+_decode_metadata = msgspec.json.Decoder(dict[str, str]).decode
+
+
+def expire_conversations(conn: sqlite3.Connection, cutoff: float) -> None:
+    """Inside the writer's transaction: drop conversations (items and objects) untouched since ``cutoff``."""
+    conn.execute(
+        "DELETE FROM conversations WHERE conversation_id IN (SELECT conversation_id FROM conversations"
+        " GROUP BY conversation_id HAVING max(added_at) < ?)"
+        " AND conversation_id NOT IN (SELECT id FROM conversation_objects WHERE touched_at >= ?)",
+        (cutoff, cutoff),
+    )
+    conn.execute(
+        "DELETE FROM conversation_objects WHERE touched_at < ? AND id NOT IN"
+        " (SELECT conversation_id FROM conversations WHERE added_at >= ?)",
+        (cutoff, cutoff),
+    )
+
+
+class SQLiteConversations:
+    history_limit: int | None
+
+    async def _write(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        raise NotImplementedError
+
+    async def _read(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        raise NotImplementedError
+
+    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
+        rows = await self._read(lambda c: c.execute(
+            "SELECT item FROM conversations WHERE conversation_id = ? ORDER BY position", (conversation_id,)
+        ).fetchall())
+        return [_decode_item(r[0]) for r in rows]
+
+    async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
+        blobs = [_encode(item) for item in items]
+        limit = self.history_limit
+
+        def job(conn: sqlite3.Connection) -> None:
+            (top,) = conn.execute(
+                "SELECT coalesce(max(position), -1) FROM conversations WHERE conversation_id = ?", (conversation_id,)
+            ).fetchone()
+            now = time.time()
+            conn.executemany(
+                "INSERT INTO conversations VALUES (?, ?, ?, ?)",
+                [(conversation_id, top + 1 + i, blob, now) for i, blob in enumerate(blobs)],
+            )
+            if limit is not None:  # a sliding window: keep the newest `history_limit` items
+                conn.execute(
+                    "DELETE FROM conversations WHERE conversation_id = ? AND position <= ?",
+                    (conversation_id, top + len(blobs) - limit),
+                )
+
+        if blobs:
+            await self._write(job)
+
+    async def create_conversation(self, record: ConversationRecord) -> None:
+        row = (record.id, record.owner, record.created_at, _encode(record.metadata), time.time())
+        await self._write(lambda c: c.execute("INSERT OR REPLACE INTO conversation_objects VALUES (?, ?, ?, ?, ?)",
+                                              row))
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
+        row = await self._read(lambda c: c.execute(
+            "SELECT id, owner, created_at, metadata FROM conversation_objects WHERE id = ?", (conversation_id,)
+        ).fetchone())
+        if row is None:
+            return None
+        return ConversationRecord(id=row[0], owner=row[1], created_at=row[2], metadata=_decode_metadata(row[3]))
+
+    async def update_conversation(self, record: ConversationRecord) -> None:
+        args = (_encode(record.metadata), time.time(), record.id)
+        await self._write(lambda c: c.execute(
+            "UPDATE conversation_objects SET metadata = ?, touched_at = ? WHERE id = ?", args))
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        def job(conn: sqlite3.Connection) -> bool:
+            conn.execute("DELETE FROM conversations WHERE conversation_id = ?", (conversation_id,))
+            return conn.execute("DELETE FROM conversation_objects WHERE id = ?", (conversation_id,)).rowcount > 0
+
+        return await self._write(job)
+
+    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
+        def job(conn: sqlite3.Connection) -> bool:
+            rows = conn.execute("SELECT position, item FROM conversations WHERE conversation_id = ?",
+                                (conversation_id,)).fetchall()
+            for position, blob in rows:
+                if _decode_item(blob).get("id") == item_id:
+                    conn.execute("DELETE FROM conversations WHERE conversation_id = ? AND position = ?",
+                                 (conversation_id, position))
+                    return True
+            return False
+
+        return await self._write(job)

@@ -1,0 +1,275 @@
+"""WebSocket mode of ``/v1/responses`` (Open Responses 2026-04-24, "WebSocket Transport"): a transport beside SSE.
+
+How this works: the client upgrades ``GET /v1/responses`` (``Authorization: Bearer`` at the handshake, checked like
+any HTTP request; a refused handshake gets the usual 401 JSON envelope as its HTTP answer) and sends
+``{"type": "response.create", ...rest of a create body}`` messages. Each one is validated by the same
+``parse_request`` and started by the same ``ResponseService.start`` as ``POST /v1/responses``; its event log is sent
+by :class:`WebSocketTurnSender`, the SSE sender (``sse_response.EventStreamResponse``: cursor over the store, the
+keep-alive/slow-reader timer, the reader's own terminal) with the wire encoding swapped: one text message per event,
+the event's JSON exactly as the dialect wrote it for SSE.
+
+One connection runs one response at a time: messages that arrive meanwhile wait in a bounded queue
+(``websocket_max_queued_messages``) and are answered in order. ``store: false`` responses are written to the
+connection's own :class:`MemoryStore` only (``websocket_cache_responses`` of them), so ``previous_response_id``
+continues them on this socket and nowhere else; a turn that fails (4xx/5xx, or a ``failed`` response) evicts the
+response it continued. Errors that are not part of a response are the spec's ``WebSocketErrorEvent``:
+``{"type": "error", "status": 400, "error": {"type", "code", "message", "param"}}``. Closing the socket mid-response
+cancels a foreground response (as an HTTP disconnect does); a ``background: true`` one runs on and stays retrievable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from respstream.server.http_errors import HTTPError, envelope
+from respstream.server.requests import parse_request
+from respstream.server.sse_response import EventStreamResponse
+from respstream.server.store.base import Entry, StoreUnavailable
+from respstream.server.store.memory import MemoryStore
+from respstream.server.store.split import backend_of
+from respstream.server.writer import reader_terminal_data
+
+if TYPE_CHECKING:
+    from respstream.server.app import _Gateway
+
+__all__ = ["WebSocketTurnSender", "error_event", "serve_websocket"]
+
+log = logging.getLogger("respstream.server")
+
+# Fields of a create body that belong to HTTP/SSE: the spec says a WebSocket client MUST NOT send them.
+_HTTP_ONLY_FIELDS = ("stream", "stream_options")
+_CLOSED = object()  # queued by the reader when the peer went away
+
+
+def error_event(exc: HTTPError) -> str:
+    """The spec's ``WebSocketErrorEvent`` for an error that is not part of a response's log."""
+    body = envelope(exc.status, exc.code, exc.message, exc.param, **exc.extra)
+    return msgspec.json.encode({"type": "error", "status": exc.status, "error": body["error"]}).decode()
+
+
+class WebSocketTurnSender(EventStreamResponse):
+    """The SSE sender's log follower, writing WebSocket text messages instead of SSE frames."""
+
+    def entry_message(self, entry: Entry) -> dict[str, Any]:
+        return {"type": "websocket.send", "text": entry.data.decode()}
+
+    def keepalive_message(self) -> dict[str, Any] | None:
+        return None  # the server pings (uvicorn's ws_ping_interval); an idle socket needs no comment frames
+
+    def terminal_message(self, sequence_number: int, code: str, message: str) -> dict[str, Any]:
+        return {"type": "websocket.send", "text": reader_terminal_data(self.dialect, sequence_number, code,
+                                                                        message).decode()}
+
+    def close_message(self) -> dict[str, Any]:
+        return {"type": "websocket.close", "code": 1008, "reason": "slow reader"}
+
+    async def send_log(self, send: Callable[[dict[str, Any]], Any], limit: float) -> bool:
+        """Send the log to its terminal. False when this reader was cut for not reading (the socket is closed)."""
+        me = asyncio.current_task()
+        self.arm_timer(limit)
+        try:
+            await self._follow(send)
+            return True
+        except asyncio.CancelledError:
+            if not self.cut_slow or self.disconnected:
+                raise
+            if me is not None:
+                me.uncancel()
+            self.disarm_timer()
+            await self._cut(send, limit)
+            return False
+        finally:
+            self.disarm_timer()
+
+
+class _Connection:
+    """One WebSocket: its queue of messages, its own store, its turns."""
+
+    def __init__(self, gw: _Gateway, ws: WebSocket, owner: str | None) -> None:
+        self.gw = gw
+        self.ws = ws
+        self.owner = owner
+        config = gw.config
+        self.local = MemoryStore(retention_seconds=config.websocket_max_connection_seconds,
+                                 max_responses=config.websocket_cache_responses)
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.opened = time.monotonic()
+        self.turn: asyncio.Task[None] | None = None
+        self.gone = False
+
+    async def send_text(self, text: str) -> None:
+        await self.ws.send({"type": "websocket.send", "text": text})
+
+    async def read_loop(self) -> None:
+        """Read every message into the queue (bounded); the peer going away cancels a running turn."""
+        limit = self.gw.config.websocket_max_queued_messages
+        try:
+            while True:
+                message = await self.ws.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                if self.queue.qsize() >= limit:
+                    with contextlib.suppress(Exception):
+                        await self.ws.close(1008, f"more than {limit} messages queued (websocket_max_queued_messages)")
+                    break
+                text = message.get("text")
+                self.queue.put_nowait(text if text is not None else message.get("bytes") or b"")
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            pass
+        finally:
+            self.gone = True
+            if self.turn is not None and not self.turn.done():
+                self.turn.cancel()
+            self.queue.put_nowait(_CLOSED)
+
+    async def run(self) -> None:
+        reader = asyncio.create_task(self.read_loop())
+        try:
+            while True:
+                raw = await self.queue.get()
+                if raw is _CLOSED or self.gone:
+                    return
+                if time.monotonic() - self.opened > self.gw.config.websocket_max_connection_seconds:
+                    await self.send_text(error_event(HTTPError(
+                        400, "websocket_connection_limit_reached",
+                        "This WebSocket connection reached its time limit "
+                        f"({self.gw.config.websocket_max_connection_seconds:g} s); open a new connection.")))
+                    await self.ws.close(1000)
+                    return
+                self.turn = asyncio.create_task(self.one_turn(raw))
+                try:
+                    await self.turn
+                except asyncio.CancelledError:
+                    if not self.gone:
+                        raise
+                    return
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+            await self.local.aclose()
+
+    async def one_turn(self, raw: str | bytes) -> None:
+        gw = self.gw
+        previous: str | None = None
+        try:
+            body = _decode(raw, gw.config.max_body_bytes)
+            previous = body.get("previous_response_id") if isinstance(body.get("previous_response_id"), str) else None
+            kind = body.pop("type", None)
+            if kind != "response.create":
+                raise HTTPError(400, "invalid_value" if kind is not None else "missing_required_parameter",
+                                f"A WebSocket message must have type 'response.create', not {kind!r}.", param="type")
+            for key in _HTTP_ONLY_FIELDS:
+                if key in body:
+                    raise HTTPError(400, "unsupported_parameter",
+                                    f"{key} is an HTTP/SSE field; it must not be sent on a WebSocket "
+                                    "(every response on the socket streams).", param=key)
+            await gw.limit_rate(self.ws, self.owner)
+            svc = gw.svc
+            req = parse_request(body, server_tool_names=svc.tools.names())
+            if not gw.gate.try_enter():
+                raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.")
+            try:
+                gw.metrics.set_open_streams(gw.gate.open)
+                record, running = await svc.start(req, owner=self.owner, local=self.local)
+            except BaseException:
+                gw.gate.leave()
+                gw.metrics.set_open_streams(gw.gate.open)
+                raise
+        except HTTPError as exc:
+            await self._failed_turn(previous)
+            await self.send_text(error_event(exc))
+            return
+        except StoreUnavailable as exc:
+            await self._failed_turn(previous)
+            await self.send_text(error_event(HTTPError(503, "store_unavailable",
+                                                       f"The response store is unavailable: {exc}")))
+            return
+        rid = record.id
+        store = running.store if running.store is self.local else backend_of(svc.store, rid)
+        sender = WebSocketTurnSender(store=store, response_id=rid, after=-1, dialect=svc.dialect,
+                                     keepalive_seconds=gw.config.keepalive_seconds, headers=[])
+        try:
+            finished = await sender.send_log(self.ws.send, gw.config.slow_reader_timeout_seconds)
+            if not finished and not req.background:
+                svc.cancel_running(rid, "slow_reader", "The client stopped reading.")
+        except asyncio.CancelledError:
+            sender.disconnected = True
+            if not req.background:
+                svc.on_client_gone(rid)
+            raise
+        except OSError:
+            if not req.background:
+                svc.on_client_gone(rid)
+            self.gone = True
+        finally:
+            gw.gate.leave()
+            gw.metrics.set_open_streams(gw.gate.open)
+        final = await store.get(rid)
+        if final is not None and final.status == "failed":
+            await self._failed_turn(previous)
+
+    async def _failed_turn(self, previous: str | None) -> None:
+        """The spec: a continuation turn that fails evicts the response it continued from this socket's cache."""
+        if previous:
+            await self.local.delete(previous)
+
+
+def _decode(raw: str | bytes, limit: int) -> dict[str, Any]:
+    size = len(raw.encode() if isinstance(raw, str) else raw)
+    if size > limit:
+        raise HTTPError(413, "request_too_large", f"The message is larger than {limit} bytes (max_body_bytes).")
+    try:
+        body = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise HTTPError(400, "invalid_json", f"The message is not valid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise HTTPError(400, "invalid_json", f"The message is not valid UTF-8 (at byte {exc.start}).") from None
+    except RecursionError:
+        raise HTTPError(400, "invalid_json", "The message nests arrays/objects too deeply.") from None
+    if not isinstance(body, dict):
+        raise HTTPError(400, "invalid_json", "A WebSocket message must be a JSON object.")
+    return body
+
+
+async def serve_websocket(gw: _Gateway, ws: WebSocket) -> None:
+    """The ``/v1/responses`` WebSocket endpoint: authenticate the handshake, then run the connection."""
+    try:
+        owner = gw.authenticate(ws)
+        gw.svc  # noqa: B018 - raises 503 while the server is starting
+    except HTTPError as exc:
+        await _deny(ws, exc)
+        return
+    await ws.accept()
+    try:
+        await _Connection(gw, ws, owner).run()
+    except (WebSocketDisconnect, OSError):
+        pass
+    except Exception:  # never a traceback to the peer: log it, send the spec's error, close
+        log.exception("websocket connection failed")
+        if ws.application_state == WebSocketState.CONNECTED:
+            with contextlib.suppress(Exception):
+                await ws.send_text(error_event(HTTPError(500, "internal_error", "Internal server error.")))
+                await ws.close(1011)
+        return
+    if ws.application_state == WebSocketState.CONNECTED:
+        with contextlib.suppress(Exception):
+            await ws.close(1000)
+
+
+async def _deny(ws: WebSocket, exc: HTTPError) -> None:
+    """Refuse the handshake with the HTTP status and error envelope (a 403 close where the server cannot)."""
+    if "websocket.http.response" in ws.scope.get("extensions", {}):
+        from respstream.server.http_errors import error_response
+
+        await ws.send_denial_response(error_response(exc))
+    else:
+        await ws.close(1008, exc.message[:120])

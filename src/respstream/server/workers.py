@@ -1,0 +1,196 @@
+"""``respstream serve --workers N``: N gateway processes on one port, each with its own event loop.
+
+How this works:
+- The supervisor (the process the user started) checks that the store is shared (SQLite or Redis: any worker must
+  serve a read, resume, cancel or delete of a response another worker made; the memory store lives in one process,
+  so ``workers > 1`` with it is refused), reserves the port, then starts N worker processes (``spawn``: no state
+  inherited from the supervisor).
+- Each worker binds its own listening socket with ``SO_REUSEPORT``, so the kernel spreads new connections across
+  the workers (no shared accept queue, no thundering herd), and runs the ordinary single-process gateway on it
+  (``serve.serve_config``). Worker ``i`` gets the instance id ``<instance id>-w<i>``: its leases and unfinished
+  logs are its own, and a restarted worker ``i`` recovers (ends with ``worker_lost``) what its previous run left.
+- SIGTERM/SIGINT to the supervisor: it sends SIGTERM to every worker (each drains like a single gateway: stop
+  accepting, end foreground streams with ``server_shutdown``, give background work ``shutdown_grace_seconds``), waits
+  for all of them, and exits 0 when they all did. A worker that dies on its own is restarted (same index, so it
+  recovers its logs), at most ``MAX_RESTARTS`` times per minute; past that the supervisor stops everything and
+  exits 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import multiprocessing.process
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from typing import Any
+
+from prometheus_client import multiprocess as prometheus_multiprocess
+
+from respstream.server.config import Config
+from respstream.server.store.factory import is_memory_url
+
+__all__ = ["MAX_RESTARTS", "WorkerError", "check_workers", "reuseport_socket", "run_workers"]
+
+MAX_RESTARTS = 5  # per worker per minute
+_POLL = 0.2
+
+
+class WorkerError(ValueError):
+    """``workers`` cannot be used with this configuration; the message says why and what to do."""
+
+
+def check_workers(config: Config, workers: int) -> None:
+    """Raises :class:`WorkerError` when ``workers`` processes cannot share this configuration."""
+    if workers < 1:
+        raise WorkerError(f"--workers must be at least 1, not {workers}")
+    if workers > 1 and is_memory_url(config.store):
+        raise WorkerError(
+            f"--workers {workers} needs a store every worker shares: the memory store lives inside one process, so "
+            "a response made by one worker could not be read, resumed, cancelled or deleted through another. Use "
+            "--store sqlite:///path/to/file.db or --store redis://host:port/0 (or --workers 1)."
+        )
+    if workers > 1 and not hasattr(socket, "SO_REUSEPORT"):
+        raise WorkerError("--workers > 1 needs SO_REUSEPORT, which this platform does not have")
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def reuseport_socket(host: str, port: int, *, listen: bool = True) -> socket.socket:
+    """A TCP socket bound to ``host:port`` with ``SO_REUSEPORT`` (listening unless ``listen`` is false).
+    Raises ``OSError`` when the port is taken by a process outside the group."""
+    sock = socket.socket(_family(host), socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+        if listen:
+            sock.listen(2048)
+        sock.set_inheritable(True)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGTERM this process when its parent exits (a supervisor killed with -9 leaves no orphan workers)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _worker_main(config: Config, index: int, log_level: str) -> None:
+    """One worker: its own socket in the port's SO_REUSEPORT group, the single-process gateway on it."""
+    from respstream.commands.serve import serve_config
+
+    # Out of the terminal's process group: a Ctrl-C reaches only the supervisor, which turns it into one SIGTERM per
+    # worker (a SIGINT after a SIGTERM would make uvicorn skip the drain). If the supervisor dies, so do we.
+    os.setpgrp()
+    _die_with_parent()
+    sock = reuseport_socket(config.host, config.port)
+    worker = replace(config, instance_id=f"{config.instance_id}-w{index}")
+    sys.exit(serve_config(worker, log_level, sockets=[sock], quiet=True))
+
+
+class _Supervisor:
+    def __init__(self, config: Config, workers: int, log_level: str) -> None:
+        self.config = config
+        self.count = workers
+        self.log_level = log_level
+        self.ctx = multiprocessing.get_context("spawn")
+        self.procs: dict[int, multiprocessing.process.BaseProcess] = {}
+        self.restarts: dict[int, list[float]] = {}
+        self.stopping = False
+        self.failed = False
+
+    def start(self, index: int) -> None:
+        proc = self.ctx.Process(target=_worker_main, args=(self.config, index, self.log_level),
+                                name=f"respstream-worker-{index}", daemon=False)
+        proc.start()
+        self.procs[index] = proc
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        self.stopping = True
+
+    def supervise(self) -> None:
+        while not self.stopping:
+            time.sleep(_POLL)
+            for index, proc in list(self.procs.items()):
+                if proc.is_alive() or self.stopping:
+                    continue
+                now = time.monotonic()
+                recent = [t for t in self.restarts.get(index, []) if now - t < 60] + [now]
+                self.restarts[index] = recent
+                if len(recent) > MAX_RESTARTS:
+                    print(f"respstream serve: worker {index} keeps exiting (status {proc.exitcode}); stopping all "
+                          "workers", file=sys.stderr, flush=True)
+                    self.failed = self.stopping = True
+                    break
+                if proc.pid is not None:  # its live gauges no longer count in /metrics
+                    with contextlib.suppress(Exception):
+                        prometheus_multiprocess.mark_process_dead(proc.pid)  # type: ignore[no-untyped-call]
+                print(f"respstream serve: worker {index} exited with status {proc.exitcode}; restarting it",
+                      file=sys.stderr, flush=True)
+                self.start(index)
+
+    def stop_all(self) -> bool:
+        """SIGTERM every worker, wait for each to drain; True when every one exited 0."""
+        for proc in self.procs.values():
+            if proc.is_alive() and proc.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.terminate()  # SIGTERM: a graceful drain, never uvicorn's forced exit (a second SIGINT)
+        deadline = time.monotonic() + self.config.shutdown_grace_seconds + 15
+        clean = True
+        for proc in self.procs.values():
+            proc.join(max(0.1, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+                proc.join(5)
+                clean = False
+            elif proc.exitcode != 0:
+                clean = False
+        return clean
+
+
+def run_workers(config: Config, workers: int, log_level: str, banner: str) -> int:
+    """Supervise ``workers`` gateway processes until SIGTERM/SIGINT. Returns the exit status."""
+    try:
+        # Reserve the port (bound, not listening: the kernel hands connections only to listening members) so a
+        # port held by another program fails here, once, with one message, instead of in every worker.
+        probe = reuseport_socket(config.host, config.port, listen=False)
+    except OSError as exc:
+        print(f"respstream serve: cannot bind {config.host}:{config.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    # One /metrics for all workers: each writes its samples to this folder, any of them renders the sum
+    # (prometheus-client's multiprocess mode reads the variable at import, so it must be set before they start).
+    own_metrics_dir = None
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        own_metrics_dir = tempfile.mkdtemp(prefix="respstream-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = own_metrics_dir
+    supervisor = _Supervisor(config, workers, log_level)
+    previous = {sig: signal.signal(sig, supervisor.on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for index in range(workers):
+            supervisor.start(index)
+        probe.close()
+        print(banner + f"  workers: {workers} processes (SO_REUSEPORT), instance ids {config.instance_id}-w0.."
+              f"w{workers - 1}\n", flush=True)
+        supervisor.supervise()
+    finally:
+        clean = supervisor.stop_all()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        probe.close()
+        if own_metrics_dir is not None:
+            shutil.rmtree(own_metrics_dir, ignore_errors=True)
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    return 0 if clean and not supervisor.failed else 1

@@ -1,0 +1,78 @@
+"""Item 6: search results as cards (title, URL, snippet) and url_citation annotations linked to them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import Gateway, open_page, screenshot, wait_status
+from .fake_gateway import Script
+
+pytestmark = pytest.mark.browser
+
+RESULTS = [
+    {"title": "Server-sent events - HTML Standard", "url": "https://html.spec.whatwg.org/multipage/server-sent-events.html",
+     "snippet": "The EventSource interface is used to receive server-sent events."},
+    {"title": "Using server-sent events", "url": "https://developer.mozilla.org/docs/Web/API/Server-sent_events",
+     "snippet": "Developing a web application that uses server-sent events is straightforward."},
+    {"title": "Sneaky", "url": "javascript:window.__xss=true", "snippet": "never a link"},
+]
+ANSWER = "SSE is one long HTTP response. Browsers read it with EventSource."
+CITATIONS = [
+    {"type": "url_citation", "url": RESULTS[0]["url"], "title": RESULTS[0]["title"], "start_index": 0,
+     "end_index": 30},
+    {"type": "url_citation", "url": RESULTS[1]["url"], "title": RESULTS[1]["title"], "start_index": 31,
+     "end_index": len(ANSWER)},
+]
+
+
+def test_search_results_are_cards_and_citations_link_to_them(page: Any, fake: Any) -> None:
+    fake.script = Script(chunks=[ANSWER[:20], ANSWER[20:]], search=RESULTS, citations=CITATIONS)
+    open_page(page, fake.url)
+    page.check("input[name=tool][value=web_search]")
+    page.click("#send")
+    wait_status(page, "completed")
+    cards = page.locator("#source-cards li.source-card")
+    assert cards.count() == 3
+    first = cards.nth(0)
+    assert first.locator(".source-title").inner_text() == RESULTS[0]["title"]
+    assert first.locator("a.source-title").get_attribute("href") == RESULTS[0]["url"]
+    assert first.locator(".source-url").inner_text() == "html.spec.whatwg.org"
+    assert first.locator(".source-snippet").inner_text() == RESULTS[0]["snippet"]
+    # A result whose URL is not http(s) is shown, never linked.
+    assert cards.nth(2).locator("a").count() == 0
+    # Citations: a numbered marker after each cited span, pointing at its card.
+    marks = page.locator("#answer sup.cite a")
+    assert marks.all_inner_texts() == ["[1]", "[2]"]
+    assert [marks.nth(i).get_attribute("href") for i in range(2)] == ["#source-1", "#source-2"]
+    assert page.inner_text("#answer").replace("[1]", "").replace("[2]", "") == ANSWER
+    marks.nth(1).click()
+    assert page.evaluate("location.hash") == "#source-2"
+    assert page.evaluate("window.__xss") is False
+    screenshot(page, "sources")
+
+
+def test_real_gateway_web_search_results_become_cards(page: Any, gateway: Gateway) -> None:
+    with gateway("scripted:6?tool=web_search", dialect="openai") as url:
+        open_page(page, url)
+        page.fill("#prompt", "server-sent events")
+        page.check("input[name=tool][value=web_search]")
+        page.click("#send")
+        wait_status(page, "completed")
+        rid = page.evaluate("window.__playground.responseId")
+        output = httpx.get(f"{url}/v1/responses/{rid}", timeout=5).json()["output"]
+        call = next(item for item in output if item["type"] in ("web_search_call", "mcp_call", "function_call"))
+        raw = call.get("output")
+        try:
+            results = json.loads(raw) if isinstance(raw, str) else []
+        except json.JSONDecodeError:
+            results = []  # the tool failed (its output is an error text): then there are no cards to show
+        assert results, f"the embedded search index found nothing: {raw!r}"
+        titles = page.locator("#source-cards .source-title").all_inner_texts()
+        assert titles == [r["title"] for r in results]
+        # Corpus URLs (respstream://…) are shown as text, never as links; http(s) ones are links.
+        links = page.locator("#source-cards a.source-title").evaluate_all("as => as.map(a => a.href)")
+        assert links == [r["url"] for r in results if r["url"].startswith(("http://", "https://"))]
