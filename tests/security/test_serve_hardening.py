@@ -121,3 +121,20 @@ def test_a_down_upstream_is_named_in_a_503_not_model_not_found(tmp_path: Path) -
     error = r.json()["error"]
     assert error["code"] == "upstream_unavailable" and "127.0.0.1" in error["message"], error
     assert "retry-after" in r.headers
+
+
+@pytest.mark.parametrize("stack", ["pure", "auto"])
+def test_request_deadline_does_not_cut_websockets_or_slow_answers(tmp_path: Path, stack: str) -> None:
+    """The read deadline covers reading the request only: a WebSocket held open past it, and a stream that runs
+    longer than it, are not cut (h11 and httptools protocols alike)."""
+    from websockets.sync.client import connect
+
+    with Gateway(tmp_path, upstreams=["scripted:30?delay_ms=100"], request_timeout_seconds=1.0,
+                 http_stack=stack) as gw:
+        slow = httpx.post(f"{gw.url}/v1/responses", json={"input": "hi", "stream": True}, timeout=20)
+        assert slow.status_code == 200 and slow.text.count("output_text.delta") == 30
+        with connect(f"ws://127.0.0.1:{gw.port}/v1/responses", open_timeout=5) as ws:
+            time.sleep(2.0)  # idle past request_timeout_seconds
+            ws.send('{"type": "response.create", "input": "hi"}')
+            first = ws.recv(timeout=10)
+        assert "response." in str(first)

@@ -218,12 +218,13 @@ def serve_config(config: Config, log_level: str, *, sockets: list[Any] | None = 
     # WebSocket mode: the `websockets` implementation (a dependency), one message at most a request body (+ framing
     # slack, so the gateway answers an oversized one with its own 413 error event instead of a bare close).
     # Connection limits before auth (server/http_guard.py): the request read deadline and the connection cap ride on
-    # the h11 protocol; forwarded headers are believed only from trusted_proxies (none by default).
+    # the HTTP protocol class (h11 or httptools); forwarded headers are believed only from trusted_proxies (none
+    # by default).
     quiet_accept_errors()
     http: Any = stack["http"]
-    if http == "h11":
+    if http in ("h11", "httptools"):
         http = guarded_protocol(request_timeout=config.request_timeout_seconds,
-                                max_connections=config.max_connections)
+                                max_connections=config.max_connections, http=http)
     uv_config = uvicorn.Config(app, host=config.host, port=config.port, log_level=log_level, lifespan="on",
                                access_log=False,  # ours (respstream.access) has the request and response ids
                                timeout_graceful_shutdown=int(config.shutdown_grace_seconds) + 1,

@@ -22,7 +22,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors"]
+__all__ = ["GuardedH11Protocol", "GuardedHttpToolsProtocol", "guarded_protocol", "quiet_accept_errors"]
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -49,8 +49,13 @@ class GuardedH11Protocol(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.SWITCHED_PROTOCOL):
+        if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.SWITCHED_PROTOCOL,
+                                     h11._state.MIGHT_SWITCH_PROTOCOL):
             self._disarm()  # the whole request is in: the app's own limits apply from here
+
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        self._disarm()  # the WebSocket protocol takes the connection over, with its own limits
+        super().handle_websocket_upgrade(event)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -75,10 +80,77 @@ class GuardedH11Protocol(H11Protocol):
             self.transport.abort()
 
 
-def guarded_protocol(*, request_timeout: float, max_connections: int) -> type[GuardedH11Protocol]:
-    """A :class:`GuardedH11Protocol` subclass carrying these limits (uvicorn takes a protocol class)."""
-    return type("GatewayH11Protocol", (GuardedH11Protocol,),
-                {"request_timeout": request_timeout, "max_connections": max_connections})
+def _httptools_guard() -> type[Any] | None:
+    """The same guard over uvicorn's httptools protocol (the ``fast`` stack), or None without httptools."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return None
+
+    class _Guarded(HttpToolsProtocol):  # type: ignore[misc]
+        request_timeout: float = 10.0
+        max_connections: int = 1000
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._read_deadline: asyncio.TimerHandle | None = None
+            self._answering = False
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > self.max_connections:
+                transport.abort()
+                return
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def handle_websocket_upgrade(self) -> None:
+            self._disarm()  # the WebSocket protocol takes the connection over, with its own limits
+            super().handle_websocket_upgrade()
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self._answering = True
+            self._disarm()  # the whole request is in
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._answering = False
+            if not self.transport.is_closing():
+                self._arm()
+
+        def _arm(self) -> None:
+            self._disarm()
+            if self.request_timeout > 0:
+                self._read_deadline = self.loop.call_later(self.request_timeout, self._read_timed_out)
+
+        def _disarm(self) -> None:
+            if self._read_deadline is not None:
+                self._read_deadline.cancel()
+                self._read_deadline = None
+
+        def _read_timed_out(self) -> None:
+            self._read_deadline = None
+            if not self._answering and not self.transport.is_closing():
+                self.transport.abort()
+
+    return _Guarded
+
+
+GuardedHttpToolsProtocol = _httptools_guard()
+
+
+def guarded_protocol(*, request_timeout: float, max_connections: int, http: str = "h11") -> type[Any]:
+    """A guarded protocol class for uvicorn's ``http`` implementation ``h11`` or ``httptools``, carrying these
+    limits (uvicorn takes a protocol class)."""
+    base: type[Any] | None = GuardedHttpToolsProtocol if http == "httptools" else GuardedH11Protocol
+    if base is None:
+        base = GuardedH11Protocol
+    return type("GatewayHttpProtocol", (base,), {"request_timeout": request_timeout,
+                                                 "max_connections": max_connections})
 
 
 class _RateLimitedAcceptErrors(logging.Filter):
