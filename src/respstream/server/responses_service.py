@@ -140,8 +140,8 @@ class ResponseService:
                 return decision
         except Exception as exc:
             available = getattr(exc, "available", None)
-            upstreams = [u.name for u in getattr(self.router, "upstreams", [])]
-            if available is not None and not available and upstreams:
+            upstreams = [str(getattr(u, "name", u)) for u in getattr(self.router, "upstreams", [])]
+            if available is not None and not available and upstreams and req.model == "auto":
                 # No upstream lists any model: they are down or lack GET /v1/models. Not the caller's mistake.
                 raise HTTPError(503, "upstream_unavailable",
                                 f"No model is available: upstream(s) {', '.join(upstreams)} did not list any model "
