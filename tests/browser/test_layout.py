@@ -32,7 +32,7 @@ CLIPPED = """
 
 @pytest.mark.parametrize("width", [390, 360])
 def test_no_horizontal_scroll_on_a_phone(browser: Any, gateway: Gateway, width: int) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 800})
+    context = browser.new_context(viewport={"width": width, "height": 800}, bypass_csp=True)  # harness eval
     page = context.new_page()
     try:
         with gateway("scripted:30?delay_ms=2&tool=calculator") as url:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.browser
 @pytest.mark.skipif(os.environ.get("RESPSTREAM_SCREENSHOTS") != "1", reason="screenshots only (make screenshots)")
 def test_embedded_model_conversation_pictures(browser: Any, gateway: Gateway) -> None:
     pytest.importorskip("xllamacpp")
-    context = browser.new_context(viewport={"width": 1440, "height": 960})
+    context = browser.new_context(viewport={"width": 1440, "height": 960}, bypass_csp=True)  # harness eval
     context.set_default_timeout(180_000)
     page = context.new_page()
     try:

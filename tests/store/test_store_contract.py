@@ -9,7 +9,7 @@ import orjson
 import pytest
 from store_helpers import RETENTION, StoreFactory, collect, entries, event, new_record, write_log
 
-from respstream.server.store.base import SequenceConflict, Store
+from respstream.server.store.base import LogEntry, SequenceConflict, Store
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -54,13 +54,28 @@ async def test_duplicate_or_late_append_is_refused_whole(store: Store) -> None:
     record = new_record()
     await store.create(record)
     await store.append(record.id, entries(0, 5))
+    other_4 = LogEntry(4, "response.output_text.delta", b'{"other":4}')
     with pytest.raises(SequenceConflict):
-        await store.append(record.id, entries(4, 7))  # overlaps seq 4
+        await store.append(record.id, [other_4, *entries(5, 7)])  # a different event at the taken seq 4
     assert [e.sequence_number for e in await store.read(record.id)] == [0, 1, 2, 3, 4]
     await store.append(record.id, [event(5, terminal=True)])
     with pytest.raises(SequenceConflict):
         await store.append(record.id, [event(6)])  # after the terminal
     assert (await store.read(record.id))[-1].terminal
+
+
+async def test_a_retried_append_whose_first_attempt_landed_is_recognised(store: Store) -> None:
+    """Issue 13 item 7: the retry of a batch that landed (its answer lost in a stall) is not a SequenceConflict,
+    including a retry that carries newer entries after it, and one ending with the terminal."""
+    record = new_record()
+    await store.create(record)
+    await store.append(record.id, entries(0, 5))
+    await store.append(record.id, entries(3, 5))  # the same batch tail again: already there
+    await store.append(record.id, entries(3, 8))  # landed part + new entries
+    await store.append(record.id, entries(8, 10, last_terminal=True))
+    await store.append(record.id, entries(8, 10, last_terminal=True))  # the terminal batch retried
+    log = await store.read(record.id)
+    assert [e.sequence_number for e in log] == list(range(10)) and log == entries(0, 10, last_terminal=True)
 
 
 async def test_append_to_unknown_response_raises_key_error(store: Store) -> None:

@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from respstream.server.auth import KeyStore
+    from respstream.server.auth import KeysFileError, KeyStore
 
     path = args.file or os.environ.get("RESPSTREAM_KEYS_FILE") or DEFAULT_FILE
     keys = KeyStore(path)
@@ -60,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
                 return 0
             print(f"respstream keys: no active key with id {args.key_id!r} in {path}", file=sys.stderr)
             return 1
+    except KeysFileError as exc:  # names the file itself
+        print(f"respstream keys: {exc}", file=sys.stderr)
+        return 2
     except (OSError, ValueError) as exc:
         print(f"respstream keys: {path}: {exc}", file=sys.stderr)
         return 2

@@ -51,6 +51,7 @@ from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import RequestObservation, Tracing, current_request, log_access
 from respstream.server.telemetry.health import HealthMonitor
 from respstream.server.telemetry.observation import reset_request, set_request
+from respstream.server.web_security import COMMON_HEADERS, PLAYGROUND_HEADERS, check_open_request
 from respstream.server.websocket import serve_websocket
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def build_store(config: Config) -> Store:
     the implicit default SQLite file: if that cannot be opened the gateway warns and keeps everything in memory."""
     options: dict[str, Any] = {"instance_id": config.instance_id, "retention_seconds": config.retention_seconds,
                                "lease_seconds": config.lease_seconds}
-    main = open_store(config.store, **options)
+    main = open_store(config.store, memory_max_bytes=config.memory_store_max_bytes, **options)
     if not is_memory_url(config.store):
         return main
     background = config.resolved_background_store()
@@ -157,9 +158,12 @@ class GatewayApp(Starlette):
                                  client=client[0] if client else None)
         token = set_request(obs)
 
+        path: str = scope.get("path", "")
+        extra = [*COMMON_HEADERS, *(PLAYGROUND_HEADERS if path == "/" or path.startswith("/static/") else [])]
+
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), (b"x-request-id", rid)]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", rid), *extra]
                 obs.route = getattr(scope.get("route"), "path", "unmatched")
                 obs.status = message["status"]
             await send(message)
@@ -169,7 +173,17 @@ class GatewayApp(Starlette):
             with self.tracing.span(f"{scope['method']} {scope['path']}", {
                 "http.request.method": scope["method"], "url.path": scope["path"], "respstream.request_id":
                 state["request_id"], "client.address": obs.client}, kind="server", parent_headers=parent) as span:
-                await super().__call__(scope, receive, send_with_id)
+                gateway = getattr(self.state, "gateway", None)
+                refused: HTTPError | None = None
+                if gateway is not None and not gateway.keys.enabled:
+                    try:
+                        check_open_request(scope["method"], scope.get("scheme", "http"), headers)
+                    except HTTPError as exc:
+                        refused = exc
+                if refused is not None:
+                    await error_response(refused)(scope, receive, send_with_id)
+                else:
+                    await super().__call__(scope, receive, send_with_id)
                 span.update_name(f"{scope['method']} {obs.route}")
                 span.set_attributes({"http.route": obs.route, "http.response.status_code": obs.status,
                                      "gen_ai.response.id": obs.response_id})
@@ -195,6 +209,7 @@ class _Gateway:
         self.on_ready: Callable[[dict[str, Any]], None] | None = None
         self.keys = KeyStore(config.resolved_keys_file())
         self.rate = RateLimiter(config.rate_limit_per_minute, config.rate_limit_burst)
+        self.auth_failures = RateLimiter(config.auth_failures_per_minute, config.auth_failures_burst)
         self.gate = StreamGate(config.max_concurrent_streams)
         self.shared: SharedLimits | None = None
         if config.shared_limits_url() and (config.rate_limit_per_minute > 0 or config.shared_max_concurrent_streams):
@@ -287,6 +302,14 @@ class _Gateway:
                             headers={"WWW-Authenticate": "Bearer"})
         owner = self.keys.verify(token.strip())
         if owner is None:
+            # Wrong keys are limited per peer address (never a forwarded header: see trusted_proxies), so keys
+            # cannot be guessed at line rate.
+            wait = self.auth_failures.check(request.client.host if request.client else "anonymous")
+            if wait is not None:
+                seconds = max(1, int(wait + 0.999))
+                raise HTTPError(429, "too_many_failed_auth",
+                                f"Too many invalid API keys from this address; retry in {seconds} s.",
+                                headers={"Retry-After": str(seconds)})
             raise HTTPError(401, "invalid_api_key", "Invalid or revoked API key.",
                             headers={"WWW-Authenticate": "Bearer"})
         obs = current_request()
@@ -383,6 +406,7 @@ class _Gateway:
         # The id in a header, so a client whose connection drops inside the first event can still resume (or
         # cancel) a background response.
         id_header = {"x-response-id": record.id}
+        # store: false -> not kept once the client has it (the stream ended, or the JSON is built).
         if stream:
             return await self._stream_response(record.id, -1, foreground=not req.background,
                                                headers=[(b"x-response-id", record.id.encode())],
@@ -495,17 +519,24 @@ class _Gateway:
         return Path(self.config.static_dir) if self.config.static_dir else STATIC_DIR
 
 
+MAX_CURSOR = (1 << 53) - 1  # largest resume cursor (sequence number) accepted
+
+
 def _cursor(raw: str | None, name: str) -> int:
     """A resume cursor (``-1`` when absent or empty). Raises a 400 :class:`HTTPError` naming ``name``."""
     if raw is None or not raw.strip():
         return -1
+    text = raw.strip()
     try:
-        after = int(raw.strip())
+        after = int(text) if len(text) <= 24 else None
     except ValueError:
         raise HTTPError(400, "invalid_value", f"{name} must be an integer, not {raw[:40]!r}",
                         param="starting_after") from None
-    if after < -1:
-        raise HTTPError(400, "invalid_value", f"{name} must be >= -1", param="starting_after")
+    # Every store takes this bound (SQLite's INTEGER and Redis stream ids are 64-bit; JSON clients lose precision
+    # past 2^53): a larger cursor is a clear 400, never an overflow deep in a store.
+    if after is None or not -1 <= after <= MAX_CURSOR:
+        raise HTTPError(400, "invalid_value", f"{name} must be between -1 and {MAX_CURSOR}, not {raw[:40]!r}",
+                        param="starting_after")
     return after
 
 

@@ -6,12 +6,18 @@ SHA-256 of the whole key (keys are 32 random bytes, so a fast hash is enough; no
 when its modification time changes, so ``respstream keys revoke`` takes effect on the next request.
 
 With no keys file (or an empty one) the gateway is open, and ``serve`` then refuses to bind anything but loopback.
+
+Fail closed (docs/security.md): once a gateway has seen a key it stays keyed for as long as it runs. A keys file
+that is emptied (``{"keys": []}``, ``{}``), deleted or made unreadable while running leaves every request 401, never
+an open gateway; a file that does not parse (a half-written JSON) keeps the last good set of keys and logs why, and
+one that never parsed admits nobody. A request never gets a 500 from the keys file.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import secrets
 import time
@@ -19,9 +25,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KEY_PREFIX", "KeyStore", "hash_key"]
+__all__ = ["KEY_PREFIX", "KeyStore", "KeysFileError", "hash_key"]
 
 KEY_PREFIX = "rsk_"
+
+log = logging.getLogger("respstream.server.auth")
+
+
+class KeysFileError(ValueError):
+    """The keys file exists but cannot be read or is not a keys file. The message names the file and the problem."""
 
 
 def hash_key(key: str) -> str:
@@ -33,9 +45,10 @@ class KeyStore:
 
     def __init__(self, path: str) -> None:
         self.path = Path(path) if path else None
-        self._mtime: float | None = None
+        self._mtime: int | None = None
         self._active: dict[str, str] = {}  # hash -> key id
-        self._configured = False  # any key ever created: revoking the last one locks the gateway, never opens it
+        self._configured = False  # any key ever seen: revoking or deleting them locks the gateway, never opens it
+        self._refresh()  # at once: a file removed before the first request must not open the gateway
 
     # -- server side -----------------------------------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -43,15 +56,24 @@ class KeyStore:
         if self.path is None:
             return
         try:
-            mtime = self.path.stat().st_mtime
-        except OSError:
+            mtime = self.path.stat().st_mtime_ns
+        except OSError:  # deleted while running: nobody is admitted (a gateway that had keys stays keyed)
             self._active, self._mtime = {}, None
             return
-        if mtime != self._mtime:
-            self._mtime = mtime
+        if mtime == self._mtime:
+            return
+        self._mtime = mtime
+        try:
             keys = self.load()
-            self._configured = bool(keys)
-            self._active = {k["hash"]: k["id"] for k in keys if not k.get("revoked_at")}
+        except KeysFileError as exc:  # logged once per change of the file, not once per request
+            if self._configured:
+                log.error("%s; keeping the %d key(s) loaded before", exc, len(self._active))
+            else:
+                log.error("%s; no request is admitted until it is fixed", exc)
+                self._configured = True
+            return
+        self._configured = self._configured or bool(keys)
+        self._active = {k["hash"]: k["id"] for k in keys if not k.get("revoked_at")}
 
     @property
     def enabled(self) -> bool:
@@ -70,15 +92,26 @@ class KeyStore:
 
     # -- management (respstream keys) ------------------------------------------------------------------------------
     def load(self) -> list[dict[str, Any]]:
+        """The entries of the keys file ([] when there is none). Raises :class:`KeysFileError` for a file that
+        cannot be read or parsed, or is not ``{"keys": [...]}``."""
         if self.path is None or not self.path.exists():
             return []
-        data = json.loads(self.path.read_text(encoding="utf-8"))
-        keys = data.get("keys", []) if isinstance(data, dict) else []
-        return [k for k in keys if isinstance(k, dict) and isinstance(k.get("hash"), str)]
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise KeysFileError(f"keys file {self.path}: cannot read it: {exc.strerror or exc}") from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise KeysFileError(f"keys file {self.path}: not valid JSON: {exc}") from None
+        if data == {}:
+            return []
+        if not isinstance(data, dict) or not isinstance(data.get("keys"), list):
+            raise KeysFileError(f'keys file {self.path}: expected {{"keys": [...]}}')
+        return [k for k in data["keys"] if isinstance(k, dict) and isinstance(k.get("hash"), str)]
 
     def _save(self, keys: list[dict[str, Any]]) -> None:
         assert self.path is not None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.parent.is_dir():  # a typo in --file must not grow a directory tree
+            raise KeysFileError(f"keys file {self.path}: the directory {self.path.parent} does not exist")
         tmp = self.path.with_suffix(self.path.suffix + ".tmp")
         tmp.write_text(json.dumps({"keys": keys}, indent=2) + "\n", encoding="utf-8")
         os.chmod(tmp, 0o600)

@@ -46,9 +46,16 @@ class Config:
     # without one gets a random id.
     instance_id: str = ""
     max_body_bytes: int = 1 << 20
+    # Bytes of responses the memory store keeps (requests, snapshots, event logs); oldest finished dropped first.
+    memory_store_max_bytes: int = 256 << 20
     max_concurrent_streams: int = 2000
+    # Background generations running at once on this instance; past it a new background request -> 429.
+    max_background_responses: int = 64
     rate_limit_per_minute: float = 0.0  # per API key (or client address when open); 0 = off
     rate_limit_burst: int = 0  # bucket size; 0 = same as rate_limit_per_minute
+    # Requests with a wrong API key allowed per client address (token bucket); past it -> 429 (0 = off).
+    auth_failures_per_minute: float = 30.0
+    auth_failures_burst: int = 10
     # With a Redis store: the rate limit and the stream budget below are kept in Redis, across every instance.
     shared_limits: bool = True
     shared_max_concurrent_streams: int = 0  # open streams across all instances on the Redis store; 0 = off
@@ -69,6 +76,17 @@ class Config:
     # validator refuses every event outside the spec; the routed model is the Response's `model` either way).
     openresponses_routing_event: bool = False
     check_events: bool = True  # run the protocol rule checker on every emitted event
+    # Connection limits (server/http_guard.py, docs/security.md): the whole request (head and body) must arrive
+    # within request_timeout_seconds of the connection opening or the previous response; past max_connections a
+    # new connection is closed at once.
+    request_timeout_seconds: float = 10.0
+    max_connections: int = 1000
+    keep_alive_seconds: float = 5.0  # idle keep-alive connections are closed after this
+    listen_backlog: int = 1024
+    max_header_bytes: int = 16384  # uvicorn h11_max_incomplete_event_size: larger request heads -> 400
+    # Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or CIDRs); empty: none, the rate
+    # limit keys on the real peer address.
+    trusted_proxies: list[str] = field(default_factory=list)
     workers: int = 1  # gateway processes sharing the port (server/workers.py); > 1 needs a shared store
     http_stack: str = "auto"  # auto | fast (uvloop + httptools) | pure (asyncio + h11); server/http_stack.py
     static_dir: str = ""  # empty: the packaged playground (server/static)
@@ -89,9 +107,14 @@ class Config:
         if self.model_size not in ("small", "medium", "large"):
             raise ConfigError(f"model_size must be small, medium or large, not {self.model_size!r}")
         for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes", "websocket_cache_responses",
-                     "websocket_max_queued_messages"):
+                     "websocket_max_queued_messages", "memory_store_max_bytes", "max_background_responses",
+                     "max_connections", "listen_backlog", "max_header_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port must be between 0 and 65535, not {self.port}")
+        if self.request_timeout_seconds < 0 or self.keep_alive_seconds <= 0:
+            raise ConfigError("request_timeout_seconds must not be negative and keep_alive_seconds must be positive")
         if self.keepalive_seconds <= 0 or self.websocket_max_connection_seconds <= 0:
             raise ConfigError("keepalive_seconds and websocket_max_connection_seconds must be positive")
         if self.lease_seconds <= 0 or self.retention_seconds <= 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -145,6 +146,13 @@ class ResponseService:
                 return decision
         except Exception as exc:
             available = getattr(exc, "available", None)
+            upstreams = [str(getattr(u, "name", u)) for u in getattr(self.router, "upstreams", [])]
+            if available is not None and not available and upstreams and req.model == "auto":
+                # No upstream lists any model: they are down or lack GET /v1/models. Not the caller's mistake.
+                raise HTTPError(503, "upstream_unavailable",
+                                f"No model is available: upstream(s) {', '.join(upstreams)} did not list any model "
+                                "(down, or no GET /v1/models). Name the models in upstream_options, or retry.",
+                                headers={"Retry-After": "5"}) from exc
             if available is not None:
                 raise HTTPError(400, "model_not_found",
                                 f"The model '{req.model}' does not exist. Available: {', '.join(available)} (or auto).",
@@ -159,6 +167,11 @@ class ResponseService:
         when the socket closes) and ``previous_response_id`` is looked up there first."""
         if self._closing:
             raise HTTPError(503, "server_shutdown", "The server is shutting down.", headers={"Retry-After": "1"})
+        if req.background and self.background_running() >= self.config.max_background_responses:
+            # Background work outlives its request, so the stream limit does not bound it: this does.
+            raise HTTPError(429, "too_many_background_responses",
+                            f"{self.config.max_background_responses} background responses are already running "
+                            "(max_background_responses); retry when one has finished.", headers={"Retry-After": "5"})
         began = time.perf_counter()
         try:
             items = await self.context(req, owner, local)
@@ -167,6 +180,7 @@ class ResponseService:
                             headers={"Retry-After": "1"}) from exc
         pinned = self.catalog.resolve(req.model) != "auto"
         decision = await self.route(req)
+        self._check_context(req, items, decision.upstream)
         mcp = await self._mcp_toolbox(req, owner, local)
         if req.media:
             check_modalities(req.media, decision.model_id, self.catalog.modalities(decision.model_id,
@@ -369,6 +383,29 @@ class ResponseService:
         running = self.running.get(response_id)
         if running is not None and not running.background:
             self.cancel_running(response_id, "cancelled", "The client disconnected.")
+
+    @staticmethod
+    def _check_context(req: ResponseRequest, items: list[InputItem], upstream: Any) -> None:
+        """400 ``context_length_exceeded`` before any stream when the prompt cannot fit the model's context.
+
+        The limit is the upstream's ``context_tokens`` (the embedded model: its ``n_ctx``, set with
+        ``upstream_options.n_ctx``); upstreams that do not declare one are not checked (their own error stands).
+        The estimate is deliberately low (characters / 4, the usual English BPE ratio; most other text has more
+        tokens per character), so a prompt that fits is never refused; one the estimate misses still fails upstream.
+        """
+        limit = getattr(upstream, "context_tokens", None)
+        if not isinstance(limit, int) or limit <= 0:
+            return
+        chars = len(req.instructions or "") + sum(len(json.dumps(i.to_json(), ensure_ascii=False)) for i in items)
+        estimate = chars // 4
+        if estimate > limit:
+            raise HTTPError(400, "context_length_exceeded",
+                            f"The input is about {estimate} tokens, over the model's context of {limit} tokens "
+                            f"({getattr(upstream, 'name', 'upstream')}; setting: upstream_options.n_ctx). "
+                            "Shorten the input or the conversation window (conversation_window).", param="input")
+
+    def background_running(self) -> int:
+        return sum(1 for r in self.running.values() if r.background and not r.task.done())
 
     async def wait(self, response_id: str) -> None:
         running = self.running.get(response_id)

@@ -35,6 +35,7 @@ from respstream.server.tools.arith_words import spoken_to_expression
 from respstream.server.tools.calculator import CalculatorError, evaluate
 from respstream.server.tools.search_query import search_query
 from respstream.server.upstream.base import Upstream, UpstreamError
+from respstream.server.url_scan import find_url
 
 __all__ = [
     "CATEGORIES",
@@ -71,7 +72,6 @@ _CODE = (
     "traceback", "stack trace", "exception", "refactor", "unit test", "api", "json", "bash", "script",
 )  # fmt: skip
 
-_URL = re.compile(r"\bhttps?://\S+|\bwww\.\S+\.\w+", re.IGNORECASE)
 _YEAR = re.compile(r"\b20[2-9]\d\b")
 _CODE_SHAPES = re.compile(r"```|\bdef \w+\(|\bclass \w+[:(]|=>|\bfunction \w*\(|;\s*$|\{\s*$", re.MULTILINE)
 _MATH = re.compile(r"\d\s*[-+*/^%]\s*\d")
@@ -211,9 +211,9 @@ def ground_first(text: str, category: str) -> tuple[str, dict[str, str]] | None:
     if _TIME_QUESTION.search(text):
         return "current_datetime", {"timezone": time_zone_in(text)}
     if category == "retrieval":
-        url = _URL.search(text)
+        url = find_url(text)
         if url is not None:
-            address = url.group(0).rstrip(".,;:!?)]}'\"")
+            address = url.rstrip(".,;:!?)]}'\"")
             return "web_fetch", {"url": address if "://" in address else f"https://{address}"}
         return "web_search", {"query": search_query(text)}
     return None
@@ -238,7 +238,7 @@ def _classify(text: str, rules: RoutingRules | None, *, code_enabled: bool) -> t
     rules = rules or RoutingRules()
     lowered = text.lower()
     tokens = estimate_tokens(text)
-    if _URL.search(text):
+    if find_url(text) is not None:
         return "retrieval", "Input contains a URL"
     if tokens > rules.long_input_tokens:
         return "reasoning", f"Input length > {rules.long_input_tokens} tokens"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from respstream.server.store.base import Store, StoreUnavailable
-from respstream.server.store.memory import MemoryStore
+from respstream.server.store.memory import DEFAULT_MAX_BYTES, MemoryStore
 
 __all__ = ["is_memory_url", "open_store"]
 
@@ -54,11 +54,12 @@ def open_store(
     retention_seconds: float = 24 * 3600,
     lease_seconds: float = 10.0,
     history_limit: int = 1000,
+    memory_max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Store:
     """Build the store named by ``url``. Raises ``ValueError`` for a URL it does not understand,
     ``StoreUnavailable`` when an SQLite file cannot be opened (Redis connects lazily, on first use)."""
     if is_memory_url(url):
-        return MemoryStore(retention_seconds=retention_seconds, history_limit=history_limit)
+        return MemoryStore(retention_seconds=retention_seconds, history_limit=history_limit, max_bytes=memory_max_bytes)
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///") :]
         if not path:

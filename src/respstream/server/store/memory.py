@@ -3,8 +3,10 @@
 How this works: each response has a ``_Log`` (a list of entries whose index equals the sequence number, because the
 writer numbers from 0 by +1) and a list of waiting readers' futures, all resolved (and the list emptied) on every
 append, so every reader waiting wakes once per batch, not once per event. ``tail`` reads what exists, then waits for
-the next wakeup. Finished responses are kept for ``retention_seconds`` and at most ``max_responses`` of them (oldest
-finished first).
+the next wakeup. Finished responses are kept for ``retention_seconds``, at most ``max_responses`` of them and at most
+``max_bytes`` of stored data (the request context, the Response snapshot and the log's event bytes), the oldest
+finished first. A count alone let 10,000 responses of 1 MiB each take ~10 GB. When running responses alone fill the
+byte budget, ``create`` raises ``StoreUnavailable`` (the gateway answers 503 with Retry-After) instead of growing.
 
 Text deltas may be appended as :class:`~respstream.server.store.base.DeltaEntry` (the delta and its part's
 template, ~90 bytes instead of ~270): :meth:`MemoryStore.read` hands every other reader real ``LogEntry`` objects;
@@ -25,16 +27,39 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from respstream.server.store.base import ConversationRecord, Entry, LogEntry, ResponseRecord, SequenceConflict
+import msgspec
+
+from respstream.server.store.base import (
+    ConversationRecord,
+    Entry,
+    LogEntry,
+    ResponseRecord,
+    SequenceConflict,
+    StoreUnavailable,
+)
 
 __all__ = ["MemoryStore"]
 
 _FINISHED = frozenset({"completed", "incomplete", "failed", "cancelled"})
+_ENTRY_OVERHEAD = 64  # bytes an entry costs besides its JSON: the object and its list slot
+DEFAULT_MAX_BYTES = 256 << 20
+
+
+def _record_bytes(record: ResponseRecord) -> int:
+    return len(msgspec.json.encode(record.request)) + len(msgspec.json.encode(record.response)) + 512
+
+
+def _entry_bytes(entries: Sequence[Entry]) -> int:
+    total = 0
+    for e in entries:
+        total += _ENTRY_OVERHEAD + (len(e.data) if e.__class__ is LogEntry else len(e.piece))  # type: ignore[union-attr]
+    return total
 
 
 @dataclass(slots=True)
 class _Log:
     entries: list[Entry] = field(default_factory=list)
+    size: int = 0  # bytes of the entries (see _entry_bytes)
     ended: bool = False  # terminal entry appended, or the response was deleted
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
@@ -47,10 +72,15 @@ class _Log:
 
 
 class MemoryStore:
-    """One process, nothing survives a restart. Bounded by ``retention_seconds`` and ``max_responses``."""
+    """One process, nothing survives a restart. Bounded by ``retention_seconds``, ``max_responses`` and
+    ``max_bytes``."""
 
-    def __init__(self, *, retention_seconds: float = 24 * 3600, max_responses: int = 10_000, history_limit: int = 1000):
+    def __init__(self, *, retention_seconds: float = 24 * 3600, max_responses: int = 10_000, history_limit: int = 1000,
+                 max_bytes: int = DEFAULT_MAX_BYTES):
         self._records: OrderedDict[str, ResponseRecord] = OrderedDict()
+        self._record_sizes: dict[str, int] = {}
+        self._max_bytes = max_bytes
+        self.bytes = 0  # stored bytes now (records + logs), for metrics and tests
         self._logs: dict[str, _Log] = {}
         self._conversations: dict[str, list[dict[str, Any]]] = {}
         self._conversation_objects: dict[str, ConversationRecord] = {}
@@ -60,8 +90,16 @@ class MemoryStore:
 
     # -- records ---------------------------------------------------------------------------------------------------
     async def create(self, record: ResponseRecord) -> None:
-        self._evict(room=1)
+        size = _record_bytes(record)
+        self._evict(room=1, room_bytes=size)
+        if self.bytes + size > self._max_bytes:
+            raise StoreUnavailable(
+                f"the memory store is full ({self.bytes} of max {self._max_bytes} bytes held by running responses; "
+                "setting memory_store_max_bytes)"
+            )
         self._records[record.id] = replace(record)
+        self._record_sizes[record.id] = size
+        self.bytes += size
         self._logs[record.id] = _Log()
 
     def has(self, response_id: str) -> bool:
@@ -75,14 +113,25 @@ class MemoryStore:
     async def update(self, record: ResponseRecord) -> None:
         if record.id in self._records:
             self._records[record.id] = replace(record)
+            size = _record_bytes(record)
+            self.bytes += size - self._record_sizes.get(record.id, 0)
+            self._record_sizes[record.id] = size
+            if self.bytes > self._max_bytes:
+                self._evict()
 
     async def delete(self, response_id: str) -> bool:
         found = self._records.pop(response_id, None) is not None
+        self._forget(response_id)
+        return found
+
+    def _forget(self, response_id: str) -> None:
+        """Drop the log and the byte count of a response whose record is gone; readers see the end."""
+        self.bytes -= self._record_sizes.pop(response_id, 0)
         log = self._logs.pop(response_id, None)
         if log is not None:
+            self.bytes -= log.size
             log.ended = True
             log.wake()
-        return found
 
     # -- the log ---------------------------------------------------------------------------------------------------
     async def append(self, response_id: str, entries: Sequence[Entry]) -> None:
@@ -95,15 +144,37 @@ class MemoryStore:
             raise KeyError(response_id)
         if not entries:
             return
+        if entries[0].sequence_number < len(log.entries):
+            entries = self._skip_landed(response_id, log, entries)
+            if not entries:
+                return
         if log.ended or entries[0].sequence_number != len(log.entries):
             raise SequenceConflict(
                 f"{response_id}: append at {entries[0].sequence_number}, log has {len(log.entries)} entries"
                 + (" and has ended" if log.ended else "")
             )
         log.entries.extend(entries)
+        size = _entry_bytes(entries)
+        log.size += size
+        self.bytes += size
         if entries[-1].terminal:
             log.ended = True
-        log.wake()
+        log.wake()  # (no eviction here: the append fast path stays O(1); update() and create() evict)
+
+    @staticmethod
+    def _skip_landed(response_id: str, log: _Log, entries: Sequence[Entry]) -> Sequence[Entry]:
+        """Idempotent by sequence number (as the durable stores): entries of a retried batch that the log already
+        holds, identical, are skipped; a different entry at a taken number is a ``SequenceConflict``."""
+        landed = 0
+        for entry in entries:
+            seq = entry.sequence_number
+            if seq >= len(log.entries):
+                break
+            held = log.entries[seq]
+            if seq < 0 or (held is not entry and (held.type, held.data) != (entry.type, entry.data)):
+                raise SequenceConflict(f"{response_id}: append at {seq}, log has {len(log.entries)} entries")
+            landed += 1
+        return entries[landed:]
 
     async def read(self, response_id: str, after: int = -1, limit: int | None = None) -> list[LogEntry]:
         return [e if e.__class__ is LogEntry else e.entry()  # type: ignore[union-attr]
@@ -212,22 +283,26 @@ class MemoryStore:
             log.wake()
 
     # -- retention -------------------------------------------------------------------------------------------------
-    def _evict(self, now: float | None = None, room: int = 0) -> None:
-        """Drop finished responses past retention, and the oldest finished ones past ``max_responses``.
+    def _evict(self, now: float | None = None, room: int = 0, room_bytes: int = 0) -> None:
+        """Drop finished responses past retention, and the oldest finished ones past ``max_responses`` or
+        ``max_bytes`` (making ``room`` responses and ``room_bytes`` bytes of room).
 
         Walks from the oldest and stops at the first finished response it keeps, so the usual call (nothing to drop)
         costs one look, not a copy of every retained id."""
         now = time.time() if now is None else now
         over = len(self._records) - self._max_responses + room
+        over_bytes = self.bytes + room_bytes - self._max_bytes
         victims: list[str] = []
         for response_id, record in self._records.items():
             if record.status not in _FINISHED:
                 continue
-            if over > 0 or now - record.created_at > self._retention:
+            if over > 0 or over_bytes > 0 or now - record.created_at > self._retention:
                 victims.append(response_id)
                 over -= 1
+                log = self._logs.get(response_id)
+                over_bytes -= self._record_sizes.get(response_id, 0) + (log.size if log is not None else 0)
             else:
                 break
         for response_id in victims:
             del self._records[response_id]
-            self._logs.pop(response_id, None)
+            self._forget(response_id)

@@ -19,18 +19,34 @@ APPEND = """
 local rec, log, lease = KEYS[1], KEYS[2], KEYS[3]
 if redis.call('EXISTS', rec) == 0 then return 'missing' end
 local st = redis.call('HMGET', rec, 'last', 'term', 'leased')
-if st[2] then return 'ended' end
 local last = tonumber(st[1] or '-1')
 local mode = ARGV[1]
+-- Idempotent by sequence number: a retry whose first attempt landed (the reply was lost in a stall) re-sends
+-- entries the log holds. In append mode they are recognised (same type, data, terminal flag) and skipped.
+local first = 5
+if mode == 'append' then
+  while first <= #ARGV and tonumber(ARGV[first]) <= last do
+    local id = string.format('0-%d', tonumber(ARGV[first]) + 1)
+    local got = redis.call('XRANGE', log, id, id)
+    if #got == 0 then return 'dup' end
+    local f = got[1][2]
+    if f[1] ~= 't' or f[2] ~= ARGV[first + 1] or f[4] ~= ARGV[first + 2] or f[6] ~= ARGV[first + 3] then
+      return 'dup'
+    end
+    first = first + 4
+  end
+  if first > #ARGV then return 'ok' end
+end
+if st[2] then return 'ended' end
 if mode == 'lost' and (st[3] ~= '1' or redis.call('EXISTS', lease) == 1) then return 'alive' end
 if mode ~= 'append' and tonumber(ARGV[2]) ~= last then return 'moved' end
 local prev = last
-for b = 5, #ARGV, 4 do
+for b = first, #ARGV, 4 do
   local seq = tonumber(ARGV[b])
   if seq <= prev then return 'dup' end
   prev = seq
 end
-for b = 5, #ARGV, 4 do
+for b = first, #ARGV, 4 do
   redis.call('XADD', log, string.format('0-%d', tonumber(ARGV[b]) + 1), 't', ARGV[b + 1], 'd', ARGV[b + 2],
              'x', ARGV[b + 3])
   if ARGV[b + 3] == '1' then

@@ -363,11 +363,25 @@ def _append(conn: sqlite3.Connection, response_id: str, rows: list[tuple[str, in
     if state is None:
         raise KeyError(response_id)
     last, ended = state
+    seqs = [r[1] for r in rows]
+    if any(b <= a for a, b in itertools.pairwise(seqs)):
+        raise SequenceConflict(f"response {response_id}: sequence numbers {seqs[0]}..{seqs[-1]} not increasing")
+    # Idempotent by sequence number: a retried batch whose first attempt landed (the commit happened, its answer was
+    # lost) re-sends entries the log already holds. Those are recognised (same number, type and bytes) and skipped.
+    landed = sum(1 for seq in seqs if seq <= last)
+    if landed:
+        stored = conn.execute(
+            "SELECT seq, type, data, terminal FROM events WHERE response_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+            (response_id, seqs[0], seqs[landed - 1]),
+        ).fetchall()
+        if [(q, t, bytes(d), x) for q, t, d, x in stored] != [r[1:] for r in rows[:landed]]:
+            raise SequenceConflict(
+                f"response {response_id}: sequence numbers {seqs[0]}..{seqs[landed - 1]} not after {last}")
+        rows, seqs = rows[landed:], seqs[landed:]
+        if not rows:
+            return
     if ended:
         raise SequenceConflict(f"response {response_id}: the log has already ended (terminal at {last})")
-    seqs = [r[1] for r in rows]
-    if seqs[0] <= last or any(b <= a for a, b in itertools.pairwise(seqs)):
-        raise SequenceConflict(f"response {response_id}: sequence numbers {seqs[0]}..{seqs[-1]} not after {last}")
     try:
         conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", rows)
     except sqlite3.IntegrityError as exc:  # unreachable unless the counters disagree; keep the error clear anyway

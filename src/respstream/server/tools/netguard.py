@@ -18,6 +18,17 @@ __all__ = ["AddressPolicy", "FetchRefused", "IPAddress", "is_public_address", "r
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")  # deprecated ::a.b.c.d (RFC 4291 2.5.5.1)
+# Never fetched, whatever the standard library's is_global says (its lists vary by Python version; 3.11 lets
+# site-local fec0::/10 through). IPv4: RFC 6890 special-purpose blocks. IPv6: RFC 6890 / IANA special registry,
+# plus site-local (RFC 3879), local-use NAT64 (RFC 8215), documentation 3fff::/20 (RFC 9637) and SRv6 SIDs.
+_DENY = tuple(ipaddress.ip_network(n) for n in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
+    "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24", "192.168.0.0/16", "192.175.48.0/24",
+    "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+    "::/128", "::1/128", "100::/64", "2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20", "5f00::/16",
+    "64:ff9b:1::/48", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+))  # fmt: skip
 
 
 class FetchRefused(PermissionError):
@@ -27,7 +38,7 @@ class FetchRefused(PermissionError):
 def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     if ip.ipv4_mapped is not None:
         return ip.ipv4_mapped
-    if ip in _NAT64:
+    if ip in _NAT64 or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
         return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     if ip.sixtofour is not None:
         return ip.sixtofour
@@ -37,13 +48,18 @@ def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
 
 
 def is_public_address(ip: IPAddress) -> bool:
-    """True for globally routable unicast addresses (after unwrapping IPv4 embedded in IPv6)."""
+    """True for globally routable unicast addresses (after unwrapping IPv4 embedded in IPv6: mapped, compatible,
+    NAT64, 6to4, Teredo). Anything in ``_DENY`` is refused first."""
     if isinstance(ip, ipaddress.IPv6Address):
         inner = _embedded_v4(ip)
         if inner is not None and not is_public_address(inner):
             return False
         if ip.ipv4_mapped is not None:
             return True
+        if ip.teredo is not None or ip.sixtofour is not None:
+            return False  # tunnels to elsewhere: the outer address says nothing about where the packet ends up
+    if any(ip.version == net.version and ip in net for net in _DENY):
+        return False
     return bool(
         ip.is_global
         and not ip.is_multicast

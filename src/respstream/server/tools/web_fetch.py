@@ -10,9 +10,11 @@ refused whole when larger than ``max_bytes`` (a cut file is useless).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import ipaddress
 import ssl
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -134,7 +136,8 @@ async def _fetch(
         request = client.build_request(
             "GET",
             _pinned_url(parts, ip, port),
-            headers={"host": parts.netloc.rsplit("@", 1)[-1], "user-agent": user_agent, "accept": "*/*"},
+            headers={"host": parts.netloc.rsplit("@", 1)[-1], "user-agent": user_agent, "accept": "*/*",
+                     "accept-encoding": "gzip, deflate"},
             extensions={"sni_hostname": host} if parts.scheme == "https" else {},
             timeout=httpx.Timeout(timeout),
         )
@@ -157,14 +160,55 @@ async def _read_bytes(url: str, response: httpx.Response, max_bytes: int) -> Fet
         raise FetchError(f"{url} answered HTTP {response.status_code}")
     content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
     body = bytearray()
+    decoder = _BoundedDecoder(response.headers.get("content-encoding", ""), max_bytes)  # inflated within budget
     try:
-        async for part in response.aiter_bytes():
-            body += part
-            if len(body) > max_bytes:
+        async for part in response.aiter_raw():
+            body += decoder.feed(part)
+            if decoder.over:
                 raise FetchError(f"{url} is larger than {max_bytes} bytes")
     except httpx.HTTPError as exc:
         raise FetchError(f"reading {url} failed: {type(exc).__name__}") from None
     return FetchedFile(url, content_type or "application/octet-stream", bytes(body))
+class _BoundedDecoder:
+    """Undoes ``Content-Encoding`` (identity, gzip, deflate) producing at most ``budget`` bytes in total, BEFORE they
+    exist: ``zlib``'s ``max_length`` stops inflating at the budget, so a gzip bomb costs ``budget`` bytes of memory and
+    the time to make them, never its full expansion (httpx's own decoder inflates each network chunk whole)."""
+
+    def __init__(self, encoding: str, budget: int) -> None:
+        codings = [c.strip().lower() for c in encoding.split(",") if c.strip() and c.strip().lower() != "identity"]
+        if len(codings) > 1 or (codings and codings[0] not in ("gzip", "x-gzip", "deflate")):
+            raise FetchError(f"unsupported Content-Encoding {encoding!r} (gzip, deflate or none)")
+        # wbits 47 reads a gzip or zlib header; "deflate" is zlib-wrapped by the RFC, raw in some servers (retried).
+        self._inflate = zlib.decompressobj(47) if codings else None
+        self._raw_deflate_fallback = codings == ["deflate"]
+        self.encoding = encoding
+        self.budget = budget
+        self.over = False  # more data existed past the budget
+
+    def feed(self, data: bytes) -> bytes:
+        if self._inflate is None:
+            taken = data[: self.budget]
+            self.over = self.over or len(data) > len(taken)
+            self.budget -= len(taken)
+            return taken
+        out = bytearray()
+        while data and self.budget > 0:
+            try:
+                part = self._inflate.decompress(data, self.budget)
+            except zlib.error as exc:
+                if self._raw_deflate_fallback and not out:  # raw deflate fails on its first bytes
+                    self._inflate, self._raw_deflate_fallback = zlib.decompressobj(-15), False
+                    continue
+                raise FetchError(f"the body is not valid {self.encoding} data: {exc}") from None
+            self._raw_deflate_fallback = False
+            out += part
+            self.budget -= len(part)
+            data = self._inflate.unconsumed_tail
+            if self._inflate.eof:
+                break
+        if self.budget <= 0 and (data or not self._inflate.eof):
+            self.over = True
+        return bytes(out)
 
 
 async def _read(url: str, response: httpx.Response, max_bytes: int) -> FetchResult:
@@ -173,19 +217,18 @@ async def _read(url: str, response: httpx.Response, max_bytes: int) -> FetchResu
         raise FetchError(f"{url} answered HTTP {response.status_code}")
     if content_type and not content_type.startswith(_TEXT_TYPES):
         raise FetchError(f"{url} is {content_type}, not a text page")
+    decoder = _BoundedDecoder(response.headers.get("content-encoding", ""), max_bytes)
     body = bytearray()
-    truncated = False
     try:
-        async for part in response.aiter_bytes():
-            body += part
-            if len(body) > max_bytes:
-                del body[max_bytes:]
-                truncated = True
+        async for part in response.aiter_raw():
+            body += decoder.feed(part)
+            if decoder.over:
                 break
     except httpx.HTTPError as exc:
         raise FetchError(f"reading {url} failed: {type(exc).__name__}") from None
     text = bytes(body).decode(response.charset_encoding or "utf-8", "replace")
     title = ""
     if content_type in ("text/html", "application/xhtml+xml") or (not content_type and "<html" in text[:500].lower()):
-        title, text = html_to_text(text)
-    return FetchResult(url, response.status_code, content_type, title, text, truncated)
+        # Linear, but up to max_bytes of it: in a worker thread so the event loop (and the tool timeout) keep running.
+        title, text = await asyncio.to_thread(html_to_text, text)
+    return FetchResult(url, response.status_code, content_type, title, text, decoder.over)

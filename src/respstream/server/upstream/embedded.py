@@ -194,6 +194,7 @@ class EmbeddedUpstream:
             # smollm2-135m-instruct) is accepted too when the metadata says something else.
             self.models = list(dict.fromkeys([embedded_model_id(model_size), _FALLBACK_IDS[model_size]]))
         self.n_ctx = n_ctx
+        self.context_tokens = n_ctx  # per generation (slot): the gateway refuses longer prompts up front
         self.n_parallel = n_parallel
         self.n_threads = n_threads
         self.poll = poll

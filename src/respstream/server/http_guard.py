@@ -1,0 +1,183 @@
+"""Connection-level limits uvicorn does not have: a request read deadline and a connection cap (docs/security.md).
+
+Why: uvicorn's ``timeout_keep_alive`` only runs between requests, so a client that opens a connection and sends its
+headers one byte a minute (slowloris), or nothing at all, holds a socket and a file descriptor forever, before any
+authentication can run. 20,000 such idle connections exhausted the gateway's descriptors, ``/healthz`` failed, and
+the accept loop logged "out of system resource" 484 MB in 60 s.
+
+:class:`GuardedH11Protocol` (uvicorn's h11 protocol, subclassed) arms a deadline when a connection opens and again
+when a response completes; it is cleared only once the whole request (head and body) has arrived. A connection
+that misses it is closed, silently. Past ``max_connections`` open connections a new one is closed at once (it costs
+no request, no log line). :func:`quiet_accept_errors` rate-limits asyncio's accept-error log to one line per
+interval, so an exhausted descriptor table cannot fill the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["GuardedH11Protocol", "GuardedHttpToolsProtocol", "guarded_protocol", "quiet_accept_errors"]
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a request read deadline and a connection cap (class attributes, set per server
+    by :func:`guarded_protocol`)."""
+
+    request_timeout: float = 10.0
+    max_connections: int = 1000
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._read_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            transport.abort()  # over the cap: no request is read, nothing is logged
+            return
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.SWITCHED_PROTOCOL,
+                                     h11._state.MIGHT_SWITCH_PROTOCOL):
+            self._disarm()  # the whole request is in: the app's own limits apply from here
+
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        self._disarm()  # the WebSocket protocol takes the connection over, with its own limits
+        super().handle_websocket_upgrade(event)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm()  # the next request on this keep-alive connection gets its own deadline
+
+    def _arm(self) -> None:
+        self._disarm()
+        if self.request_timeout > 0:
+            self._read_deadline = self.loop.call_later(self.request_timeout, self._read_timed_out)
+
+    def _disarm(self) -> None:
+        if self._read_deadline is not None:
+            self._read_deadline.cancel()
+            self._read_deadline = None
+
+    def _read_timed_out(self) -> None:
+        self._read_deadline = None
+        if self.cycle is not None and not self.cycle.response_complete and self.conn.their_state is h11.DONE:
+            return  # a request is being answered: not ours to cut
+        if not self.transport.is_closing():
+            self.transport.abort()
+
+
+def _httptools_guard() -> type[Any] | None:
+    """The same guard over uvicorn's httptools protocol (the ``fast`` stack), or None without httptools."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return None
+
+    class _Guarded(HttpToolsProtocol):  # type: ignore[misc]
+        request_timeout: float = 10.0
+        max_connections: int = 1000
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._read_deadline: asyncio.TimerHandle | None = None
+            self._answering = False
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > self.max_connections:
+                transport.abort()
+                return
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def handle_websocket_upgrade(self) -> None:
+            self._disarm()  # the WebSocket protocol takes the connection over, with its own limits
+            super().handle_websocket_upgrade()
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self._answering = True
+            self._disarm()  # the whole request is in
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._answering = False
+            if not self.transport.is_closing():
+                self._arm()
+
+        def _arm(self) -> None:
+            self._disarm()
+            if self.request_timeout > 0:
+                self._read_deadline = self.loop.call_later(self.request_timeout, self._read_timed_out)
+
+        def _disarm(self) -> None:
+            if self._read_deadline is not None:
+                self._read_deadline.cancel()
+                self._read_deadline = None
+
+        def _read_timed_out(self) -> None:
+            self._read_deadline = None
+            if not self._answering and not self.transport.is_closing():
+                self.transport.abort()
+
+    return _Guarded
+
+
+GuardedHttpToolsProtocol = _httptools_guard()
+
+
+def guarded_protocol(*, request_timeout: float, max_connections: int, http: str = "h11") -> type[Any]:
+    """A guarded protocol class for uvicorn's ``http`` implementation ``h11`` or ``httptools``, carrying these
+    limits (uvicorn takes a protocol class)."""
+    base: type[Any] | None = GuardedHttpToolsProtocol if http == "httptools" else GuardedH11Protocol
+    if base is None:
+        base = GuardedH11Protocol
+    return type("GatewayHttpProtocol", (base,), {"request_timeout": request_timeout,
+                                                 "max_connections": max_connections})
+
+
+class _RateLimitedAcceptErrors(logging.Filter):
+    """Lets one asyncio accept-error record through per ``interval`` seconds; drops the rest."""
+
+    def __init__(self, interval: float) -> None:
+        super().__init__()
+        self.interval = interval
+        self._last = -float("inf")
+        self.dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "accept" not in str(record.msg):
+            return True
+        now = time.monotonic()
+        if now - self._last < self.interval:
+            self.dropped += 1
+            return False
+        self._last = now
+        if self.dropped:
+            record.msg = f"{record.msg} ({self.dropped} more like it in the last {self.interval:g} s not logged)"
+            self.dropped = 0
+        return True
+
+
+def quiet_accept_errors(interval: float = 10.0) -> None:
+    """Rate-limit asyncio's "socket.accept() out of system resource" records (idempotent)."""
+    logger = logging.getLogger("asyncio")
+    if not any(isinstance(f, _RateLimitedAcceptErrors) for f in logger.filters):
+        logger.addFilter(_RateLimitedAcceptErrors(interval))

@@ -1,0 +1,81 @@
+"""Browser-facing protections (docs/security.md): security headers, and Host/Origin checks on the open gateway.
+
+**Headers.** Every response gets ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``. The
+playground (``/`` and ``/static/...``) also gets :data:`PLAYGROUND_CSP` and ``X-Frame-Options: DENY``: the page keeps
+the API key in ``sessionStorage``, so no other origin may frame it and no script but its own may run. The CSP is the
+one place to change when the page changes (it loads only same-origin module scripts and stylesheets, no inline
+script or style element, and talks to its own origin with fetch / EventSource / WebSocket).
+
+**Open gateway (no API keys).** Anything that can reach the port is trusted, so the browser must not be a way in:
+
+- DNS rebinding: a request whose ``Host`` is not a loopback name (``localhost``, ``*.localhost``, ``127.x.x.x``,
+  ``[::1]``) gets ``421 host_not_allowed``. A rebound attacker's name never matches.
+- Cross-origin writes: a ``POST``/``DELETE``/``PUT``/``PATCH`` with an ``Origin`` other than the gateway's own
+  gets ``403 cross_origin_request``; a ``POST`` with a body must say ``Content-Type: application/json`` (a
+  cross-origin page can only send that after a CORS preflight, which the gateway never grants).
+
+A keyed gateway skips these checks: a browser cannot attach ``Authorization`` cross-origin without a preflight.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+
+from respstream.server.http_errors import HTTPError
+
+__all__ = ["COMMON_HEADERS", "PLAYGROUND_CSP", "PLAYGROUND_HEADERS", "check_open_request", "is_loopback_host"]
+
+PLAYGROUND_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+COMMON_HEADERS: list[tuple[bytes, bytes]] = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
+PLAYGROUND_HEADERS: list[tuple[bytes, bytes]] = [
+    (b"content-security-policy", PLAYGROUND_CSP.encode()),
+    (b"x-frame-options", b"DENY"),
+]
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _split_host(host: str) -> str:
+    """``host[:port]`` or ``[v6][:port]`` -> the name/address, lower case."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def is_loopback_host(host: str) -> bool:
+    name = _split_host(host).rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def check_open_request(method: str, scheme: str, headers: Mapping[bytes, bytes]) -> None:
+    """Raises :class:`HTTPError` for a request the open gateway must refuse (see the module docstring)."""
+    host = headers.get(b"host", b"").decode("latin-1")
+    if not is_loopback_host(host):
+        raise HTTPError(421, "host_not_allowed",
+                        f"Host {host[:100]!r} is not a loopback name; this gateway has no API keys and only answers "
+                        "requests addressed to localhost, 127.0.0.1 or [::1] (DNS rebinding protection).")
+    if method not in _WRITES:
+        return
+    origin = headers.get(b"origin")
+    if origin is not None and origin.decode("latin-1").rstrip("/").lower() != f"{scheme}://{host}".lower():
+        raise HTTPError(403, "cross_origin_request",
+                        f"Origin {origin.decode('latin-1')[:100]!r} may not write to this gateway (it has no API keys, "
+                        "so only its own pages and non-browser clients may).")
+    length = headers.get(b"content-length", b"0").strip()
+    has_body = b"transfer-encoding" in headers or (length not in (b"", b"0"))
+    ctype = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+    if method == "POST" and has_body and ctype != b"application/json" and not ctype.endswith(b"+json"):
+        raise HTTPError(415, "unsupported_media_type",
+                        "Send the request body with 'Content-Type: application/json'.")

@@ -1,0 +1,104 @@
+"""A real ``respstream serve`` subprocess for the attack tests (so a stalled event loop cannot also stall the test's
+own threads through the GIL), and a /healthz watcher that measures how long the gateway takes to answer while an
+attack runs. The upstream is the SIMULATED in-process ``scripted:`` one unless a test says otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from server.helpers import free_port
+
+__all__ = ["Gateway", "HealthWatch"]
+
+
+class Gateway:
+    """``respstream serve --config <json>`` with ``settings`` as the config (upstreams included: a long scripted
+    ``text=`` would not fit on a command line). ``args``: extra CLI arguments."""
+
+    def __init__(self, tmp: Path, *args: str, env: dict[str, str] | None = None, **settings: Any) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.config = tmp / f"gateway-{self.port}.json"
+        self.config.write_text(json.dumps({"shutdown_grace_seconds": 0.5, "upstreams": ["scripted:4"], **settings}))
+        self.args = [sys.executable, "-m", "respstream", "serve", "--port", str(self.port), "--config",
+                     str(self.config), *args]
+        self.log = tmp / f"gateway-{self.port}.log"
+        self.env = {**os.environ, **(env or {})}
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Gateway:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT, env=self.env)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gateway exited with {self.process.returncode}: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code in (200, 401):
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"gateway did not answer /healthz within 30 s: {self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.process = None
+
+    def __enter__(self) -> Gateway:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class HealthWatch:
+    """Polls ``GET /healthz`` every ``interval`` s on its own connection until stopped; ``worst`` is the slowest
+    answer in seconds (a timeout counts as ``timeout``), ``count`` how many answers came."""
+
+    def __init__(self, url: str, *, interval: float = 0.1, timeout: float = 5.0) -> None:
+        self.url, self.interval, self.timeout = url, interval, timeout
+        self.worst = 0.0
+        self.count = 0
+        self.failures: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=self.timeout) as client:
+            while not self._stop.is_set():
+                started = time.monotonic()
+                try:
+                    status = client.get(f"{self.url}/healthz").status_code
+                    if status not in (200, 401):
+                        self.failures.append(f"HTTP {status}")
+                    self.count += 1
+                except httpx.HTTPError as exc:
+                    self.failures.append(type(exc).__name__)
+                self.worst = max(self.worst, time.monotonic() - started)
+                self._stop.wait(self.interval)
+
+    def __enter__(self) -> HealthWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.timeout + 1)
