@@ -99,7 +99,7 @@ def gateway() -> Iterator[Gateway]:
 
     @contextmanager
     def start(upstream: str, dialect: str = "platform") -> Iterator[str]:
-        with ServerThread(gateway_app(upstream, dialect=dialect)) as srv:
+        with ServerThread(gateway_app(upstream, dialect=dialect), ws="websockets-sansio") as srv:
             yield srv.url
 
     yield start

@@ -31,7 +31,7 @@ SCENARIOS = "plain,long_answer,background_resume,cancel,bad_request,unknown_mode
 def llama() -> Iterator[str]:
     if not EmbeddedUpstream.available():
         pytest.skip("the embedded model is not installed (make install-model)")
-    upstream = EmbeddedUpstream(n_parallel=2)
+    upstream = EmbeddedUpstream(model_size="small", n_parallel=2)  # the fast model: this checks the wire
     asyncio.run(upstream.start())
     assert upstream.address is not None
     yield f"{upstream.address}/v1"
@@ -51,8 +51,11 @@ def test_gateway_repairs_llama_cpp_responses(llama: str, dialect: str) -> None:
     config = Config(dialect=dialect, upstreams=[f"responses+{llama}"])
     with ServerThread(create_app(config), start_timeout=60) as gateway:
         code, report = check(gateway.base_url, dialect)
-        body = {"model": "smollm2-135m-instruct", "input": "Say hello.", "max_output_tokens": 8, "stream": False}
+        listed = httpx.get(f"{gateway.base_url}/models", timeout=10).json()["data"]
+        model = next(m["id"] for m in listed if m["id"] != "auto")  # the id llama.cpp reports (GGUF metadata)
+        body = {"model": model, "input": "Say hello.", "max_output_tokens": 8, "stream": False}
         answer = httpx.post(f"{gateway.base_url}/responses", json=body, timeout=60).json()
+        assert "id" in answer, answer
         stored = httpx.get(f"{gateway.base_url}/responses/{answer['id']}", timeout=10).json()
         metrics = httpx.get(f"{gateway.url}/metrics", timeout=10).text
     results = {s["name"]: (s["result"], s["detail"]) for s in report["scenarios"]}

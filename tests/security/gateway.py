@@ -83,7 +83,7 @@ class HealthWatch:
 
     def _run(self) -> None:
         with httpx.Client(timeout=self.timeout) as client:
-            while not self._stop.is_set():
+            while True:  # at least one answer, also when the attack ended before the first poll
                 started = time.monotonic()
                 try:
                     status = client.get(f"{self.url}/healthz").status_code
@@ -93,7 +93,8 @@ class HealthWatch:
                 except httpx.HTTPError as exc:
                     self.failures.append(type(exc).__name__)
                 self.worst = max(self.worst, time.monotonic() - started)
-                self._stop.wait(self.interval)
+                if self._stop.wait(self.interval):
+                    break
 
     def __enter__(self) -> HealthWatch:
         self._thread.start()

@@ -74,7 +74,9 @@ def open_clients(url: str, *, block_ms: int, max_tails: int) -> tuple[Any, Any, 
                                 **common, **options)
 
         return cluster(2.0, 64), cluster(block_timeout, max_tails), True
-    pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=64, timeout=2.0, socket_timeout=2.0,
+    # Waiting for a free pooled connection is not Redis being down (that is the 1 s connect timeout): hundreds of
+    # readers resuming at once on a loaded machine may queue for one a few seconds.
+    pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=64, timeout=4.0, socket_timeout=2.0,
                                                     **common)
     commands = aioredis.Redis(connection_pool=pool, **common)
     commands.auto_close_connection_pool = True  # closing the client closes the pool it was handed
