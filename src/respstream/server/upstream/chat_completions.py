@@ -38,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -307,6 +307,29 @@ class ChatCompletionsUpstream:
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[Chunk, None]:
         """Stream chunks ending with one ``Finish``. Raises :class:`UpstreamError` (codes in the module docstring)."""
+        async for chunk in self._with_retries(request, self._chat_attempt):
+            yield chunk
+
+    def _chat_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[Chunk]:
+        chunks = self._attempt(request, ChunkTranslator(), deadline_at)
+        if self.loop_guard or self.text_tool_calls:
+            return answer_filters(chunks, request, loop_guard=self.loop_guard, text_tool_calls=self.text_tool_calls)
+        return chunks
+
+    def _retryable(self, exc: UpstreamError) -> bool:
+        """A failure worth one more attempt: nothing was shown yet, and the upstream (not the request) failed."""
+        return (
+            exc.before_first_token
+            and exc.code in _RETRYABLE
+            and (exc.status is None or exc.status >= 500)
+            and not exc.message.endswith("deadline exceeded")
+        )
+
+    async def _with_retries(
+        self, request: GenerationRequest, attempt_once: Callable[[GenerationRequest, float], AsyncIterator[Chunk]]
+    ) -> AsyncGenerator[Chunk, None]:
+        """One concurrency slot for the whole generation; ``attempt_once`` retried with backoff while
+        :meth:`_retryable` says so and the deadline allows. Shared by every API this adapter speaks."""
         loop = asyncio.get_running_loop()
         deadline_at = loop.time() + self.deadline
         await self._acquire()
@@ -314,24 +337,12 @@ class ChatCompletionsUpstream:
         try:
             attempt = 0
             while True:
-                translator = ChunkTranslator()
                 try:
-                    chunks = self._attempt(request, translator, deadline_at)
-                    if self.loop_guard or self.text_tool_calls:
-                        chunks = answer_filters(chunks, request, loop_guard=self.loop_guard,
-                                                text_tool_calls=self.text_tool_calls)
-                    async for chunk in chunks:
+                    async for chunk in attempt_once(request, deadline_at):
                         yield chunk
                     return
                 except UpstreamError as exc:
-                    retry = (
-                        exc.before_first_token
-                        and exc.code in _RETRYABLE
-                        and attempt < self.retries
-                        and (exc.status is None or exc.status >= 500)
-                        and not exc.message.endswith("deadline exceeded")
-                    )
-                    if not retry:
+                    if not (self._retryable(exc) and attempt < self.retries):
                         raise
                     attempt += 1
                     pause = self.retry_backoff * (2 ** (attempt - 1))

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Final
 
 import msgspec
@@ -157,35 +157,17 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
             async for chunk in super().generate(request):
                 yield chunk
             return
-        loop = asyncio.get_running_loop()
-        deadline_at = loop.time() + self.deadline
-        await self._acquire()
-        mark_upstream_phase("queue")
-        try:
-            attempt = 0
-            while True:
-                translator = ResponsesTranslator(name=self.name)
-                try:
-                    async for chunk in self._native_attempt(request, translator, deadline_at):
-                        yield chunk
-                    return
-                except UpstreamError as exc:
-                    retry = (
-                        exc.before_first_token
-                        and exc.code in _RETRYABLE
-                        and attempt < self.retries
-                        and exc.status is not None  # an HTTP failure; a failed *response* is the model's answer
-                        and exc.status >= 500
-                    )
-                    if not retry:
-                        raise
-                    attempt += 1
-                    pause = self.retry_backoff * (2 ** (attempt - 1))
-                    if loop.time() + pause >= deadline_at:
-                        raise
-                    await asyncio.sleep(pause)
-        finally:
-            self._semaphore.release()
+        async for chunk in self._with_retries(request, self._responses_attempt):
+            yield chunk
+
+    def _responses_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[Chunk]:
+        return self._native_attempt(request, ResponsesTranslator(name=self.name), deadline_at)
+
+    def _retryable(self, exc: UpstreamError) -> bool:
+        if self.api_mode != "responses":
+            return super()._retryable(exc)
+        # Only an HTTP failure: a failed *response* is the model's answer, not the upstream's fault.
+        return exc.before_first_token and exc.code in _RETRYABLE and exc.status is not None and exc.status >= 500
 
     async def _native_attempt(
         self, request: GenerationRequest, translator: ResponsesTranslator, deadline_at: float
