@@ -97,7 +97,13 @@ def test_transcript_through_the_gateway(gateway: tuple[str, ServerThread], name:
         whole = want if name != "resumed" else _whole_stream(name)  # the upstream sends it as a whole stream
         for v in whole["violations"]:
             found[v["code"]] = found.get(v["code"], 0) + 1
-        assert record["respstream:repairs"] == found
+        repairs = record["respstream:repairs"]
+        # The gateway stops reading at the upstream's terminal: what came after it is seen (and counted) only when it
+        # arrived in the same read. Those codes are counted whole or not at all; every other code exactly.
+        late = {"lifecycle.terminal_not_last", "lifecycle.multiple_terminal", "item.delta_after_done"}
+        assert {k: v for k, v in repairs.items() if k not in late} == {k: v for k, v in found.items() if k not in late}
+        for code in late:
+            assert repairs.get(code, 0) in (0, found.get(code, 0)), (code, repairs, found)
 
 
 def _whole_stream(name: str) -> dict[str, Any]:
