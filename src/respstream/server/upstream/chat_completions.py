@@ -352,6 +352,23 @@ class ChatCompletionsUpstream:
         finally:
             self._semaphore.release()
 
+    async def _open(self, path: str, body: bytes, deadline_at: float) -> StreamResponse:
+        """POST ``body`` to ``{base_url}{path}`` with the attempt's trace context; the response once its headers
+        came. Raises :class:`UpstreamError` (deadline, connect and transport failures, before the first token)."""
+        headers = self._headers
+        traced = trace_headers()
+        if traced:
+            headers = {**headers, **traced}
+        try:
+            async with asyncio.timeout_at(deadline_at):
+                response = await self._lean().post(f"{self.base_url}{path}", body, headers)
+        except TimeoutError:
+            raise UpstreamError("upstream_timeout", f"{self.name}: generation deadline exceeded") from None
+        except HTTPStreamError as exc:
+            raise self._stream_error(exc, before_first_token=True) from None
+        mark_upstream_phase("connect")
+        return response
+
     async def _attempt(
         self, request: GenerationRequest, translator: ChunkTranslator, deadline_at: float
     ) -> AsyncGenerator[Chunk, None]:
@@ -359,18 +376,7 @@ class ChatCompletionsUpstream:
         model = self.upstream_model_id(request.model)
         fields = build_request_body(request, include_usage=self.include_usage, model=model)
         body = msgspec.json.encode({**self.extra_body, **fields} if self.extra_body else fields)
-        headers = self._headers
-        traced = trace_headers()
-        if traced:
-            headers = {**headers, **traced}
-        try:
-            async with asyncio.timeout_at(deadline_at):
-                response = await self._lean().post(f"{self.base_url}/chat/completions", body, headers)
-            mark_upstream_phase("connect")
-        except TimeoutError:
-            raise UpstreamError("upstream_timeout", f"{self.name}: generation deadline exceeded") from None
-        except HTTPStreamError as exc:
-            raise self._stream_error(exc, before_first_token=True) from None
+        response = await self._open("/chat/completions", body, deadline_at)
         yielded = False
         try:
             if response.status_code != 200:

@@ -31,8 +31,6 @@ from typing import Any, Final
 
 import msgspec
 
-from respstream.server.telemetry.observation import mark_upstream_phase
-from respstream.server.telemetry.tracing import trace_headers
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.http_stream import HTTPStreamError
@@ -174,18 +172,7 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
     ) -> AsyncGenerator[Chunk, None]:
         loop = asyncio.get_running_loop()
         body = msgspec.json.encode(build_responses_body(request, model=self.upstream_model_id(request.model)))
-        headers = self._headers
-        traced = trace_headers()
-        if traced:
-            headers = {**headers, **traced}
-        try:
-            async with asyncio.timeout_at(deadline_at):
-                response = await self._lean().post(f"{self.base_url}/responses", body, headers)
-            mark_upstream_phase("connect")
-        except TimeoutError:
-            raise UpstreamError("upstream_timeout", f"{self.name}: generation deadline exceeded") from None
-        except HTTPStreamError as exc:
-            raise self._stream_error(exc, before_first_token=True) from None
+        response = await self._open("/responses", body, deadline_at)
         try:
             if response.status_code != 200:
                 raise await self._status_error(response)
