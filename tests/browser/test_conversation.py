@@ -59,7 +59,7 @@ def test_edit_and_regenerate_replace_the_last_turn(page: Any, gateway: Gateway) 
         wait_turns(page, 2)
         page.click("#edit-last")
         assert page.input_value("#prompt") == "Two (typo)"
-        assert page.locator("#editing").is_visible()
+        page.wait_for_selector("#editing", state="visible", timeout=10_000)  # shown once the edit began
         page.fill("#prompt", "Two")
         page.click("#send")
         wait_turns(page, 2)  # still two turns: the edit replaced the last one
