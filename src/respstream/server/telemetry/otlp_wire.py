@@ -55,7 +55,7 @@ def _field(number: int, payload: bytes) -> bytes:
 
 
 _KEYS: dict[str, bytes] = {}  # attribute keys come from a small fixed set: each is encoded once
-_PAIRS: dict[tuple[str, str], bytes] = {}
+_PAIRS: dict[tuple[int, str, type, Any], bytes] = {}
 
 
 def _any_value(value: Any) -> bytes:
@@ -78,14 +78,6 @@ def _any_value(value: Any) -> bytes:
 
 
 def _key_value(key: str, value: Any) -> bytes:
-    if value.__class__ is str and len(value) <= 64:  # most values repeat: the model, the route, the operation
-        pair = _PAIRS.get((key, value))
-        if pair is None:
-            pair = _field(1, _text(key)) + _field(2, _field(1, _text(value)))
-            if len(_PAIRS) >= 4096:  # ids never repeat; starting over keeps the ones that do
-                _PAIRS.clear()
-            _PAIRS[key, value] = pair
-        return pair
     encoded = _KEYS.get(key)
     if encoded is None:
         encoded = _field(1, _text(key))
@@ -95,9 +87,26 @@ def _key_value(key: str, value: Any) -> bytes:
 
 
 def _attributes(number: int, attributes: Mapping[str, Any] | None) -> bytes:
+    """``attributes`` as repeated KeyValue field ``number``. Most pairs repeat from span to span (the model, the
+    route, the operation, small counts), so each whole field is kept once encoded; ids never repeat, and starting
+    the cache over when it is full keeps the pairs that do."""
     if not attributes:
         return b""
-    return b"".join(_field(number, _key_value(key, value)) for key, value in attributes.items())
+    parts = []
+    for key, value in attributes.items():
+        kind = value.__class__
+        if (kind is str and len(value) <= 64) or kind is bool or (kind is int and -1024 <= value <= 1024):
+            cache_key = (number, key, kind, value)
+            field = _PAIRS.get(cache_key)
+            if field is None:
+                field = _field(number, _key_value(key, value))
+                if len(_PAIRS) >= 4096:
+                    _PAIRS.clear()
+                _PAIRS[cache_key] = field
+            parts.append(field)
+        else:
+            parts.append(_field(number, _key_value(key, value)))
+    return b"".join(parts)
 
 
 def _count(number: int, value: int) -> bytes:
