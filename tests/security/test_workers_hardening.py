@@ -6,8 +6,10 @@ group's background responses (no startup recovery under the live workers' ids)."
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -97,3 +99,17 @@ def test_the_same_workers_command_twice_exits_2_and_touches_nothing(tmp_path: Pa
     for final in finals.values():
         assert final["status"] == "completed", final.get("error")
         assert final["output"][0]["content"][0]["text"]  # the whole answer, not a worker_lost end
+
+
+def test_port_in_use_with_workers_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """Item 18 for --workers: a port held by another program is one line and exit 2 (it was exit 1)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "respstream", "serve", "--port", str(port), "--workers", "2",
+                               "--upstream", "scripted:2", "--store", f"sqlite:///{tmp_path}/r.db"],
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                              env={**os.environ, "RESPSTREAM_DATA_DIR": str(tmp_path)})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "cannot listen on" in done.stderr, done.stderr
