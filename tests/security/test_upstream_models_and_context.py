@@ -134,3 +134,18 @@ def test_only_a_sure_count_refuses() -> None:
         r = _post(url, {"input": "x" * 8000})
     assert r.status_code == 200, r.text
     assert fake.requests
+
+
+def test_near_the_limit_the_upstream_tokenizer_decides() -> None:
+    """The same 8,000 bytes to a llama.cpp-like server (SIMULATED /apply-template + /tokenize counting 8,000
+    tokens) reporting n_ctx 1,000: the exact count is over, so it is a 400 naming it; a short prompt still passes
+    without being counted."""
+    with FakeChatCompletionsServer(props={"default_generation_settings": {"n_ctx": 1000}}, tokenizer=True) as fake, \
+            _gateway(fake) as url:
+        over = _post(url, {"input": "x" * 8000})
+        fits = _post(url, {"input": "a short question"})
+    assert over.status_code == 400, over.text
+    message = over.json()["error"]["message"]
+    assert "exactly (the upstream's tokenizer) 8000 tokens" in message and "1000 tokens" in message, message
+    assert fits.status_code == 200, fits.text
+    assert len(fake.requests) == 1

@@ -76,7 +76,11 @@ def _print_upstreams(report: dict[str, Any]) -> None:
     """The banner's last line, once the upstreams were started and probed: which are up, which are down."""
     parts = []
     for name, state in report.get("upstreams", {}).items():
-        parts.append(f"{name} up" if state["healthy"] else f"{name} DOWN ({state.get('detail') or state['breaker']})")
+        if not state["healthy"]:
+            parts.append(f"{name} DOWN ({state.get('detail') or state['breaker']})")
+        else:
+            parts.append(f"{name} up" if state.get("models", True) else f"{name} up, but lists no model (set its "
+                         "models in the config file)")
     print("  upstreams: " + ("; ".join(parts) or "none"), flush=True)
 
 
