@@ -83,6 +83,14 @@ class ResponsesTranslator:
         """The chunks the bytes complete (empty after the terminal). Yield them, then raise ``failure`` if set."""
         if self.done:
             return []
+        # The bulk of a stream: one token's delta per read, taken without building its typed event.
+        delta = self.core.take_text_delta(raw)
+        if delta is not None:
+            if not delta:
+                return []
+            self._text.append(delta)
+            self.streamed = True
+            return [TextDelta(delta)]
         try:
             self.core.feed(raw)
         except BadInputError as exc:
