@@ -168,12 +168,16 @@ function onMessage(msg) {
 }
 
 const REPAIRS = "respstream:repairs"; // the Response's repair report (a native Responses upstream's stream)
+const TERMINAL_RESPONSE = /^response\.(completed|incomplete|failed)$/;
 
 function release(events, t) {
   for (const ev of events) {
     timeline.flag(run.rules.check(ev));
     run.state.apply(ev, t);
-    if (ev.response && typeof ev.response === "object" && REPAIRS in ev.response) timeline.repairs(ev.response[REPAIRS]);
+    if (ev.response && typeof ev.response === "object") {
+      if (REPAIRS in ev.response) timeline.repairs(ev.response[REPAIRS]);
+      if (TERMINAL_RESPONSE.test(ev.type)) run.terminalResponse = true;
+    }
   }
 }
 
@@ -208,7 +212,8 @@ function finishStream() {
     run.error = { code: "truncated", message: `stream ended without a terminal event after ${run.seq.lastContiguous}` };
   }
   recordTurn();
-  if (run.state.terminal && run.state.id && !run.replayed) loadRepairs(run.state.id);
+  // Only a terminal without a Response (the platform's flat `error`) sends us to the record for the report.
+  if (run.state.terminal && run.state.id && !run.replayed && !run.terminalResponse) loadRepairs(run.state.id);
   scheduleRender();
 }
 
@@ -249,7 +254,7 @@ function resetRun(extra) {
   Object.assign(run, {
     state: new ResponseState(), seq: new Sequencer(), rules: new Rules(), recorder: new Recorder(),
     background: false, disconnected: false, statusLabel: null, error: null, t0: now(), finished: false,
-    body: null, schema: null, turn: null, replayed: false, ...extra,
+    body: null, schema: null, turn: null, replayed: false, terminalResponse: false, ...extra,
   });
   view.reset();
   timeline.reset();
