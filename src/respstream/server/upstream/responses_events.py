@@ -13,8 +13,10 @@ What becomes a chunk:
 ====================================================  ===========================================================
 ``response.output_text.delta``                        :class:`TextDelta`, live
 ``response.refusal.delta``                            :class:`RefusalDelta`, live
-``response.reasoning_text.delta``,                    :class:`ReasoningDelta`, live
-``response.reasoning_summary_text.delta``
+any other item (hosted-tool calls, ``reasoning``...)   :class:`PassedItemAdded` / ``PassedItemEvent`` /
+and its events                                        ``PassedItemDone``, live (upstream/passed_items.py)
+``response.reasoning_text.delta``,                    :class:`ReasoningDelta`, live, when no reasoning item holds
+``response.reasoning_summary_text.delta``             them
 ``function_call`` items                               :class:`ToolCallDelta` per call at the terminal, from the
                                                       assembled output (arguments from deltas or ``.done``; the
                                                       pipeline acts on calls only after ``Finish`` anyway)
