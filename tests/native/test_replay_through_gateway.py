@@ -103,12 +103,13 @@ def test_transcript_through_the_gateway(gateway: tuple[str, ServerThread], name:
         for v in whole["violations"]:
             found[v["code"]] = found.get(v["code"], 0) + 1
         repairs = record["respstream:repairs"]
-        # The gateway stops reading at the upstream's terminal: what came after it is seen (and counted) only when it
-        # arrived in the same read. Those codes are counted whole or not at all; every other code exactly.
+        # The gateway stops reading at the upstream's terminal: what came after it is seen (and counted) only as far
+        # as it arrived in the same read (a read may end anywhere among those events). Those codes are counted at most
+        # as often as the whole stream has them; every other code exactly.
         late = {"lifecycle.terminal_not_last", "lifecycle.multiple_terminal", "item.delta_after_done"}
         assert {k: v for k, v in repairs.items() if k not in late} == {k: v for k, v in found.items() if k not in late}
         for code in late:
-            assert repairs.get(code, 0) in (0, found.get(code, 0)), (code, repairs, found)
+            assert 0 <= repairs.get(code, 0) <= found.get(code, 0), (code, repairs, found)
 
 
 def passed_items(output: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
