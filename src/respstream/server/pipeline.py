@@ -17,7 +17,9 @@ only the client's function tools, and none in a round that follows a tool result
 instead of answering): one client tool round per turn. Only for a routed
 (not pinned) request, a tool enabled for the request, fresh user input (not a ``function_call_output``
 continuation), and once per response. The last
-message goes through the rewriter before its ``output_text.done``.
+message goes through the rewriter before its ``output_text.done``. Search results are numbered for the model (``[1]``
+...), and where the final text cites one (by URL, title or marker) its ``output_text`` part gets a ``url_citation``
+annotation (:mod:`~respstream.server.citations`, computed on the text after the rewrite).
 
 Every way out ends the stream with exactly one terminal: ``UpstreamError`` -> its code (after failing over to
 another upstream when nothing was shown yet), cancellation -> ``cancelled`` (or ``server_shutdown``), a server tool
@@ -37,6 +39,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from respstream.server.citations import CitationSources, Source, find_citations
 from respstream.server.grounded_answer import Fact, GroundedFacts, grounding_instruction
 from respstream.server.mcp_tools import McpToolbox, McpToolError
 from respstream.server.requests import ResponseRequest
@@ -136,6 +139,7 @@ class Pipeline:
         max_tool_rounds: int = 4,
         on_tool: Any = None,
         mcp: McpToolbox | None = None,
+        max_citations: int = 64,
     ) -> None:
         self.writer = writer
         self.request = request
@@ -155,6 +159,10 @@ class Pipeline:
         self._on_tool = on_tool
         self._facts: list[Fact] = []  # deterministic tool results the final text must state (grounded_answer.py)
         self._last_tool_status = ""
+        # web_search results, numbered for [n] markers; the final answer's url_citation annotations point at them.
+        self._sources = CitationSources()
+        self._last_results: list[Source] = []
+        self.max_citations = max_citations
         server_names = tools.names()
         selected = request.server_tools
         policy = request.tool_policy
@@ -252,7 +260,8 @@ class Pipeline:
                 w.close_message(text)
             elif text is not None:
                 final = text if fmt.structured else await self._rewrite(text)
-                w.close_message(final, status="incomplete" if incomplete else "completed")
+                w.close_message(final, status="incomplete" if incomplete else "completed",
+                                annotations=None if fmt.structured else self._citations(final))
             w.complete(usage=self._usage, incomplete_reason=incomplete)
             return
         w.complete(usage=self._usage)  # rounds exhausted (unreachable: the last round offers no tools)
@@ -373,7 +382,8 @@ class Pipeline:
             self.calls_left -= len(result.calls)
         if w.open_message_text is not None:
             text = w.open_message_text if result.finish.text is None else result.finish.text
-            w.close_message(await self._rewrite(text))
+            final = await self._rewrite(text)
+            w.close_message(final, annotations=self._citations(final))
         else:
             w.close_message()
         chat_calls = [{"id": c.call_id, "type": "function",
@@ -395,6 +405,8 @@ class Pipeline:
                 self.messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
                 continue
             output = await self._run_server_tool(call.call_id, call.name, arguments)
+            if call.name == "web_search" and self._last_results:
+                output = self._sources.prompt_block(self._last_results)  # numbered: the model can cite [n]
             self.messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
         await w.flush()
         return client_pending
@@ -417,6 +429,8 @@ class Pipeline:
                     output, status = f"the {name} tool crashed ({type(exc).__name__})", "failed"
             outcome["status"] = status
         self._last_tool_status = status
+        self._last_results = self._sources.add_results(output) if name == "web_search" and status == "completed" \
+            else []
         if self._on_tool is not None:
             self._on_tool(name, status)
         w.server_tool_finished(index, output=output, status=status, sources=_sources(output) if name == "web_search"
@@ -478,8 +492,10 @@ class Pipeline:
         if name in ("calculator", "current_datetime") and self._facts:
             return  # the system note above already carries the result
         if name == "web_search":
-            note = (f"Web search results for the user's question:\n{output}\n"
-                    "Answer using these results and cite the URLs you use.")
+            found = self._sources.prompt_block(self._last_results) if self._last_results else output
+            note = (f"Web search results for the user's question:\n{found}\n"
+                    "Answer using these results. Cite a result by its number in square brackets, like [1], right "
+                    "after what it supports.")
         elif name == "web_fetch":
             note = f"The page {arguments.get('url', '')} reads:\n{output}\nAnswer using this page."
         else:
@@ -503,6 +519,10 @@ class Pipeline:
                 final = GroundedFacts(self._facts).apply(final)
             span.set_attribute("respstream.rewrite.changed", final != text)
             return final
+
+    def _citations(self, text: str) -> list[dict[str, Any]]:
+        """The url_citation annotations of a final answer: where it cites this response's search results."""
+        return find_citations(text, self._sources, limit=self.max_citations)
 
     def _add_usage(self, usage: Usage) -> None:
         u = self._usage
