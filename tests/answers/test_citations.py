@@ -115,3 +115,16 @@ def test_checker_flags_annotations_outside_the_text() -> None:
     assert annotation_problems("hello", [{**ok, "start_index": "0"}])[0].endswith("got '0'/5")
     assert annotation_problems("hello", [{"type": "file_path", "index": 9}])
     assert annotation_problems("hello", [{**ok, "end_index": 9}] * 10).__len__() == 3  # bounded report
+
+
+def test_source_list_for_an_answer_that_cites_nothing() -> None:
+    from respstream.server.citations import with_source_list
+
+    found = sources()
+    listed = with_source_list("SSE streams events.  ", found)
+    assert listed == ("SSE streams events.\n\nSources: Server-sent events - HTML Standard; Using server-sent events; "
+                      "https://example.org/doc")  # "Doc" is too short to be matched as a title: its URL instead
+    assert spans(listed, found) == [(r["title"] if len(r["title"]) >= 8 else r["url"], r["url"]) for r in RESULTS]
+    assert with_source_list("SSE [1].", found) == "SSE [1]."  # cites already
+    assert with_source_list("  ", found) == "  " and with_source_list("x", CitationSources()) == "x"
+    assert with_source_list("x", found, limit=1) == "x\n\nSources: Server-sent events - HTML Standard"

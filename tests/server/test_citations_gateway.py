@@ -58,8 +58,8 @@ async def simulated_searxng(scope: dict[str, Any], receive: Any, send: Any) -> N
 class RecordingUpstream(ScriptedUpstream):
     """The SIMULATED scripted model (a fixed answer), keeping the messages of every generation request."""
 
-    def __init__(self, *, tool: str | None = None, models: list[str] | None = None) -> None:
-        super().__init__(0, name=f"rec-{tool}", models=models or ["scripted-a"], text=ANSWER, tool=tool)
+    def __init__(self, *, tool: str | None = None, models: list[str] | None = None, text: str = ANSWER) -> None:
+        super().__init__(0, name=f"rec-{tool}", models=models or ["scripted-a"], text=text, tool=tool)
         self.seen: list[list[dict[str, Any]]] = []
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[Chunk, None]:
@@ -160,6 +160,28 @@ def test_a_model_that_calls_web_search_itself_gets_numbered_results(search_url: 
     assert_cited_stream(got, ANSWER)
     tool_message = calling.seen[-1][-1]
     assert tool_message["role"] == "tool" and tool_message["content"].startswith(f"[1] {RESULTS[0]['title']}")
+
+
+class SmallModel(RecordingUpstream):
+    """The SIMULATED scripted model standing in for an embedded one: it cites nothing, and its upstream asks the
+    gateway to list the sources (``list_sources``, the embedded models' default)."""
+
+    list_sources = True
+
+
+def test_an_answer_citing_nothing_gets_the_sources_listed(search_url: str) -> None:
+    small = SmallModel(text="Server-sent events stream over HTTP.")
+    tools = ToolRegistry({"search_provider": "searxng", "searxng_url": search_url})
+    cfg = Config(dialect="openresponses", upstreams=["scripted:4"])
+    app = create_app(cfg, Components(router=Router([small]), tools=tools, rewriter=FakeRewriter()))
+    with ServerThread(app) as srv:
+        got = post_stream(srv.url, {"input": QUESTION, "tools": [{"type": "web_search"}]}, dialect="openresponses")
+    assert got.violations == [], got.violations
+    final = f"Server-sent events stream over HTTP.\n\nSources: {RESULTS[0]['title']}; {RESULTS[1]['title']}"
+    assert got.core.result.output_text == final
+    assert "respstream:response.rewrite.in_progress" in got.types
+    part = message_part(got.core.result.output)
+    assert cited(part) == [(r["title"], r["url"]) for r in RESULTS]
 
 
 def test_no_citation_without_a_search(search_url: str) -> None:

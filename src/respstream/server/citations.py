@@ -16,6 +16,10 @@ becomes ``{"type": "url_citation", "url", "title", "start_index", "end_index"}``
 points) into the text, ``end_index`` exclusive (``text[start_index:end_index]`` is the cited span), in text order,
 at most ``limit`` of them.
 
+:func:`with_source_list` is for models too small to cite (an upstream with ``list_sources``, the embedded models by
+default): an answer that cites none of the results gets a ``Sources:`` line naming them (by title, or by URL when
+the title is short or missing), which :func:`find_citations` then annotates like any citation.
+
 Cost: one regular-expression pass for URLs and one for markers, each without nested quantifiers (linear), plus one
 ``str.find`` sweep per result title over the text: O(text x results), and the number of results is bounded by
 ``tools.max_results`` per search and the tool rounds. Titles longer than :data:`MAX_MATCH_CHARS` are not matched as
@@ -30,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MAX_MATCH_CHARS", "MIN_TITLE_CHARS", "CitationSources", "Source", "find_citations"]
+__all__ = ["MAX_MATCH_CHARS", "MIN_TITLE_CHARS", "CitationSources", "Source", "find_citations", "with_source_list"]
 
 MIN_TITLE_CHARS = 8  # shorter titles ("Doc", "Home") occur in ordinary prose: not evidence of a citation
 MAX_MATCH_CHARS = 300
@@ -126,6 +130,19 @@ def find_citations(text: str, sources: CitationSources, *, limit: int = 64) -> l
         if len(out) >= limit:
             break
     return out
+
+
+def with_source_list(text: str, sources: CitationSources, *, limit: int = 5) -> str:
+    """``text`` with a ``Sources:`` line naming up to ``limit`` of the results, when ``text`` (non-blank) cites none
+    of them; else ``text`` unchanged."""
+    if not sources or not text.strip() or find_citations(text, sources, limit=1):
+        return text
+    names = []
+    for source in sources.sources[:limit]:
+        title = " ".join(source.title.split())
+        usable = MIN_TITLE_CHARS <= len(title) <= MAX_MATCH_CHARS and ";" not in title
+        names.append(title if usable else source.url)
+    return f"{text.rstrip()}\n\nSources: {'; '.join(names)}"
 
 
 def _url_spans(text: str, sources: CitationSources) -> list[tuple[int, int, Source]]:

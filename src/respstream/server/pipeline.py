@@ -19,7 +19,8 @@ instead of answering): one client tool round per turn. Only for a routed
 continuation), and once per response. The last
 message goes through the rewriter before its ``output_text.done``. Search results are numbered for the model (``[1]``
 ...), and where the final text cites one (by URL, title or marker) its ``output_text`` part gets a ``url_citation``
-annotation (:mod:`~respstream.server.citations`, computed on the text after the rewrite).
+annotation (:mod:`~respstream.server.citations`, computed on the text after the rewrite). For an upstream with
+``list_sources`` (the embedded models) a final answer that cites none of them gets a ``Sources:`` line naming them.
 
 Every way out ends the stream with exactly one terminal: ``UpstreamError`` -> its code (after failing over to
 another upstream when nothing was shown yet), cancellation -> ``cancelled`` (or ``server_shutdown``), a server tool
@@ -39,7 +40,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from respstream.server.citations import CitationSources, Source, find_citations
+from respstream.server.citations import CitationSources, Source, find_citations, with_source_list
 from respstream.server.grounded_answer import Fact, GroundedFacts, grounding_instruction
 from respstream.server.mcp_tools import McpToolbox, McpToolError
 from respstream.server.requests import ResponseRequest
@@ -260,6 +261,8 @@ class Pipeline:
                 w.close_message(text)
             elif text is not None:
                 final = text if fmt.structured else await self._rewrite(text)
+                if not fmt.structured and not incomplete:
+                    final = self._list_sources(final)
                 w.close_message(final, status="incomplete" if incomplete else "completed",
                                 annotations=None if fmt.structured else self._citations(final))
             w.complete(usage=self._usage, incomplete_reason=incomplete)
@@ -519,6 +522,13 @@ class Pipeline:
                 final = GroundedFacts(self._facts).apply(final)
             span.set_attribute("respstream.rewrite.changed", final != text)
             return final
+
+    def _list_sources(self, text: str) -> str:
+        """A model too small to cite (``list_sources`` on its upstream: the embedded ones) gets the results it was
+        given named in a ``Sources:`` line when its answer cites none; shown as a rewrite, annotated as citations."""
+        if not self._sources or self.max_citations == 0 or not getattr(self.decision.upstream, "list_sources", False):
+            return text
+        return with_source_list(text, self._sources, limit=min(10, self.max_citations))
 
     def _citations(self, text: str) -> list[dict[str, Any]]:
         """The url_citation annotations of a final answer: where it cites this response's search results."""
