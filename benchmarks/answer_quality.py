@@ -5,8 +5,9 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/answer_quality.py [--sizes small,medium,large] [--markdown]
 
 For each size, ``respstream serve --model-size SIZE`` runs in its own process (openai dialect, memory store, the
-default configuration otherwise) and gets the prompts below one at a time through ``POST /v1/responses``
-(``stream: true``, the respstream client). Scored per prompt, from the assembled stream:
+default configuration otherwise; the grounded prompts list the ``calculator`` and ``current_datetime`` tools, as
+that dialect runs only the hosted tools a request names) and gets the prompts below one at a time through
+``POST /v1/responses`` (``stream: true``, the respstream client). Scored per prompt, from the assembled stream:
 
 - **grounded** (10: arithmetic and time, English/Dutch/German/French): the final text states the tool's result
   (calculator: the number; current_datetime: the time, see ``server/grounded_answer.py``). ``model`` counts what the
@@ -179,7 +180,8 @@ def run_size(size: str, verbose: bool) -> Score:
                 return result
 
             for prompt in GROUNDED:
-                result = ask({"input": prompt})
+                # The openai dialect runs only the hosted tools a request lists (docs/compatibility.md).
+                result = ask({"input": prompt, "tools": [{"type": "calculator"}, {"type": "current_datetime"}]})
                 tools = _tool_outputs(result)
                 model_ok, final_ok = _stated(result.streamed_text, tools), _stated(result.output_text, tools)
                 score.grounded_model += model_ok
