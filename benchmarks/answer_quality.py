@@ -5,8 +5,9 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/answer_quality.py [--sizes small,medium,large] [--markdown]
 
 For each size, ``respstream serve --model-size SIZE`` runs in its own process (openai dialect, memory store, the
-default configuration otherwise) and gets the prompts below one at a time through ``POST /v1/responses``
-(``stream: true``, the respstream client). Scored per prompt, from the assembled stream:
+default configuration otherwise; the grounded prompts list the ``calculator`` and ``current_datetime`` tools, as
+that dialect runs only the hosted tools a request names) and gets the prompts below one at a time through
+``POST /v1/responses`` (``stream: true``, the respstream client). Scored per prompt, from the assembled stream:
 
 - **grounded** (10: arithmetic and time, English/Dutch/German/French): the final text states the tool's result
   (calculator: the number; current_datetime: the time, see ``server/grounded_answer.py``). ``model`` counts what the
@@ -16,6 +17,12 @@ default configuration otherwise) and gets the prompts below one at a time throug
   (``output_tokens <= 1024``); ``repetition`` counts answers the loop guard ended.
 - **tool** (5 prompts with a client function tool): the response ends in a ``function_call`` of that tool with
   schema-valid arguments.
+- **cited** (3 questions about the gateway's own notes, ``web_search`` over the embedded corpus): ``model`` counts
+  answers where the model itself cited a result (a ``url_citation`` whose span lies in the text it streamed, i.e.
+  not in the ``Sources:`` line the gateway appends), ``final`` answers with any ``url_citation`` annotation; every
+  annotation's span is checked to be inside the final text.
+
+Each size's row is printed as soon as that size is done, so a run cut short by a timeout keeps what it measured.
 
 Peer (the ratio asked of every benchmark here): each size against ``small`` (SmolLM2-135M, the previous default)
 run in the same process on the same prompts. Greedy-ish sampling (the embedded defaults: temperature 0.2).
@@ -67,6 +74,11 @@ TOOL_PROMPTS = [
     ("Hoe is het weer in Utrecht?", "get_weather", WEATHER),
     ("How much is 250 euros in yen?", "convert_currency", CONVERT),
 ]
+CITED = [
+    "Search the docs: how does the gateway route around an unhealthy upstream?",
+    "Look up how respstream resumes a stream with starting_after.",
+    "Search: what does the SSE event stream format look like?",
+]
 
 
 @dataclass
@@ -79,6 +91,8 @@ class Score:
     long_within_cap: int = 0
     long_repetition: int = 0
     tool_calls: int = 0
+    cited_model: int = 0
+    cited_final: int = 0
     seconds: float = 0.0
     output_tokens: int = 0
     notes: list[str] = field(default_factory=list)
@@ -109,6 +123,25 @@ def _stated(text: str, tools: list[tuple[str, dict[str, Any], str]]) -> bool:
         if name == "current_datetime":
             return check_datetime(text, output) is None
     return False
+
+
+def _citations(result: Any) -> tuple[bool, bool]:
+    """(the model cited a result itself, the final answer has a url_citation). Raises on an annotation outside
+    the text: that is a gateway bug, not a quality figure."""
+    model = final = False
+    for item in result.output:
+        if item.get("type") != "message":
+            continue
+        for part in item.get("content") or []:
+            text = part.get("text") or ""
+            for a in part.get("annotations") or []:
+                if a.get("type") != "url_citation":
+                    continue
+                if not 0 <= a["start_index"] <= a["end_index"] <= len(text):
+                    raise SystemExit(f"annotation out of range: {a} for {len(text)} characters")
+                final = True
+                model = model or a["end_index"] <= len(result.streamed_text)
+    return model, final
 
 
 def run_size(size: str, verbose: bool) -> Score:
@@ -147,7 +180,8 @@ def run_size(size: str, verbose: bool) -> Score:
                 return result
 
             for prompt in GROUNDED:
-                result = ask({"input": prompt})
+                # The openai dialect runs only the hosted tools a request lists (docs/compatibility.md).
+                result = ask({"input": prompt, "tools": [{"type": "calculator"}, {"type": "current_datetime"}]})
                 tools = _tool_outputs(result)
                 model_ok, final_ok = _stated(result.streamed_text, tools), _stated(result.output_text, tools)
                 score.grounded_model += model_ok
@@ -183,6 +217,13 @@ def run_size(size: str, verbose: bool) -> Score:
                 if verbose:
                     print(f"  [{size}] tool {ok} {prompt!r} -> {[(c['name'], c['arguments']) for c in calls]}"
                           f" {result.output_text[:80]!r}")
+            for prompt in CITED:
+                result = ask({"input": prompt, "tools": [{"type": "web_search"}]})
+                model_ok, final_ok = _citations(result)
+                score.cited_model += model_ok
+                score.cited_final += final_ok
+                if verbose:
+                    print(f"  [{size}] cited {model_ok}/{final_ok} {prompt!r} -> {result.output_text[-160:]!r}")
     finally:
         proc.terminate()
         try:
@@ -203,16 +244,19 @@ def main() -> int:
     if missing:
         print(f"not installed: {', '.join(missing)} (make install-model MODEL_SIZE=...)", file=sys.stderr)
         return 2
-    scores = [run_size(size, args.verbose) for size in sizes]
     header = ("| size | model | grounded: model / final (of 10) | facts (of 10) | long within cap (of 2) | "
-              "ended by loop guard | client tool call (of 5) | s per prompt | output tokens / request second |")
+              "ended by loop guard | client tool call (of 5) | cited: model / final (of 3) | s per prompt | "
+              "output tokens / request second |")
     print(header)
-    print("|" + "---|" * 9)
-    for s in scores:
-        prompts = len(GROUNDED) + len(FACTS) + len(LONG) + len(TOOL_PROMPTS)
+    print("|" + "---|" * 10, flush=True)
+    scores = []
+    prompts = len(GROUNDED) + len(FACTS) + len(LONG) + len(TOOL_PROMPTS) + len(CITED)
+    for size in sizes:
+        s = run_size(size, args.verbose)
+        scores.append(s)
         print(f"| {s.size} | {s.model} | {s.grounded_model} / {s.grounded_final} | {s.facts} | {s.long_within_cap} | "
-              f"{s.long_repetition} | {s.tool_calls} | {s.seconds / prompts:.1f} | "
-              f"{s.output_tokens / max(s.seconds, 1e-9):.1f} |")
+              f"{s.long_repetition} | {s.tool_calls} | {s.cited_model} / {s.cited_final} | "
+              f"{s.seconds / prompts:.1f} | {s.output_tokens / max(s.seconds, 1e-9):.1f} |", flush=True)
     small = next((s for s in scores if s.size == "small"), None)
     if small is not None:
         for s in scores:

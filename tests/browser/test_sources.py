@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -76,3 +77,53 @@ def test_real_gateway_web_search_results_become_cards(page: Any, gateway: Gatewa
         # Corpus URLs (respstream://…) are shown as text, never as links; http(s) ones are links.
         links = page.locator("#source-cards a.source-title").evaluate_all("as => as.map(a => a.href)")
         assert links == [r["url"] for r in results if r["url"].startswith(("http://", "https://"))]
+
+
+def test_marker_citations_replace_the_models_marker_and_count_code_points(page: Any, fake: Any) -> None:
+    """The gateway's indices are code points: an emoji before a citation must not shift it (JS counts UTF-16).
+    A cited span that is the model's own [n] marker becomes the link (not "[1][1]"); a cited title gets one after."""
+    answer = "🙂🙂 SSE is one long response [1]. See Using server-sent events too."
+    start = answer.index("[1]")  # a Python string index: code points (each emoji counts 1; 2 UTF-16 units in JS)
+    title = "Using server-sent events"
+    citations = [
+        {"type": "url_citation", "url": RESULTS[0]["url"], "title": RESULTS[0]["title"], "start_index": start,
+         "end_index": start + 3},
+        {"type": "url_citation", "url": RESULTS[1]["url"], "title": title, "start_index": answer.index(title),
+         "end_index": answer.index(title) + len(title)},
+    ]
+    fake.script = Script(chunks=[answer[:10], answer[10:]], search=RESULTS[:2], citations=citations)
+    open_page(page, fake.url)
+    page.check("input[name=tool][value=web_search]")
+    page.click("#send")
+    wait_status(page, "completed")
+    marks = page.locator("#answer sup.cite a")
+    assert marks.all_inner_texts() == ["[1]", "[2]"]
+    assert [marks.nth(i).get_attribute("href") for i in range(2)] == ["#source-1", "#source-2"]
+    shown = page.inner_text("#answer")
+    assert "[1][1]" not in shown and shown.count("[1]") == 1
+    assert shown.replace("[2]", "") == answer  # the link took the marker's place; [2] follows the title
+    assert shown.index("[2]") == shown.index(title) + len(title)
+
+
+def test_real_gateway_citations_link_to_their_cards(page: Any, gateway: Gateway) -> None:
+    """The real gateway's url_citation annotations (embedded search corpus, SIMULATED scripted model answering with
+    a [1] marker) end up as a link to card 1; corpus URLs (respstream://) stay text, never links."""
+    text = "Routing 🙂 uses a circuit breaker [1]."
+    with gateway(f"scripted:0?tool=web_search&text={quote(text)}", dialect="openai") as url:
+        open_page(page, url)
+        page.fill("#prompt", "routing category circuit breaker")
+        page.check("input[name=tool][value=web_search]")
+        page.click("#send")
+        wait_status(page, "completed")
+        rid = page.evaluate("window.__playground.responseId")
+        output = httpx.get(f"{url}/v1/responses/{rid}", timeout=5).json()["output"]
+        part = next(item for item in output if item["type"] == "message")["content"][0]
+        assert [(part["text"][a["start_index"]:a["end_index"]]) for a in part["annotations"]] == ["[1]"]
+        cited = part["annotations"][0]
+        marks = page.locator("#answer sup.cite a")
+        assert marks.all_inner_texts() == ["[1]"] and marks.first.get_attribute("href") == "#source-1"
+        assert page.inner_text("#answer") == text
+        card = page.locator("#source-cards li.source-card").first
+        assert card.locator(".source-title").inner_text() == cited["title"]
+        assert cited["url"].startswith("respstream://") and card.locator("a").count() == 0
+        assert page.evaluate("window.__xss") is False

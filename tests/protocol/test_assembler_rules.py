@@ -302,3 +302,48 @@ def test_done_and_partial_image_events_without_values() -> None:
     output = asm.result().output
     assert output[0]["content"] == [{"type": "refusal", "refusal": "no"}]
     assert output[1]["result"] == "final-b64" and "partial_image_b64" not in output[1]
+
+
+def _cited_message(annotation: dict[str, Any], *, done_part_annotations: list[Any] | None = None) -> list[Any]:
+    where = {"item_id": "m", "output_index": 0, "content_index": 0}
+    part = {"type": "output_text", "text": "Paris [1]", "annotations": done_part_annotations or [annotation]}
+    item = {"id": "m", "type": "message", "role": "assistant", "status": "completed", "content": [part]}
+    return [
+        CREATED,
+        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "content": []}},
+        {"type": "response.content_part.added", **where, "part": {"type": "output_text", "text": "",
+                                                                  "annotations": []}},
+        {"type": "response.output_text.delta", **where, "delta": "Paris [1]"},
+        {"type": "response.output_text.annotation.added", **where, "annotation_index": 0, "annotation": annotation},
+        {"type": "response.output_text.done", **where, "text": "Paris [1]"},
+        {"type": "response.content_part.done", **where, "part": part},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        completed(output=[item], output_text="Paris [1]"),
+    ]
+
+
+def test_annotations_in_range_are_fine_and_assembled() -> None:
+    ann = {"type": "url_citation", "url": "https://x.org/", "title": "X", "start_index": 6, "end_index": 9}
+    checker, codes = check_all(*_cited_message(ann))
+    assert codes == []
+    assert checker.assembler.result().output[0]["content"][0]["annotations"] == [ann]
+
+
+def test_annotation_out_of_range_is_flagged_once_per_part() -> None:
+    ann = {"type": "url_citation", "url": "https://x.org/", "title": "X", "start_index": 6, "end_index": 10}
+    checker, codes = check_all(*_cited_message(ann))
+    assert codes == ["text.annotation_out_of_range"]
+    message = checker.violations[0].message
+    assert checker.violations[0].sequence_number == 5  # at output_text.done, the first event that settles the text
+    assert "output item 0 part 0" in message and "spans 6..10 but the text has 9 characters" in message
+    # Only the done part (not the annotation.added events) out of range: flagged at content_part.done.
+    good = {**ann, "end_index": 9}
+    checker, codes = check_all(*_cited_message(good, done_part_annotations=[ann]))
+    assert codes == ["text.annotation_out_of_range"] and checker.violations[0].sequence_number == 6
+    # Only in the terminal response's output.
+    objs = _cited_message(good)
+    bad_item = json.loads(json.dumps(objs[-1]["response"]["output"][0]))
+    bad_item["content"][0]["annotations"] = [{**good, "start_index": -1}]
+    objs[-1] = completed(output=[bad_item], output_text="Paris [1]")
+    _, codes = check_all(*objs)
+    assert codes == ["text.annotation_out_of_range"]

@@ -65,6 +65,12 @@ class OutputItems:
             return output_index
         return self._by_id.get(item_id)
 
+    def part_annotations(self, oi: int, ci: int) -> list[Any] | None:
+        """The annotations assembled so far for content part ``(oi, ci)`` (None when the part is unknown)."""
+        part = self._parts.get((oi, ci))
+        value = None if part is None else part.get("annotations")
+        return value if isinstance(value, list) else None
+
     def next_index(self) -> int:
         """The output index a new item without one would get."""
         return max(self._items, default=-1) + 1

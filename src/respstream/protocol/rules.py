@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from respstream.protocol import events as ev
+from respstream.protocol.annotation_check import annotation_problems, part_annotation_problems
 from respstream.protocol.assembler import Assembler
 from respstream.protocol.output_check import output_problems
 from respstream.protocol.sequencer import Violation
@@ -122,6 +123,9 @@ DONE_VALUES: Final[dict[type[ev.Event], str]] = {
     ev.RefusalDone: "refusal",
     ev.FunctionCallArgumentsDone: "arguments",
 }
+
+# Events that carry (or settle) a text part's annotations (text.annotation_out_of_range); terminals too.
+_ANNOTATED: Final = frozenset({ev.OutputTextDone, ev.ContentPartDone, ev.OutputItemDone})
 
 # Other dialects' names for the same events (Open Responses' `response.reasoning.*`, `respstream:` extensions).
 for _table in (REQUIRED_FIELDS, ITEM_ROLES, DONE_VALUES):
@@ -266,6 +270,8 @@ class RuleChecker:
         value_field = DONE_VALUES.get(cls)
         if value_field is not None and not self._rewrite:
             self._done_value(event, value_field, seq, out)
+        if cls in _ANNOTATED or (etype in TERMINAL_TYPES and etype != "error"):
+            self._annotations(event, seq, out)
 
     def _fields(self, event: ev.Event, required: tuple[str, ...], seq: int | None, out: list[Violation]) -> None:
         for name in required:
@@ -437,6 +443,41 @@ class RuleChecker:
             self._once.add(("index", oi))
             out.append(Violation("item.index_mismatch", seq, f"item_id {item_id!r} but output item {oi} is "
                                  f"{known!r}"))
+
+    def _annotations(self, event: Any, seq: int | None, out: list[Violation]) -> None:
+        """``text.annotation_out_of_range``: annotations (from ``annotation.added`` events, or inside a done part,
+        item or terminal response) must lie within their part's text. Once per part."""
+        found: list[tuple[int, int, list[str]]] = []
+        cls = event.__class__
+        if cls is ev.OutputTextDone:
+            oi = self._locate(event)
+            if oi is None or not isinstance(event.text, str):
+                return
+            ci = event.content_index if event.content_index is not None else 0
+            found.append((oi, ci, annotation_problems(event.text, self.assembler.part_annotations(oi, ci))))
+        elif cls is ev.ContentPartDone:
+            oi = self._locate(event)
+            if oi is None:
+                return
+            ci = event.content_index if event.content_index is not None else 0
+            found.append((oi, ci, part_annotation_problems(event.part)))
+        else:
+            if cls is ev.OutputItemDone:
+                oi = self._locate(event, "item.done")
+                items = [(oi, event.item)] if oi is not None else []
+            else:
+                response = getattr(event, "response", None)
+                output = response.get("output") if isinstance(response, dict) else None
+                items = list(enumerate(output)) if isinstance(output, list) else []
+            for oi, item in items:
+                content = item.get("content") if isinstance(item, dict) else None
+                for ci, part in enumerate(content if isinstance(content, list) else []):
+                    found.append((oi, ci, part_annotation_problems(part)))
+        for oi, ci, problems in found:
+            if problems and ("annotation", oi, ci) not in self._once:
+                self._once.add(("annotation", oi, ci))
+                out.append(Violation("text.annotation_out_of_range", seq, f"{event.type}, output item {oi} part "
+                                     f"{ci}: " + "; ".join(problems)))
 
     def _done_value(self, event: Any, value_field: str, seq: int | None, out: list[Violation]) -> None:
         value = getattr(event, value_field)

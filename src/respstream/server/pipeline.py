@@ -17,7 +17,10 @@ only the client's function tools, and none in a round that follows a tool result
 instead of answering): one client tool round per turn. Only for a routed
 (not pinned) request, a tool enabled for the request, fresh user input (not a ``function_call_output``
 continuation), and once per response. The last
-message goes through the rewriter before its ``output_text.done``.
+message goes through the rewriter before its ``output_text.done``. Search results are numbered for the model (``[1]``
+...), and where the final text cites one (by URL, title or marker) its ``output_text`` part gets a ``url_citation``
+annotation (:mod:`~respstream.server.citations`, computed on the text after the rewrite). For an upstream with
+``list_sources`` (the embedded models) a final answer that cites none of them gets a ``Sources:`` line naming them.
 
 Every way out ends the stream with exactly one terminal: ``UpstreamError`` -> its code (after failing over to
 another upstream when nothing was shown yet), cancellation -> ``cancelled`` (or ``server_shutdown``), a server tool
@@ -37,6 +40,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from respstream.server.citations import CitationSources, Source, find_citations, with_source_list
 from respstream.server.grounded_answer import Fact, GroundedFacts, grounding_instruction
 from respstream.server.item_relay import ItemRelay
 from respstream.server.mcp_tools import McpToolbox, McpToolError
@@ -140,6 +144,7 @@ class Pipeline:
         max_tool_rounds: int = 4,
         on_tool: Any = None,
         mcp: McpToolbox | None = None,
+        max_citations: int = 64,
     ) -> None:
         self.writer = writer
         self.request = request
@@ -159,6 +164,10 @@ class Pipeline:
         self._on_tool = on_tool
         self._facts: list[Fact] = []  # deterministic tool results the final text must state (grounded_answer.py)
         self._last_tool_status = ""
+        # web_search results, numbered for [n] markers; the final answer's url_citation annotations point at them.
+        self._sources = CitationSources()
+        self._last_results: list[Source] = []
+        self.max_citations = max_citations
         server_names = tools.names()
         selected = request.server_tools
         policy = request.tool_policy
@@ -256,7 +265,10 @@ class Pipeline:
                 w.close_message(text)
             elif text is not None:
                 final = text if fmt.structured else await self._rewrite(text)
-                w.close_message(final, status="incomplete" if incomplete else "completed")
+                if not fmt.structured and not incomplete:
+                    final = self._list_sources(final)
+                w.close_message(final, status="incomplete" if incomplete else "completed",
+                                annotations=None if fmt.structured else self._citations(final))
             w.complete(usage=self._usage, incomplete_reason=incomplete)
             return
         w.complete(usage=self._usage)  # rounds exhausted (unreachable: the last round offers no tools)
@@ -384,7 +396,8 @@ class Pipeline:
             self.calls_left -= len(result.calls)
         if w.open_message_text is not None:
             text = w.open_message_text if result.finish.text is None else result.finish.text
-            w.close_message(await self._rewrite(text))
+            final = await self._rewrite(text)
+            w.close_message(final, annotations=self._citations(final))
         else:
             w.close_message()
         chat_calls = [{"id": c.call_id, "type": "function",
@@ -406,6 +419,8 @@ class Pipeline:
                 self.messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
                 continue
             output = await self._run_server_tool(call.call_id, call.name, arguments)
+            if call.name == "web_search" and self._last_results:
+                output = self._sources.prompt_block(self._last_results)  # numbered: the model can cite [n]
             self.messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
         await w.flush()
         return client_pending
@@ -428,6 +443,8 @@ class Pipeline:
                     output, status = f"the {name} tool crashed ({type(exc).__name__})", "failed"
             outcome["status"] = status
         self._last_tool_status = status
+        self._last_results = self._sources.add_results(output) if name == "web_search" and status == "completed" \
+            else []
         if self._on_tool is not None:
             self._on_tool(name, status)
         w.server_tool_finished(index, output=output, status=status, sources=_sources(output) if name == "web_search"
@@ -489,8 +506,10 @@ class Pipeline:
         if name in ("calculator", "current_datetime") and self._facts:
             return  # the system note above already carries the result
         if name == "web_search":
-            note = (f"Web search results for the user's question:\n{output}\n"
-                    "Answer using these results and cite the URLs you use.")
+            found = self._sources.prompt_block(self._last_results) if self._last_results else output
+            note = (f"Web search results for the user's question:\n{found}\n"
+                    "Answer using these results. Cite a result by its number in square brackets, like [1], right "
+                    "after what it supports.")
         elif name == "web_fetch":
             note = f"The page {arguments.get('url', '')} reads:\n{output}\nAnswer using this page."
         else:
@@ -514,6 +533,17 @@ class Pipeline:
                 final = GroundedFacts(self._facts).apply(final)
             span.set_attribute("respstream.rewrite.changed", final != text)
             return final
+
+    def _list_sources(self, text: str) -> str:
+        """A model too small to cite (``list_sources`` on its upstream: the embedded ones) gets the results it was
+        given named in a ``Sources:`` line when its answer cites none; shown as a rewrite, annotated as citations."""
+        if not self._sources or self.max_citations == 0 or not getattr(self.decision.upstream, "list_sources", False):
+            return text
+        return with_source_list(text, self._sources, limit=min(10, self.max_citations))
+
+    def _citations(self, text: str) -> list[dict[str, Any]]:
+        """The url_citation annotations of a final answer: where it cites this response's search results."""
+        return find_citations(text, self._sources, limit=self.max_citations)
 
     def _add_usage(self, usage: Usage) -> None:
         u = self._usage

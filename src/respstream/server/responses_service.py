@@ -235,7 +235,7 @@ class ResponseService:
             writer=writer, request=req, decision=decision, pinned=pinned,
             messages=messages, router=self.router, tools=self.tools,
             rewriter=self.rewriter, max_tool_rounds=self.config.max_tool_rounds, on_tool=self.metrics.tool,
-            mcp=mcp,
+            mcp=mcp, max_citations=getattr(getattr(self.tools, "config", None), "max_citations", 64),
         )
         pipeline.telemetry = ResponseTelemetry(metrics=self.metrics, tracing=self.tracing, started=began,
                                                observation=obs)

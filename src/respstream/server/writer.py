@@ -33,6 +33,7 @@ import msgspec
 
 from respstream.protocol.events import OutputTextDelta, decode_event
 from respstream.protocol.rules import RuleChecker
+from respstream.server.content_parts import OpenItem, OpenPart, closing_events, part_object
 from respstream.server.dialects import EXTENSION_PREFIX, Dialect
 from respstream.server.response_object import mark_completed
 from respstream.server.store.base import (
@@ -144,31 +145,6 @@ def usage_object(usage: Usage | None) -> dict[str, Any] | None:
     }
 
 
-class _OpenPart:
-    __slots__ = ("content_index", "kind", "logprobs", "parts", "text")
-
-    def __init__(self, kind: str, content_index: int) -> None:
-        self.kind = kind  # output_text | refusal | reasoning_text
-        self.content_index = content_index
-        self.parts: list[str] = []
-        self.logprobs: list[Any] = []  # token logprobs of an output_text part, when the request asked for them
-
-    def joined(self) -> str:
-        return "".join(self.parts)
-
-
-class _OpenItem:
-    __slots__ = ("content", "id", "kind", "output_index", "part", "template")
-
-    def __init__(self, kind: str, item_id: str, output_index: int) -> None:
-        self.kind = kind  # message | reasoning
-        self.id = item_id
-        self.output_index = output_index
-        self.content: list[dict[str, Any]] = []
-        self.part: _OpenPart | None = None
-        self.template: DeltaTemplate | None = None  # the open part's text-delta template
-
-
 class ResponseWriter:
     """Emits one response's events. Not thread-safe; one task drives it (the pipeline)."""
 
@@ -195,7 +171,7 @@ class ResponseWriter:
         self._seq = 0
         self._pending: list[Entry] = []
         self._closed = False
-        self._item: _OpenItem | None = None
+        self._item: OpenItem | None = None
         self._output: list[dict[str, Any]] = response.setdefault("output", [])
         self._tool_summary: list[dict[str, Any]] = []
         self._append_nowait: Callable[[str, list[Entry]], None] | None = getattr(store, "append_nowait", None)
@@ -397,12 +373,12 @@ class ResponseWriter:
         return {**self.response, "output": []}
 
     # -- message items ---------------------------------------------------------------------------------------------
-    def _open_item(self, kind: str) -> _OpenItem:
+    def _open_item(self, kind: str) -> OpenItem:
         if self._item is not None and self._item.kind != kind:
             self._close_current_item()
         if self._item is None:
             prefix = "msg" if kind == "message" else "rs"
-            item = _OpenItem(kind, self.dialect.new_id(prefix), len(self._output))
+            item = OpenItem(kind, self.dialect.new_id(prefix), len(self._output))
             shell: dict[str, Any]
             if kind == "message":
                 shell = {"id": item.id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
@@ -413,14 +389,14 @@ class ResponseWriter:
             self._item = item
         return self._item
 
-    def _open_part(self, item: _OpenItem, kind: str) -> _OpenPart:
+    def _open_part(self, item: OpenItem, kind: str) -> OpenPart:
         part = item.part
         if part is not None and part.kind != kind:
             self._close_part(item)
             part = None
         if part is None:
-            part = _OpenPart(kind, len(item.content))
-            self._emit("response.content_part.added", {**self._where(item, part), "part": _part(kind, "")})
+            part = OpenPart(kind, len(item.content))
+            self._emit("response.content_part.added", {**self._where(item, part), "part": part_object(kind, "")})
             item.part = part
             # The same bytes the generic encoder makes for this part's deltas, around the delta string.
             name = self.dialect.reasoning_event if kind == "reasoning_text" else f"response.{kind}"
@@ -434,7 +410,7 @@ class ResponseWriter:
         return part
 
     @staticmethod
-    def _where(item: _OpenItem, part: _OpenPart) -> dict[str, Any]:
+    def _where(item: OpenItem, part: OpenPart) -> dict[str, Any]:
         return {"item_id": item.id, "output_index": item.output_index, "content_index": part.content_index}
 
     def _delta(self, item_kind: str, part_kind: str, delta: str) -> None:
@@ -500,24 +476,16 @@ class ResponseWriter:
             return None
         return item.part.joined()
 
-    def _close_part(self, item: _OpenItem, final_text: str | None = None, *, rewritten: bool = False) -> None:
+    def _close_part(self, item: OpenItem, final_text: str | None = None, *, rewritten: bool = False,
+                    annotations: list[dict[str, Any]] | None = None) -> None:
         part = item.part
         if part is None:
             return
         text = part.joined() if final_text is None else final_text
-        where = self._where(item, part)
-        if rewritten:
-            self._emit(self.dialect.extension("response.rewrite.in_progress"), {})
-        if part.kind == "output_text":
-            self._emit("response.output_text.done", {**where, "text": text, "logprobs": part.logprobs})
-        elif part.kind == "refusal":
-            self._emit("response.refusal.done", {**where, "refusal": text})
-        else:
-            self._emit(f"{self.dialect.reasoning_event}.done", {**where, "text": text})
-        done_part = _part(part.kind, text)
-        if part.logprobs:
-            done_part["logprobs"] = part.logprobs
-        self._emit("response.content_part.done", {**where, "part": done_part})
+        events, done_part = closing_events(self.dialect, item, part, text, rewritten=rewritten,
+                                           annotations=annotations)
+        for event_type, fields in events:
+            self._emit(event_type, fields)
         item.content.append(done_part)
         item.part = None
 
@@ -532,14 +500,16 @@ class ResponseWriter:
         self._emit("response.output_item.done", {"output_index": item.output_index, "item": final})
         self._item = None
 
-    def close_message(self, final_text: str | None = None, *, status: str = "completed") -> None:
-        """Close the open item. ``final_text`` replaces the streamed text (a rewrite): announced first."""
+    def close_message(self, final_text: str | None = None, *, status: str = "completed",
+                      annotations: list[dict[str, Any]] | None = None) -> None:
+        """Close the open item. ``final_text`` replaces the streamed text (a rewrite): announced first.
+        ``annotations`` (``url_citation``...) index into the final text; each is announced before its ``done``."""
         item = self._item
         if item is None:
             return
-        if item.part is not None and final_text is not None and item.part.kind == "output_text":
-            rewritten = final_text != item.part.joined()
-            self._close_part(item, final_text, rewritten=rewritten)
+        if item.part is not None and item.part.kind == "output_text" and (final_text is not None or annotations):
+            text = item.part.joined() if final_text is None else final_text
+            self._close_part(item, text, rewritten=text != item.part.joined(), annotations=annotations)
         self._close_current_item(status=status)
 
     # -- tool calls ------------------------------------------------------------------------------------------------
@@ -711,7 +681,7 @@ class ResponseWriter:
             return
         content = list(item.content)
         if item.part is not None:
-            content.append(_part(item.part.kind, item.part.joined()))
+            content.append(part_object(item.part.kind, item.part.joined()))
         snapshot = {**self._output[item.output_index], "content": content, "status": "incomplete"}
         self._output[item.output_index] = snapshot
 
@@ -735,10 +705,3 @@ def _plain(batch: list[Entry]) -> list[LogEntry]:
     """``batch`` with compact delta entries made into real ones (for stores that keep only LogEntry)."""
     return [e if e.__class__ is LogEntry else e.entry() for e in batch]  # type: ignore[union-attr]
 
-
-def _part(kind: str, text: str) -> dict[str, Any]:
-    if kind == "output_text":
-        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-    if kind == "refusal":
-        return {"type": "refusal", "refusal": text}
-    return {"type": "reasoning_text", "text": text}

@@ -64,18 +64,61 @@ export function collectSources(state) {
   return { cards, byUrl };
 }
 
-/** Insert citation markers after each cited span (per part, at end_index), numbered like the cards. */
+// A cited span that is itself the model's marker ("[1]", "[1, 2]"): the link replaces it instead of following it.
+const MARKER = /^\[\d{1,3}(?:, ?\d{1,3})*\]$/;
+
+/** UTF-16 offsets of code-point offsets (the gateway's indices are Python string indices; JS strings count UTF-16
+ * units, so text with emoji before a citation would shift). One pass over the text. */
+function utf16Offsets(text, indices) {
+  const out = new Map();
+  if (!/[\uD800-\uDFFF]/.test(text)) {
+    for (const i of indices) out.set(i, Math.min(i, text.length));
+    return out;
+  }
+  const wanted = [...new Set(indices)].sort((a, b) => a - b);
+  let cp = 0;
+  let unit = 0;
+  let k = 0;
+  while (k < wanted.length) {
+    if (wanted[k] <= cp || unit >= text.length) {
+      out.set(wanted[k], unit);
+      k += 1;
+      continue;
+    }
+    unit += text.codePointAt(unit) > 0xffff ? 2 : 1;
+    cp += 1;
+  }
+  return out;
+}
+
+function index(value) {
+  const n = Number(value);
+  return Number.isInteger(n) && n >= 0 ? n : 0;
+}
+
+/** Put a numbered link marker (numbered like the cards) after each cited span, or in place of a span that is the
+ * model's own [n] marker. Per part; indices are the annotations' (code points into the part's final text). */
 export function markCitations(parts, byUrl) {
   let out = "";
   for (const { text, annotations } of parts) {
     const clean = text.replaceAll(CITE_OPEN, "").replaceAll(CITE_CLOSE, "");
-    const marks = annotations.filter((a) => a && a.type === "url_citation" && byUrl.has(a.url))
-      .map((a) => ({ at: Math.max(0, Math.min(clean.length, Number(a.end_index) || 0)), n: byUrl.get(a.url).n }))
-      .sort((x, y) => x.at - y.at);
+    const cited = annotations.filter((a) => a && a.type === "url_citation" && byUrl.has(a.url));
+    const at = utf16Offsets(clean, cited.flatMap((a) => [index(a.start_index), index(a.end_index)]));
+    const spans = new Map(); // "start:end" -> {start, end, numbers}
+    for (const a of cited) {
+      const end = at.get(index(a.end_index));
+      const start = Math.min(at.get(index(a.start_index)), end);
+      const key = `${start}:${end}`;
+      if (!spans.has(key)) spans.set(key, { start, end, numbers: [] });
+      const n = byUrl.get(a.url).n;
+      if (!spans.get(key).numbers.includes(n)) spans.get(key).numbers.push(n);
+    }
     let last = 0;
-    for (const m of marks) {
-      out += clean.slice(last, m.at) + CITE_OPEN + m.n + CITE_CLOSE;
-      last = m.at;
+    for (const span of [...spans.values()].sort((x, y) => x.end - y.end || x.start - y.start)) {
+      const replace = span.start >= last && MARKER.test(clean.slice(span.start, span.end));
+      const cut = replace ? span.start : Math.max(last, span.end);
+      out += clean.slice(last, cut) + span.numbers.map((n) => CITE_OPEN + n + CITE_CLOSE).join("");
+      last = Math.max(cut, replace ? span.end : cut);
     }
     out += clean.slice(last);
   }

@@ -185,7 +185,10 @@ export class ResponseState {
     for (const it of this.items.values()) {
       if (it.type !== "message") continue;
       for (const p of [...it.parts.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1])) {
-        out.push({ text: which === "streamed" ? p.streamed : p.final ?? p.streamed, annotations: p.annotations });
+        const text = which === "streamed" ? p.streamed : p.final ?? p.streamed;
+        // Annotations index the final text: on streamed text that a rewrite changed they would point elsewhere.
+        const annotations = p.final !== null && text !== p.final ? [] : p.annotations;
+        out.push({ text, annotations });
       }
     }
     return out;

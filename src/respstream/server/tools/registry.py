@@ -10,6 +10,7 @@ Config (the ``[tools]`` table; every key optional)::
     index_path = "~/.local/share/respstream/search.db"   # default: $RESPSTREAM_DATA_DIR or the XDG data dir
     corpus = "<package>/server/corpus" # indexed on first use when the index is empty; "" disables
     max_results = 5
+    max_citations = 64                 # url_citation annotations per answer (server/citations.py); 0 disables
     fetch_allow = []                   # CIDRs or host names web_fetch may reach even if private/loopback
     fetch_max_bytes = 2097152
     fetch_max_chars = 20000            # of extracted text handed to the model
@@ -55,6 +56,7 @@ class ToolsConfig:
     index_path: str | None = None
     corpus: str | None = None
     max_results: int = 5
+    max_citations: int = 64
     fetch_allow: list[str] = field(default_factory=list)
     fetch_max_bytes: int = 2 << 20
     fetch_max_chars: int = 20_000
@@ -73,6 +75,9 @@ class ToolsConfig:
             raise ValueError(f"tools.enabled: unknown tool(s) {', '.join(bad)}; known: {', '.join(TOOL_NAMES)}")
         if config.search_provider not in ("embedded", "searxng", "ddgs"):
             raise ValueError("tools.search_provider must be embedded, searxng or ddgs")
+        if not isinstance(config.max_citations, int) or isinstance(config.max_citations, bool) \
+                or config.max_citations < 0:
+            raise ValueError(f"tools.max_citations must be an integer >= 0, got {config.max_citations!r}")
         if config.search_provider == "searxng" and not config.searxng_url:
             raise ValueError("tools.search_provider = searxng needs tools.searxng_url")
         return config

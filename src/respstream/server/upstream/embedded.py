@@ -144,7 +144,8 @@ class EmbeddedUpstream:
     spin-wait level (0-100, llama.cpp default 50). Generation defaults: ``max_output_tokens`` (the cap when a
     request sets none), ``sampling`` (extra llama.cpp body fields, see :data:`DEFAULT_SAMPLING`), ``loop_guard`` and
     ``text_tool_calls`` (see :class:`ChatCompletionsUpstream`); ``offer_server_tools`` (default false: the
-    pipeline runs the gateway's tools by grounding instead of offering them to the model). Extra API:
+    pipeline runs the gateway's tools by grounding instead of offering them to the model); ``list_sources`` (default
+    true: an answer that cites none of its web_search results gets a ``Sources:`` line naming them). Extra API:
     ``await start()``, ``available()``,
     ``address`` (the llama.cpp server URL once started).
     """
@@ -174,6 +175,7 @@ class EmbeddedUpstream:
         loop_guard: bool = True,
         text_tool_calls: bool = True,
         offer_server_tools: bool = False,
+        list_sources: bool = True,
         api: str = "chat",
     ) -> None:
         spec_for(model_size)  # ValueError naming the sizes for a typo
@@ -202,6 +204,9 @@ class EmbeddedUpstream:
         # Read by the pipeline: the gateway's own tools are run for this model by grounding (router.ground_first)
         # rather than offered to it; client function tools are always offered.
         self.offer_server_tools = offer_server_tools
+        # Read by the pipeline: these models rarely cite search results, so an answer that cites none gets a
+        # "Sources:" line naming them (server/citations.py), annotated with url_citation.
+        self.list_sources = list_sources
         self._adapter_options: dict[str, Any] = {
             "connect_timeout": connect_timeout,
             "idle_timeout": idle_timeout,
