@@ -166,8 +166,20 @@ class _Abort(Exception):
 class FakeChatCompletionsServer:
     """SIMULATED Chat Completions endpoint (see module docstring). Use as a context manager or start()/stop()."""
 
-    def __init__(self, models: list[str] | None = None) -> None:
+    def __init__(self, models: list[str] | None = None, *, model_fields: dict[str, Any] | None = None,
+                 props: dict[str, Any] | None = None, list_models: bool = True, port: int = 0,
+                 tokenizer: bool = False) -> None:
+        """``model_fields``: extra fields of every ``/v1/models`` object (e.g. vLLM's ``max_model_len``);
+        ``props``: served as llama.cpp's ``GET /props`` (else 404); ``list_models=False``: no ``GET /v1/models``
+        (404), as some servers have none; ``port``: a fixed port (0: any free one); ``tokenizer``: llama.cpp's
+        ``POST /apply-template`` (the messages' contents joined) and ``POST /tokenize`` (SIMULATED: one token per
+        character, a stand-in for a real vocabulary that packs a run of one character badly)."""
         self.models = models or ["fake-model"]
+        self.model_fields = dict(model_fields or {})
+        self.props = props
+        self.list_models = list_models
+        self.fixed_port = port
+        self.tokenizer = tokenizer
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self.clients: list[tuple[str, int]] = []  # every request's client address, /models included
@@ -213,7 +225,7 @@ class FakeChatCompletionsServer:
         config = uvicorn.Config(
             self._app,
             host="127.0.0.1",
-            port=0,
+            port=self.fixed_port,
             log_level="critical",
             lifespan="off",
             access_log=False,
@@ -264,8 +276,19 @@ class FakeChatCompletionsServer:
         with self._lock:
             client = scope.get("client") or ("", 0)
             self.clients.append((str(client[0]), int(client[1])))
-        if method == "GET" and path == "/v1/models":
-            data = {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
+        if method == "POST" and path in ("/apply-template", "/tokenize") and self.tokenizer:
+            sent = json.loads(body or b"{}")
+            if path == "/apply-template":
+                prompt = "\n".join(str(m.get("content", "")) for m in sent.get("messages", []))
+                await self._send_json(send, 200, {"prompt": prompt})
+            else:
+                await self._send_json(send, 200, {"tokens": list(range(len(str(sent.get("content", "")))))})
+            return
+        if method == "GET" and path == "/props" and self.props is not None:
+            await self._send_json(send, 200, self.props)
+            return
+        if method == "GET" and path == "/v1/models" and self.list_models:
+            data = {"object": "list", "data": [{"id": m, "object": "model", **self.model_fields} for m in self.models]}
             await self._send_json(send, 200, data)
             return
         if method != "POST" or path != "/v1/chat/completions":

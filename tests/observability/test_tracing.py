@@ -5,6 +5,7 @@ The protobuf the exporter sent is decoded with opentelemetry-proto and the span 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -175,3 +176,64 @@ def test_standard_otel_variables_configure_the_exporter(
         spans = receiver.wait_for("POST /v1/responses")
     assert _one(spans, "POST /v1/responses").resource["service.name"] == "gateway-eu-1"
     assert receiver.content_types and all(c == "application/x-protobuf" for c in receiver.content_types)
+
+
+def test_a_sample_ratio_of_zero_records_nothing_but_still_propagates(
+    receiver: OTLPReceiver, upstreams: tuple[FakeChatCompletionsServer, FakeChatCompletionsServer]
+) -> None:
+    a, _ = upstreams
+    for _ in range(3):
+        a.script(text("Hi"), finish("stop"), Done())
+    with _gateway(receiver, a.url, trace_sample_ratio=0.0) as gw:
+        for _ in range(2):
+            reply = httpx.post(f"{gw.base_url}/responses", json={"input": "hello", "stream": False}, timeout=30)
+            assert reply.json()["status"] == "completed"
+        # A client that sampled its trace is followed (parent-based), whatever the ratio.
+        trace_id = "0af7651916cd43dd8448eb211c80319c"
+        httpx.post(f"{gw.base_url}/responses", json={"input": "hello", "stream": False}, timeout=30,
+                   headers={"traceparent": f"00-{trace_id}-b7ad6b7169203331-01"})
+        spans = receiver.wait_for("POST /v1/responses")
+    assert {s.trace_id for s in spans} == {trace_id}  # only the client-sampled request was recorded
+    assert {"route", "store create", "chat auto", "rewrite", "store finish"} <= {s.name for s in spans}
+    # The unsampled requests still told the upstream their trace, with the sampled flag clear.
+    unsampled = [h["traceparent"] for h in a.request_headers[:2]]
+    assert all(p.startswith("00-") and p.endswith("-00") for p in unsampled)
+    assert len({p.split("-")[1] for p in unsampled}) == 2
+    assert a.request_headers[2]["traceparent"].split("-")[1] == trace_id
+
+
+@pytest.mark.parametrize("ratio", [-0.1, 1.5, "half"])
+def test_a_bad_sample_ratio_is_refused_naming_the_key(ratio: object) -> None:
+    from respstream.server.telemetry.settings import TelemetrySettings
+
+    with pytest.raises(ValueError, match="trace_sample_ratio"):
+        TelemetrySettings.from_mapping({"trace_sample_ratio": ratio})
+
+
+def test_spans_ended_in_another_context_do_not_break_the_current_span() -> None:
+    """A span opened in one task and closed in another (a generator finished elsewhere) still ends once."""
+    import asyncio
+
+    from respstream.server.telemetry.settings import TelemetrySettings
+    from respstream.server.telemetry.spans import current_trace_headers
+    from respstream.server.telemetry.tracing import Tracing
+
+    tracing = Tracing(TelemetrySettings(traces="true", otlp_endpoint="http://127.0.0.1:9"))
+    ended: list[Any] = []
+    assert tracing._recorder is not None
+    tracing._recorder._processor = type("P", (), {"on_end": lambda self, span: ended.append(span)})()
+    try:
+        span = tracing.span("outer")
+
+        async def opener() -> None:
+            span.__enter__()
+
+        async def closer() -> None:
+            span.__exit__(None, None, None)
+            assert current_trace_headers() == {}
+
+        asyncio.run(opener())
+        asyncio.run(closer())
+        assert [s.name for s in ended] == ["outer"]
+    finally:
+        tracing.shutdown()

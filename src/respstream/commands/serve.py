@@ -76,7 +76,11 @@ def _print_upstreams(report: dict[str, Any]) -> None:
     """The banner's last line, once the upstreams were started and probed: which are up, which are down."""
     parts = []
     for name, state in report.get("upstreams", {}).items():
-        parts.append(f"{name} up" if state["healthy"] else f"{name} DOWN ({state.get('detail') or state['breaker']})")
+        if not state["healthy"]:
+            parts.append(f"{name} DOWN ({state.get('detail') or state['breaker']})")
+        else:
+            parts.append(f"{name} up" if state.get("models", True) else f"{name} up, but lists no model (set its "
+                         "models in the config file)")
     print("  upstreams: " + ("; ".join(parts) or "none"), flush=True)
 
 
@@ -183,7 +187,17 @@ def run(args: argparse.Namespace) -> int:
         except WorkerError as exc:
             print(f"respstream serve: {exc}", file=sys.stderr)
             return 2
-        return run_workers(config, config.workers, args.log_level, _banner_text(config))
+        # The supervisor holds the group's lock before any worker (whose startup runs recovery) exists: the same
+        # --workers command started twice joins the port's SO_REUSEPORT group otherwise, and its workers would end
+        # the live workers' responses (same ids <id>-w<i>). Each worker also locks its own id (workers.py).
+        try:
+            lock = lock_instance(config.resolved_data_dir(), config.instance_id)
+        except InstanceLocked as exc:
+            return _fail(str(exc))
+        try:
+            return run_workers(config, config.workers, args.log_level, _banner_text(config))
+        finally:
+            lock.release()
     try:
         sock = _bind(config.host, config.port)
     except OSError as exc:

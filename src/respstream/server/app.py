@@ -51,6 +51,7 @@ from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import RequestObservation, Tracing, current_request, log_access
 from respstream.server.telemetry.health import HealthMonitor
 from respstream.server.telemetry.observation import reset_request, set_request
+from respstream.server.upstream_watch import UpstreamWatch, configure_upstreams, startup_warnings
 from respstream.server.web_security import COMMON_HEADERS, PLAYGROUND_HEADERS, check_open_request
 from respstream.server.websocket import serve_websocket
 
@@ -115,6 +116,7 @@ async def build_components(config: Config, given: Components) -> Components:
                     upstreams[i] = factory.build_upstream(config.upstreams[i], name=f"{upstream.name}-{i + 1}",
                                                           **config.options_for(config.upstreams[i]))
                 names.add(upstreams[i].name)
+        built = not given.upstreams
         for upstream in upstreams:
             start = getattr(upstream, "start", None)
             if start is not None:
@@ -122,6 +124,7 @@ async def build_components(config: Config, given: Components) -> Components:
                     await start()
                 except Exception as exc:  # an unreachable upstream must not keep the gateway down
                     log.warning("upstream %s did not start: %s", upstream.name, exc)
+        await configure_upstreams(config, upstreams, config.upstreams if built else None)
         router = router_mod.Router(upstreams, config.router)
     tools = given.tools
     if tools is None:
@@ -222,6 +225,7 @@ class _Gateway:
         self.service: ResponseService | None = None
         self.components: Components | None = None
         self._expire_task: asyncio.Task[None] | None = None
+        self.watch: UpstreamWatch | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
@@ -238,11 +242,16 @@ class _Gateway:
                                        tools=comps.tools, rewriter=comps.rewriter, metrics=self.metrics,
                                        tracing=self.tracing)
         self._expire_task = asyncio.create_task(self._expire_loop(comps.store))
+        self.watch = UpstreamWatch(self.health, comps.store, comps.upstreams, comps.router,
+                                   self.config.upstream_probe_seconds)
+        self.service.upstream_state = self.watch.state
         await self._report_readiness()
+        self.watch.start()
         try:
             yield
         finally:
             self._expire_task.cancel()
+            await self.watch.stop()
             await self.service.shutdown()
             for upstream in comps.upstreams:
                 with contextlib.suppress(Exception):
@@ -262,9 +271,8 @@ class _Gateway:
         except Exception as exc:  # readiness reporting must never keep the gateway from starting
             log.warning("startup health check failed: %s", exc)
             return
-        for name, state in report["upstreams"].items():
-            if not state["healthy"]:
-                log.warning("upstream %s is down: %s", name, state.get("detail") or state["breaker"])
+        for line in startup_warnings(report, self.components.upstreams, self.config.upstream_probe_seconds):
+            log.warning("%s", line)
         if not report["store"]["healthy"]:
             log.warning("the store is not reachable: %s", report["store"]["detail"])
         if self.on_ready is not None:

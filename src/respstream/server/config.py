@@ -90,6 +90,9 @@ class Config:
     workers: int = 1  # gateway processes sharing the port (server/workers.py); > 1 needs a shared store
     http_stack: str = "auto"  # auto | fast (uvloop + httptools) | pure (asyncio + h11); server/http_stack.py
     static_dir: str = ""  # empty: the packaged playground (server/static)
+    # Every upstream's health is probed this often (GET /models or its probe()); one that failed its last probe
+    # gets requests a 503 naming it, and one that lists no model yet is asked again (0: only at startup).
+    upstream_probe_seconds: float = 5.0
     router: dict[str, Any] = field(default_factory=dict)
     upstream_options: dict[str, Any] = field(default_factory=dict)  # timeouts, retries... for every upstream
     tools: dict[str, Any] = field(default_factory=dict)
@@ -121,6 +124,16 @@ class Config:
             raise ConfigError("lease_seconds and retention_seconds must be positive")
         if self.slow_reader_timeout_seconds < 0 or self.shutdown_grace_seconds < 0:
             raise ConfigError("slow_reader_timeout_seconds and shutdown_grace_seconds must not be negative")
+        if self.upstream_probe_seconds < 0:
+            raise ConfigError("upstream_probe_seconds must not be negative")
+        for spec in self.upstreams:
+            options = self.options_for(spec)
+            models, length = options.get("models"), options.get("context_length")
+            if models is not None and (not isinstance(models, list) or not all(isinstance(m, str) and m
+                                                                              for m in models)):
+                raise ConfigError(f"upstream_options models of {spec!r} must be a list of model ids")
+            if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 1):
+                raise ConfigError(f"upstream_options context_length of {spec!r} must be a positive token count")
         if self.shared_max_concurrent_streams < 0:
             raise ConfigError("shared_max_concurrent_streams must not be negative")
         if self.shared_max_concurrent_streams and not self.shared_limits_url():

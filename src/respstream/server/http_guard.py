@@ -153,17 +153,18 @@ def guarded_protocol(*, request_timeout: float, max_connections: int, http: str 
                                                  "max_connections": max_connections})
 
 
-class _RateLimitedAcceptErrors(logging.Filter):
-    """Lets one asyncio accept-error record through per ``interval`` seconds; drops the rest."""
+class _RateLimitedRecords(logging.Filter):
+    """Lets one record containing ``needle`` through per ``interval`` seconds; drops the rest (others pass)."""
 
-    def __init__(self, interval: float) -> None:
+    def __init__(self, needle: str, interval: float) -> None:
         super().__init__()
+        self.needle = needle
         self.interval = interval
         self._last = -float("inf")
         self.dropped = 0
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if "accept" not in str(record.msg):
+        if self.needle not in str(record.msg):
             return True
         now = time.monotonic()
         if now - self._last < self.interval:
@@ -176,8 +177,15 @@ class _RateLimitedAcceptErrors(logging.Filter):
         return True
 
 
+# uvicorn's own records that a peer can cause at line rate: asyncio's accept errors when descriptors run out, and
+# the sansio WebSocket stack's "returned without completing handshake", which it logs after every handshake the
+# app refused with a denial response (401, 403) although that response was sent.
+_NOISY = (("asyncio", "accept"), ("uvicorn.error", "without completing handshake"))
+
+
 def quiet_accept_errors(interval: float = 10.0) -> None:
-    """Rate-limit asyncio's "socket.accept() out of system resource" records (idempotent)."""
-    logger = logging.getLogger("asyncio")
-    if not any(isinstance(f, _RateLimitedAcceptErrors) for f in logger.filters):
-        logger.addFilter(_RateLimitedAcceptErrors(interval))
+    """Rate-limit the log records a peer can cause at will (:data:`_NOISY`) to one per ``interval`` (idempotent)."""
+    for name, needle in _NOISY:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RateLimitedRecords) and f.needle == needle for f in logger.filters):
+            logger.addFilter(_RateLimitedRecords(needle, interval))

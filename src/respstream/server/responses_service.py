@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from respstream.server.config import Config
+from respstream.server.context_limit import check_context, context_limit
 from respstream.server.conversation_records import conversation_of
 from respstream.server.dialects import Dialect, get_dialect
 from respstream.server.history import items_from_json, items_to_messages, output_to_items
@@ -78,6 +79,8 @@ class ResponseService:
         self._closing = False
         self.catalog = ModelCatalog.from_config(config.models)
         self._forgetting: set[asyncio.Task[None]] = set()  # store: false responses waiting to be deleted
+        # The gateway's last health report of an upstream by name (telemetry/health.py), or None before one.
+        self.upstream_state: Callable[[str], dict[str, Any] | None] | None = None
 
     # -- create ----------------------------------------------------------------------------------------------------
     async def _previous(self, rid: str, owner: str | None, local: Store | None) -> ResponseRecord:
@@ -151,7 +154,8 @@ class ResponseService:
                 # No upstream lists any model: they are down or lack GET /v1/models. Not the caller's mistake.
                 raise HTTPError(503, "upstream_unavailable",
                                 f"No model is available: upstream(s) {', '.join(upstreams)} did not list any model "
-                                "(down, or no GET /v1/models). Name the models in upstream_options, or retry.",
+                                "(down, or no GET /v1/models). Name its models in the config file "
+                                "([upstream_options.\"<url>\"] models = [...]), or retry.",
                                 headers={"Retry-After": "5"}) from exc
             if available is not None:
                 raise HTTPError(400, "model_not_found",
@@ -180,16 +184,21 @@ class ResponseService:
                             headers={"Retry-After": "1"}) from exc
         pinned = self.catalog.resolve(req.model) != "auto"
         decision = await self.route(req)
-        self._check_context(req, items, decision.upstream)
+        self._check_upstream_up(req, decision)
         mcp = await self._mcp_toolbox(req, owner, local)
         if req.media:
             check_modalities(req.media, decision.model_id, self.catalog.modalities(decision.model_id,
                                                                                    decision.upstream))
             await resolve_file_urls(req.media, self.tools)  # file_url -> file_data, through the network policy
-        messages = fit_context(items_to_messages(req.instructions, items),
-                               window=self.catalog.window(decision.model_id, decision.upstream),
-                               max_output_tokens=req.max_output_tokens, truncation=req.options.truncation,
-                               model=decision.model_id)
+        messages = items_to_messages(req.instructions, items)
+        limit = context_limit(decision.model_id, decision.upstream, self.catalog)
+        if limit is not None and req.options.truncation == "auto":
+            # Drops the oldest turns by the rough estimate; what cannot be made to fit is left to the check below.
+            with contextlib.suppress(HTTPError):
+                messages = fit_context(messages, window=limit.tokens, max_output_tokens=req.max_output_tokens,
+                                       truncation="auto", model=decision.model_id)
+        await check_context(messages, limit=limit, max_output_tokens=req.max_output_tokens,
+                            upstream=decision.upstream, model_id=decision.model_id)
         created = time.time()
         rid = self.dialect.new_id("resp")
         response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
@@ -384,25 +393,27 @@ class ResponseService:
         if running is not None and not running.background:
             self.cancel_running(response_id, "cancelled", "The client disconnected.")
 
-    @staticmethod
-    def _check_context(req: ResponseRequest, items: list[InputItem], upstream: Any) -> None:
-        """400 ``context_length_exceeded`` before any stream when the prompt cannot fit the model's context.
-
-        The limit is the upstream's ``context_tokens`` (the embedded model: its ``n_ctx``, set with
-        ``upstream_options.n_ctx``); upstreams that do not declare one are not checked (their own error stands).
-        The estimate is deliberately low (characters / 4, the usual English BPE ratio; most other text has more
-        tokens per character), so a prompt that fits is never refused; one the estimate misses still fails upstream.
-        """
-        limit = getattr(upstream, "context_tokens", None)
-        if not isinstance(limit, int) or limit <= 0:
+    def _check_upstream_up(self, req: ResponseRequest, decision: Any) -> None:
+        """503 ``upstream_unavailable`` naming the upstream(s) when every upstream that could serve this request
+        failed its last health probe (the gateway keeps probing: ``upstream_probe_seconds``). With one still up,
+        the router's fallback handles a failure instead."""
+        state_of = self.upstream_state
+        if state_of is None:
             return
-        chars = len(req.instructions or "") + sum(len(json.dumps(i.to_json(), ensure_ascii=False)) for i in items)
-        estimate = chars // 4
-        if estimate > limit:
-            raise HTTPError(400, "context_length_exceeded",
-                            f"The input is about {estimate} tokens, over the model's context of {limit} tokens "
-                            f"({getattr(upstream, 'name', 'upstream')}; setting: upstream_options.n_ctx). "
-                            "Shorten the input or the conversation window (conversation_window).", param="input")
+        upstreams = list(getattr(self.router, "upstreams", []) or [decision.upstream])
+        pinned = self.catalog.resolve(req.model) != "auto"
+        serving = [u for u in upstreams if not pinned or decision.model_id in getattr(u, "models", [])]
+        down = [(u, state_of(str(getattr(u, "name", "")))) for u in serving or [decision.upstream]]
+        if not all(state is not None and state.get("probe") == "failed" for _, state in down):
+            return
+        named = "; ".join(f"{getattr(u, 'name', '?')}: {(state or {}).get('detail') or 'not answering'}"
+                          for u, state in down)
+        every = self.config.upstream_probe_seconds
+        raise HTTPError(503, "upstream_unavailable",
+                        f"The upstream serving model '{decision.model_id}' is down ({named}). The gateway keeps "
+                        f"probing it{f' every {every:g} s' if every > 0 else ''}; retry shortly.",
+                        headers={"Retry-After": str(max(1, int(every or 5)))},
+                        extra={"upstreams": [str(getattr(u, "name", "")) for u, _ in down]})
 
     def background_running(self) -> int:
         return sum(1 for r in self.running.values() if r.background and not r.task.done())

@@ -13,6 +13,8 @@ script or style element, and talks to its own origin with fetch / EventSource / 
 - Cross-origin writes: a ``POST``/``DELETE``/``PUT``/``PATCH`` with an ``Origin`` other than the gateway's own
   gets ``403 cross_origin_request``; a ``POST`` with a body must say ``Content-Type: application/json`` (a
   cross-origin page can only send that after a CORS preflight, which the gateway never grants).
+- WebSocket upgrades (``/v1/responses`` WebSocket mode): the same Host check, and any ``Origin`` other than the
+  gateway's own page is refused, both with 403 before the handshake is accepted (:func:`check_open_websocket`).
 
 A keyed gateway skips these checks: a browser cannot attach ``Authorization`` cross-origin without a preflight.
 """
@@ -24,7 +26,8 @@ from collections.abc import Mapping
 
 from respstream.server.http_errors import HTTPError
 
-__all__ = ["COMMON_HEADERS", "PLAYGROUND_CSP", "PLAYGROUND_HEADERS", "check_open_request", "is_loopback_host"]
+__all__ = ["COMMON_HEADERS", "PLAYGROUND_CSP", "PLAYGROUND_HEADERS", "check_open_request", "check_open_websocket",
+           "is_loopback_host"]
 
 PLAYGROUND_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
@@ -59,23 +62,44 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+def _check_host(host: str, status: int) -> None:
+    if not is_loopback_host(host):
+        raise HTTPError(status, "host_not_allowed",
+                        f"Host {host[:100]!r} is not a loopback name; this gateway has no API keys and only answers "
+                        "requests addressed to localhost, 127.0.0.1 or [::1] (DNS rebinding protection).")
+
+
+def _check_origin(origin: bytes | None, allowed: tuple[str, ...], status: int, what: str) -> None:
+    if origin is not None and origin.decode("latin-1").rstrip("/").lower() not in allowed:
+        raise HTTPError(status, "cross_origin_request",
+                        f"Origin {origin.decode('latin-1')[:100]!r} may not {what} this gateway (it has no API keys, "
+                        "so only its own pages and non-browser clients may).")
+
+
 def check_open_request(method: str, scheme: str, headers: Mapping[bytes, bytes]) -> None:
     """Raises :class:`HTTPError` for a request the open gateway must refuse (see the module docstring)."""
     host = headers.get(b"host", b"").decode("latin-1")
-    if not is_loopback_host(host):
-        raise HTTPError(421, "host_not_allowed",
-                        f"Host {host[:100]!r} is not a loopback name; this gateway has no API keys and only answers "
-                        "requests addressed to localhost, 127.0.0.1 or [::1] (DNS rebinding protection).")
+    _check_host(host, 421)
     if method not in _WRITES:
         return
-    origin = headers.get(b"origin")
-    if origin is not None and origin.decode("latin-1").rstrip("/").lower() != f"{scheme}://{host}".lower():
-        raise HTTPError(403, "cross_origin_request",
-                        f"Origin {origin.decode('latin-1')[:100]!r} may not write to this gateway (it has no API keys, "
-                        "so only its own pages and non-browser clients may).")
+    _check_origin(headers.get(b"origin"), (f"{scheme}://{host}".lower(),), 403, "write to")
     length = headers.get(b"content-length", b"0").strip()
     has_body = b"transfer-encoding" in headers or (length not in (b"", b"0"))
     ctype = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
     if method == "POST" and has_body and ctype != b"application/json" and not ctype.endswith(b"+json"):
         raise HTTPError(415, "unsupported_media_type",
                         "Send the request body with 'Content-Type: application/json'.")
+
+
+def check_open_websocket(scheme: str, headers: Mapping[bytes, bytes]) -> None:
+    """Raises a 403 :class:`HTTPError` for a WebSocket handshake the open gateway must refuse, before it is accepted.
+
+    Browsers apply no CORS to WebSockets: any page may open one to localhost and the handshake carries no key, so
+    the Origin check covers every upgrade (not just writes). The page that may connect is the gateway's own,
+    ``http(s)://<Host>`` (the ``ws``/``wss`` scheme of the upgrade maps to it); no ``Origin`` is a non-browser
+    client and is allowed, as for HTTP. A non-loopback ``Host`` is refused as for HTTP (DNS rebinding); both with
+    403, the status a refused handshake is commonly given."""
+    host = headers.get(b"host", b"").decode("latin-1")
+    _check_host(host, 403)
+    page = {"ws": "http", "wss": "https"}.get(scheme, scheme)
+    _check_origin(headers.get(b"origin"), (f"{page}://{host}".lower(),), 403, "open a WebSocket to")

@@ -1,8 +1,9 @@
 """WebSocket mode of ``/v1/responses`` (Open Responses 2026-04-24, "WebSocket Transport"): a transport beside SSE.
 
 How this works: the client upgrades ``GET /v1/responses`` (``Authorization: Bearer`` at the handshake, checked like
-any HTTP request; a refused handshake gets the usual 401 JSON envelope as its HTTP answer) and sends
-``{"type": "response.create", ...rest of a create body}`` messages. Each one is validated by the same
+any HTTP request; a refused handshake gets the usual 401 JSON envelope as its HTTP answer; without API keys the
+handshake's Host and Origin are checked first, as for HTTP: 403 ``host_not_allowed`` / ``cross_origin_request``)
+and sends ``{"type": "response.create", ...rest of a create body}`` messages. Each one is validated by the same
 ``parse_request`` and started by the same ``ResponseService.start`` as ``POST /v1/responses``; its event log is sent
 by :class:`WebSocketTurnSender`, the SSE sender (``sse_response.EventStreamResponse``: cursor over the store, the
 keep-alive/slow-reader timer, the reader's own terminal) with the wire encoding swapped: one text message per event,
@@ -35,6 +36,7 @@ from respstream.server.sse_response import EventStreamResponse
 from respstream.server.store.base import Entry, StoreUnavailable
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import backend_of
+from respstream.server.web_security import check_open_websocket
 from respstream.server.writer import reader_terminal_data
 
 if TYPE_CHECKING:
@@ -243,6 +245,8 @@ def _decode(raw: str | bytes, limit: int) -> dict[str, Any]:
 async def serve_websocket(gw: _Gateway, ws: WebSocket) -> None:
     """The ``/v1/responses`` WebSocket endpoint: authenticate the handshake, then run the connection."""
     try:
+        if not gw.keys.enabled:  # the open gateway: DNS rebinding and cross-origin pages (web_security.py)
+            check_open_websocket(ws.scope.get("scheme", "ws"), dict(ws.scope["headers"]))
         owner = gw.authenticate(ws)
         gw.svc  # noqa: B018 - raises 503 while the server is starting
     except HTTPError as exc:

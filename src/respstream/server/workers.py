@@ -14,6 +14,12 @@ How this works:
   for all of them, and exits 0 when they all did. A worker that dies on its own is restarted (same index, so it
   recovers its logs), at most ``MAX_RESTARTS`` times per minute; past that the supervisor stops everything and
   exits 1.
+- Instance lock (``instance_lock.py``): ``serve`` takes the lock of ``<instance id>`` in the supervisor before any
+  worker starts, and each worker takes the lock of its own ``<instance id>-w<i>`` before its startup recovery, so
+  the same command started twice exits 2 with one line and touches nothing of the running group.
+- Connection guard (``http_guard.py``): each worker runs ``serve_config``, so it gets the same request read deadline,
+  connection cap and uvicorn limits (``limit_concurrency``, keep-alive, header size, ``proxy_headers``) as a single
+  gateway; ``max_connections`` is per worker.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from typing import Any
 from prometheus_client import multiprocess as prometheus_multiprocess
 
 from respstream.server.config import Config
+from respstream.server.instance_lock import InstanceLocked, lock_instance
 from respstream.server.store.factory import is_memory_url
 
 __all__ = ["MAX_RESTARTS", "WorkerError", "check_workers", "reuseport_socket", "run_workers"]
@@ -96,9 +103,21 @@ def _worker_main(config: Config, index: int, log_level: str) -> None:
     # worker (a SIGINT after a SIGTERM would make uvicorn skip the drain). If the supervisor dies, so do we.
     os.setpgrp()
     _die_with_parent()
-    sock = reuseport_socket(config.host, config.port)
     worker = replace(config, instance_id=f"{config.instance_id}-w{index}")
-    sys.exit(serve_config(worker, log_level, sockets=[sock], quiet=True))
+    # Its own id locked before its startup recovery can run (a single `serve --instance-id X-w0`, or a worker of a
+    # second supervisor that somehow got past the group lock, must not end this worker's responses). A restarted
+    # worker takes it again: the kernel dropped its predecessor's lock when that process died.
+    try:
+        lock = lock_instance(config.resolved_data_dir(), worker.instance_id)
+    except InstanceLocked as exc:
+        print(f"respstream serve: worker {index}: {exc}", file=sys.stderr, flush=True)
+        sys.exit(2)
+    sock = reuseport_socket(config.host, config.port)
+    try:
+        status = serve_config(worker, log_level, sockets=[sock], quiet=True)
+    finally:
+        lock.release()
+    sys.exit(status)
 
 
 class _Supervisor:
@@ -168,8 +187,9 @@ def run_workers(config: Config, workers: int, log_level: str, banner: str) -> in
         # port held by another program fails here, once, with one message, instead of in every worker.
         probe = reuseport_socket(config.host, config.port, listen=False)
     except OSError as exc:
-        print(f"respstream serve: cannot bind {config.host}:{config.port}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+        print(f"respstream serve: cannot listen on {config.host}:{config.port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
     # One /metrics for all workers: each writes its samples to this folder, any of them renders the sum
     # (prometheus-client's multiprocess mode reads the variable at import, so it must be set before they start).
     own_metrics_dir = None

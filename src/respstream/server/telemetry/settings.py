@@ -21,7 +21,9 @@ def _check_keys(table: str, given: dict[str, Any], known: set[str]) -> None:
 class TelemetrySettings:
     """``traces``: ``auto`` exports spans when an OTLP endpoint is configured here or in ``OTEL_EXPORTER_OTLP_*``;
     ``true`` always (default endpoint http://localhost:4318); ``false`` never. ``record_content`` puts prompt and
-    answer text on spans (off: never recorded). ``metrics`` turns the Prometheus instruments off when false."""
+    answer text on spans (off: never recorded). ``trace_sample_ratio``: the share of new traces recorded (a
+client's sampled ``traceparent`` is always followed); ``OTEL_TRACES_SAMPLER`` overrides it. ``metrics`` turns the
+    Prometheus instruments off when false."""
 
     traces: str = "auto"
     otlp_endpoint: str = ""  # the base URL; spans go to <endpoint>/v1/traces (OTLP/HTTP, protobuf)
@@ -29,6 +31,7 @@ class TelemetrySettings:
     record_content: bool = False
     max_content_chars: int = 4096
     export_timeout_seconds: float = 5.0
+    trace_sample_ratio: float = 1.0  # share of traces recorded (parent-based); OTEL_TRACES_SAMPLER wins
     metrics: bool = True
     metrics_key_required: bool = True  # with API keys configured, /metrics needs one too
 
@@ -38,6 +41,9 @@ class TelemetrySettings:
         settings = cls(**given)
         if settings.traces not in ("auto", "true", "false"):
             raise ValueError(f"[telemetry] traces must be auto, true or false, not {settings.traces!r}")
+        if not isinstance(settings.trace_sample_ratio, (int, float)) or not 0.0 <= settings.trace_sample_ratio <= 1.0:
+            raise ValueError(f"[telemetry] trace_sample_ratio must be a number from 0 to 1, "
+                             f"not {settings.trace_sample_ratio!r}")
         if settings.max_content_chars < 0 or settings.export_timeout_seconds <= 0:
             raise ValueError("[telemetry] max_content_chars must be >= 0 and export_timeout_seconds > 0")
         return settings
