@@ -1,14 +1,18 @@
 """Native Responses upstream vs Chat Completions upstream: CPU per event of the gateway's adapter, in one process.
 
-Both adapters read the same answer (N text tokens, then the finish and usage) from an httpx mock transport that
-hands over one upstream event per read, as a live server writes tokens (no network: only the adapters' own work is
-timed, on the same event loop, in the same run):
+Both adapters read the same answer (N text tokens, then the finish and usage) from a SIMULATED upstream: an
+in-process stand-in for the lean HTTP client (``server/upstream/http_stream.py``) that hands over one upstream event
+per ``read()``, as a live server writes tokens (no network: only the adapters' own work is timed, on the same event
+loop, in the same run; the real client's cost per read is the same for both paths):
 
 * ``chat``           — ``ChatCompletionsUpstream.generate`` over ``/chat/completions`` chunks (the named peer);
 * ``native-openai``  — ``ResponsesNativeUpstream.generate`` over an OpenAI-shaped ``/responses`` stream
                        (``event:`` lines, sequence numbers, indices, the full lifecycle);
 * ``native-llamacpp``— the same over llama.cpp's shape (no sequence numbers, no indices: every event repaired);
-* ``floor``          — httpx handing over the same Responses bytes, nothing parsed.
+* ``native-full``    — ``native-openai`` with the text-delta lane (``StreamCore.take_text_delta``) turned off: every
+                       event typed, checked and assembled by ``feed`` (what the adapter did before the lane; the
+                       before/after of that change, in the same run);
+* ``floor``          — the stand-in handing over the same Responses bytes, nothing parsed.
 
 The native path reads through the protocol core (SSE decode, sequencer, rules, assembler), so it also checks the
 upstream's stream; the goal (issue 18) is that it costs no more per event than the Chat Completions path:
@@ -27,11 +31,26 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-
-from respstream.server.upstream.base import GenerationRequest
+from respstream.protocol.stream import StreamCore
+from respstream.server.upstream.base import Chunk, GenerationRequest
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.responses_events import ResponsesTranslator
 from respstream.server.upstream.responses_native import ResponsesNativeUpstream
+
+
+class _FullPathCore(StreamCore):
+    """The protocol core without its text-delta lane (for the ``native-full`` contender)."""
+
+    def take_text_delta(self, chunk: bytes) -> str | None:
+        return None
+
+
+class _FullPathUpstream(ResponsesNativeUpstream):
+    def _responses_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[Chunk]:
+        translator = ResponsesTranslator(name=self.name)
+        translator.core = _FullPathCore()
+        return self._native_attempt(request, translator, deadline_at)
+
 
 REQUEST = GenerationRequest(model="m", messages=[{"role": "user", "content": "hi"}])
 
@@ -81,21 +100,41 @@ def responses_reads(n: int, *, numbered: bool) -> list[bytes]:
     return out
 
 
-class _Replay(httpx.AsyncByteStream):
+class _ReplayResponse:
+    """SIMULATED upstream body: what ``StreamResponse`` offers the adapters (status, headers, ``read``)."""
+
+    status_code = 200
+    headers: dict[str, str] = {"content-type": "text/event-stream"}
+
+    def __init__(self, reads: list[bytes]) -> None:
+        self._reads = iter(reads)
+
+    async def read(self) -> bytes:
+        return next(self._reads, b"")
+
+    async def read_all(self, limit: int) -> bytes:
+        return b"".join(self._reads)[:limit]
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _ReplayHTTP:
+    """SIMULATED upstream: stands in for ``LeanHTTP``; every POST answers with the same reads."""
+
     def __init__(self, reads: list[bytes]) -> None:
         self.reads = reads
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for read in self.reads:
-            yield read
+    async def post(self, url: str, body: bytes, headers: dict[str, str]) -> _ReplayResponse:
+        return _ReplayResponse(self.reads)
+
+    async def aclose(self) -> None:
+        pass
 
 
 def _attach(upstream: ChatCompletionsUpstream, reads: list[bytes]) -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=_Replay(reads))
-
-    upstream._client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    upstream._client_loop = asyncio.get_running_loop()
+    upstream._lean_client = _ReplayHTTP(reads)  # type: ignore[assignment]
+    upstream._lean_loop = asyncio.get_running_loop()
 
 
 async def _generate(upstream: ChatCompletionsUpstream) -> int:
@@ -112,14 +151,16 @@ async def measure(events: int, runs: int) -> dict[str, float]:
     _attach(native_openai, responses_reads(events, numbered=True))
     native_llama = ResponsesNativeUpstream("http://replay.invalid/v1", name="llama", models=["m"])
     _attach(native_llama, responses_reads(events, numbered=False))
+    native_full = _FullPathUpstream("http://replay.invalid/v1", name="full", models=["m"])
+    _attach(native_full, responses_reads(events, numbered=True))
     floor_reads = responses_reads(events, numbered=True)
-    floor_client = httpx.AsyncClient(transport=httpx.MockTransport(
-        lambda request: httpx.Response(200, stream=_Replay(floor_reads))))
+    floor_client = _ReplayHTTP(floor_reads)
 
     async def floor() -> int:
-        async with floor_client.stream("POST", "http://replay.invalid/v1/responses") as response:
-            async for _ in response.aiter_raw():
-                pass
+        response = await floor_client.post("http://replay.invalid/v1/responses", b"{}", {})
+        while await response.read():
+            pass
+        await response.aclose()
         return 0
 
     runners = {
@@ -127,6 +168,7 @@ async def measure(events: int, runs: int) -> dict[str, float]:
         "chat": lambda: _generate(chat),
         "native-openai": lambda: _generate(native_openai),
         "native-llamacpp": lambda: _generate(native_llama),
+        "native-full": lambda: _generate(native_full),
     }
     for run in runners.values():  # warm up
         await run()
@@ -136,7 +178,7 @@ async def measure(events: int, runs: int) -> dict[str, float]:
             started = time.process_time()
             await run()
             cpu[name].append(time.process_time() - started)
-    for upstream in (chat, native_openai, native_llama):
+    for upstream in (chat, native_openai, native_llama, native_full):
         await upstream.aclose()
     await floor_client.aclose()
     return {name: statistics.median(values) * 1e6 / events for name, values in cpu.items()}
@@ -152,9 +194,10 @@ def main() -> None:
     for name, us in per.items():
         print(f"  {name:16s} {us:6.2f} us")
     own = {name: per[name] - per["floor"] for name in per if name != "floor"}
-    print("adapter's own work (minus the httpx floor): " + ", ".join(f"{k} {v:.2f} us" for k, v in own.items()))
+    print("adapter's own work (minus the floor): " + ", ".join(f"{k} {v:.2f} us" for k, v in own.items()))
     for name in ("native-openai", "native-llamacpp"):
         print(f"{name} / chat = {per[name] / per['chat']:.2f}   (goal <= 1.00: costs no more per event)")
+    print(f"native-full / chat = {per['native-full'] / per['chat']:.2f}   (without the text-delta lane: the before)")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ metrics + OpenTelemetry traces exported over OTLP/HTTP, in one run.
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/observability_overhead.py [--concurrency 100] [--repeat 3] [--time 6]
+    .venv/bin/python benchmarks/observability_overhead.py [--concurrency 100] [--slices 12] [--time 1.5]
 
 Each gateway is ``respstream serve --upstream scripted:200`` (the SIMULATED in-process backend, no delay) in its own
 process pinned to core 0, with a config file that sets ``[telemetry]``. The load generator (benchmarks/loadgen.py)
@@ -70,25 +70,41 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def measure(proc: Proc, concurrency: int, time_limit: float) -> tuple[float, float]:
-    """(events/s, server CPU microseconds per event). CPU per event holds even on a loaded machine."""
-    await run_load(proc.url, BODY, concurrency=concurrency, total=concurrency * 2, time_limit=5.0, timeout=60.0,
-                   expected_events=EXPECTED_EVENTS)  # warm-up
+async def slice_(proc: Proc, concurrency: int, time_limit: float) -> tuple[float, float]:
+    """One slice of load: (events/s, server CPU microseconds per event)."""
     cpu_before = cpu_seconds(proc.proc.pid)
-    result = await run_load(proc.url, BODY, concurrency=concurrency, total=max(1000, 3 * concurrency),
+    result = await run_load(proc.url, BODY, concurrency=concurrency, total=100 * concurrency,
                             time_limit=time_limit, timeout=60.0, expected_events=EXPECTED_EVENTS)
     if result.errors:
         raise RuntimeError(f"load errors: {dict(result.errors)}")
-    time.sleep(1.0)  # let the span exporter's last batch go out: its CPU counts too
+    await asyncio.sleep(0.6)  # the span exporter's batch of this slice goes out (every 0.5 s): its CPU counts too
     cpu = cpu_seconds(proc.proc.pid) - cpu_before
     return result.events_per_s, cpu / max(1, result.events) * 1e6
+
+
+async def run(procs: dict[str, Proc], concurrency: int, slices: int, seconds: float,
+              results: dict[str, list[float]], cpu: dict[str, list[float]]) -> None:
+    for proc in procs.values():  # warm-up
+        await run_load(proc.url, BODY, concurrency=concurrency, total=concurrency * 2, time_limit=5.0, timeout=60.0,
+                       expected_events=EXPECTED_EVENTS)
+    for n in range(slices):
+        # All gateways stay up (an idle one costs nothing) and take the load in turn, a short slice each, in a
+        # rotating order: a change in the machine's load lands on every configuration alike.
+        names = list(procs)
+        names = names[n % len(names):] + names[:n % len(names)]
+        for name in names:
+            rate, us_per_event = await slice_(procs[name], concurrency, seconds)
+            results[name].append(rate)
+            cpu[name].append(us_per_event)
+        print(f"slice {n + 1}: " + "  ".join(f"{name} {cpu[name][-1]:.2f}" for name in procs) + " us CPU/event",
+              flush=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--concurrency", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--time", type=float, default=6.0, help="seconds of load per measurement")
+    parser.add_argument("--slices", type=int, default=12, help="slices of load per configuration")
+    parser.add_argument("--time", type=float, default=1.5, help="seconds of load per slice")
     args = parser.parse_args()
     if (os.cpu_count() or 1) > 1:
         os.sched_setaffinity(0, {1})
@@ -97,25 +113,20 @@ def main() -> int:
     time.sleep(0.5)
     results: dict[str, list[float]] = {name: [] for name in CONFIGS}
     cpu: dict[str, list[float]] = {name: [] for name in CONFIGS}
+    procs: dict[str, Proc] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            for round_ in range(args.repeat):
-                for name in CONFIGS:
-                    proc = start_gateway(name, Path(tmp), f"http://127.0.0.1:{collector_port}")
-                    try:
-                        rate, us_per_event = asyncio.run(measure(proc, args.concurrency, args.time))
-                    finally:
-                        proc.stop()
-                    results[name].append(rate)
-                    cpu[name].append(us_per_event)
-                    print(f"round {round_ + 1}: {name:18} {rate:10,.0f} events/s  {us_per_event:6.2f} us CPU/event",
-                          flush=True)
+            for name in CONFIGS:
+                procs[name] = start_gateway(name, Path(tmp), f"http://127.0.0.1:{collector_port}")
+            asyncio.run(run(procs, args.concurrency, args.slices, args.time, results, cpu))
     finally:
+        for proc in procs.values():
+            proc.stop()
         collector.terminate()
         collector.wait()
     base = statistics.median(results["off"])
     base_cpu = statistics.median(cpu["off"])
-    print(f"\n{args.concurrency} streams of {EXPECTED_EVENTS} events, median of {args.repeat}:")
+    print(f"\n{args.concurrency} streams of {EXPECTED_EVENTS} events, median of {args.slices} slices:")
     print(f"{'telemetry':18} {'events/s':>10} {'vs off':>8} {'CPU us/event':>13} {'vs off':>8}")
     for name, rates in results.items():
         median, median_cpu = statistics.median(rates), statistics.median(cpu[name])

@@ -26,6 +26,7 @@ TRANSCRIPTS: dict[str, str | None] = {
     "function_call_args_only_done": None,
     "reasoning": None,
     "hosted_tools": None,
+    "hosted_tools_more": None,
     "incomplete": None,
     "failed_mid_message": None,
     "cancelled_failed": None,

@@ -254,6 +254,40 @@ class SSEDecoder:
                 return msg
         return None
 
+    def peek_data(self, chunk: bytes) -> bytes | None:
+        """The ``data`` of a read that :meth:`take_block` would take (one whole simple block), when its ``event:``
+        line, if any, was seen before; else ``None``. Nothing is consumed: a caller that judges the payload first
+        then calls :meth:`skip_block` (the message is not produced) or hands the read to ``feed``."""
+        if (
+            chunk.endswith(b"\n\n")
+            and self._bom_done
+            and self._error is None
+            and not self._closed
+            and self._block_start < 0
+            and self._use_fast
+            and not self._cr
+            and not self._buf
+            and _CR not in chunk
+            and len(chunk) <= self.max_event_size
+        ):
+            if chunk.startswith(b"data: "):
+                if chunk.find(b"\n") == len(chunk) - 2:
+                    return chunk[6:-2]
+            elif chunk.startswith(b"event:"):
+                nl = chunk.find(b"\n")
+                if (
+                    chunk.startswith(b"data: ", nl + 1)
+                    and chunk.find(b"\n", nl + 7) == len(chunk) - 2
+                    and chunk[:nl] in self._heads  # (a first sighting goes through take_block: it records the name)
+                ):
+                    return chunk[nl + 7 : -2]
+        return None
+
+    def skip_block(self, size: int) -> None:
+        """Consume the read of ``size`` bytes whose data :meth:`peek_data` just returned, without its message."""
+        self._buf_off += size
+        self.bytes_seen += size
+
     def events(self) -> list[SSEMessage]:
         """Return the messages completed so far, in stream order, and forget them."""
         out = self._events

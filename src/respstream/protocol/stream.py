@@ -43,6 +43,23 @@ _GZIP: Final = b"\x1f\x8b"  # gzip's magic number: a compressed capture (the sni
 # The strict tagged-union decoder (what decode_event tries first); anything it rejects takes decode_event's lenient
 # path, which also produces the bad-input errors.
 _decode_fast: Final = msgspec.json.Decoder(Union[EVENT_CLASSES]).decode  # type: ignore[valid-type]  # noqa: UP007
+_TEXT_DELTA: Final = "response.output_text.delta"
+_LF: Final = 10
+_CR: Final = 13
+
+
+class _TextDeltaProbe(msgspec.Struct, gc=False):
+    """What ``take_text_delta`` reads of an event: the fields its lane compares (other fields are skipped unbuilt)."""
+
+    type: str = ""
+    sequence_number: int | None = None
+    item_id: str | None = None
+    output_index: int | None = None
+    content_index: int | None = None
+    delta: str | None = None
+
+
+_decode_delta_probe: Final = msgspec.json.Decoder(_TextDeltaProbe).decode
 
 
 class StreamCore:
@@ -91,6 +108,9 @@ class StreamCore:
         self._seq_seen = 0
         self._compacted_at = 0
         self._fast: tuple[str | None, int | None, int | None, list[str]] = (None, -1, -1, [])
+        # The framing before the JSON of the last read take_text_delta took (b"data: " or b"event: T\ndata: "):
+        # set only while nothing but such reads came since its full check, so the decoder is still idle.
+        self._lane_head = b""
         self._result: AssembledResponse | None = None
         self._result_at = -1
 
@@ -100,6 +120,7 @@ class StreamCore:
         """Parse ``chunk`` (any size, any split). Raises :class:`BadInputError` as described in the module doc."""
         if self._closed:
             raise ValueError("StreamCore.feed() called after close()")
+        self._lane_head = b""  # the decoder may hold a partial block after this read: take_text_delta checks anew
         if self._sniffed:
             # A read that is one whole event (a live server's token): straight to processing, no buffering.
             one = self.decoder.take_block(chunk)
@@ -136,6 +157,7 @@ class StreamCore:
         document instead of a stream, a page of text)."""
         if self._closed:
             return
+        self._lane_head = b""
         self.decoder.close()
         self._process(self.decoder.events())
         self._closed = True
@@ -161,6 +183,7 @@ class StreamCore:
         events replayed across the seam are dropped as duplicates and nothing is delivered twice."""
         if self._closed:
             raise ValueError("StreamCore.reconnect() called after close()")
+        self._lane_head = b""
         self.decoder.close()
         self.decoder = SSEDecoder(max_event_size=self.decoder.max_event_size, last_event_id=self.decoder.last_event_id)
         self._sniffed = False
@@ -325,12 +348,89 @@ class StreamCore:
             self._compacted_at = assembler.events
             assembler.compact()
 
+    def take_text_delta(self, chunk: bytes) -> str | None:
+        """For a reader that wants only the text (the gateway's native Responses upstream): a read that is exactly
+        one event, the next text delta to the part of the previous clean one, as a live server writes each token, is
+        consumed and its ``delta`` returned. Everything else returns ``None`` having changed nothing (``feed`` it).
+
+        The state afterwards (sequencer, rules, assembly, counters) is exactly what ``feed`` would leave, except that
+        the event is not queued for ``events()``: the caller has its delta, and building the typed event is most
+        of what it would cost. Only the fields the lane compares are decoded (``type``, ``sequence_number``, the
+        three locators, ``delta``), each with its declared type; any other field is what the rules never look at
+        for such a delta."""
+        f_id, f_oi, f_ci, f_chunks = self._fast
+        if f_oi == -1:
+            return None
+        head = self._lane_head
+        if (
+            head
+            and chunk.startswith(head)
+            and chunk.find(b"\n", len(head)) == len(chunk) - 2
+            and chunk[-1] == _LF
+            and _CR not in chunk
+            and len(chunk) <= self.decoder.max_event_size
+        ):
+            # The same framing as the previous read the lane took, and the decoder is still at a block boundary
+            # with nothing pending (only the lane read since): what peek_data would find, for fewer checks.
+            data = chunk[len(head) : -2]
+        else:
+            if (
+                not self._sniffed
+                or self._closed
+                or self._spec is not None
+                or (self.dialect is not None and not self._name_reported)
+            ):
+                return None
+            found = self.decoder.peek_data(chunk)
+            if found is None:
+                return None
+            data, head = found, chunk[: len(chunk) - len(found) - 2]
+        try:
+            probe = _decode_delta_probe(data)
+        except msgspec.MsgspecError:
+            return None
+        delta = probe.delta
+        sequencer = self.sequencer
+        if (
+            probe.type != _TEXT_DELTA
+            or delta is None
+            or probe.output_index != f_oi
+            or probe.content_index != f_ci
+            or probe.item_id != f_id
+            or sequencer._pending  # (the lane is closed whenever the window holds anything: belt and braces)
+        ):
+            return None
+        seq = probe.sequence_number
+        assembler = self.assembler
+        if seq is None:
+            # A stream without numbers, once `sequence.missing` was reported (as _process's in-order test).
+            if not sequencer._missing_reported or assembler.last_sequence_number is not None:
+                return None
+        elif seq != sequencer.expected:
+            return None
+        else:
+            sequencer.expected = seq + 1
+        size = len(chunk)
+        self.decoder.skip_block(size)
+        self._lane_head = head
+        self._bytes += size
+        f_chunks.append(delta)
+        assembler.streamed.append(delta)
+        assembler.events += 1
+        assembler.last_sequence_number = seq
+        self.messages += 1
+        self.json_events += 1
+        if assembler.events - self._compacted_at > _COMPACT_EVERY:
+            self._compacted_at = assembler.events
+            assembler.compact()
+        return delta
+
     def _next_text_delta(self, data: bytes) -> bool:
         """The one-event read of the commonest kind: the next text delta to the part of the previous clean one.
         Does exactly what ``_process`` does for it (its inlined path) and returns True; anything else returns
         False having changed nothing (``_process`` then takes the message: one more decode, on a rare path)."""
-        if self.dialect is not None and not self._name_reported:
-            return False  # the SSE event name is still to be checked
+        if (self.dialect is not None and not self._name_reported) or self._spec is not None:
+            return False  # the SSE event name is still to be checked, or every event's schema is
         try:
             event = _decode_fast(data)
         except msgspec.MsgspecError:

@@ -36,6 +36,7 @@ class Metrics:
         # In multiprocess mode samples go to files whatever the registry; a private one keeps them off the global.
         self.registry = CollectorRegistry(auto_describe=True)
         reg = self.registry
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         livesum: dict[str, Any] = {"multiprocess_mode": "livesum"} if self.multiprocess_dir else {}
         self.http_requests = Counter("respstream_http_requests", "HTTP requests by method, route and status.",
                                      ["method", "route", "status"], registry=reg)
@@ -77,43 +78,53 @@ class Metrics:
                                  registry=reg, **livesum)
 
     # -- recording -------------------------------------------------------------------------------------------------
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, looked up once: prometheus-client validates the labels and takes a lock on
+        every ``labels()`` call, and a response makes a dozen of them. The label values are bounded sets (routes,
+        statuses, models, error codes), and prometheus-client keeps every child it made anyway."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def request(self, method: str, route: str, status: int) -> None:
-        self.http_requests.labels(method, route, str(status)).inc()
+        self._child(self.http_requests, method, route, str(status)).inc()
         if status >= 400:
-            self.errors.labels(f"http_{status}").inc()
+            self._child(self.errors, f"http_{status}").inc()
 
     def count_events(self, n: int) -> None:
         self.events.inc(n)
 
     def tool(self, name: str, status: str, seconds: float | None = None) -> None:
-        self.tool_calls.labels(name, status).inc()
+        self._child(self.tool_calls, name, status).inc()
         if seconds is not None:
-            self.tool_latency.labels(name).observe(seconds)
+            self._child(self.tool_latency, name).observe(seconds)
 
     def finished(self, *, status: str, dialect: str, model: str, seconds: float, error_code: str | None,
                  input_tokens: int | None, output_tokens: int | None) -> None:
-        self.responses.labels(status, dialect, model).inc()
-        self.duration.labels(status).observe(seconds)
+        self._child(self.responses, status, dialect, model).inc()
+        self._child(self.duration, status).observe(seconds)
         if error_code:
-            self.errors.labels(error_code).inc()
+            self._child(self.errors, error_code).inc()
         if input_tokens is not None:
-            self.tokens.labels("input").observe(input_tokens)
+            self._child(self.tokens, "input").observe(input_tokens)
         if output_tokens is not None:
-            self.tokens.labels("output").observe(output_tokens)
+            self._child(self.tokens, "output").observe(output_tokens)
 
     def repairs(self, counts: dict[str, int]) -> None:
         """What the gateway repaired in one response's native Responses upstream stream (violation code -> n)."""
         for code, n in counts.items():
-            self.upstream_repairs.labels(code).inc(n)
+            self._child(self.upstream_repairs, code).inc(n)
 
     def first_token(self, model: str, seconds: float) -> None:
-        self.ttft.labels(model).observe(seconds)
+        self._child(self.ttft, model).observe(seconds)
 
     def upstream_phase(self, upstream: str, phase: str, seconds: float) -> None:
-        self.upstream_latency.labels(upstream, phase).observe(seconds)
+        self._child(self.upstream_latency, upstream, phase).observe(seconds)
 
     def upstream_failure(self, upstream: str, code: str) -> None:
-        self.upstream_failures.labels(upstream, code).inc()
+        self._child(self.upstream_failures, upstream, code).inc()
 
     def set_open_streams(self, n: int) -> None:
         self.open_streams.set(n)
@@ -125,7 +136,7 @@ class Metrics:
         if store_ok is not None:
             self.store_up.set(1 if store_ok else 0)
         for name, ok in (upstreams or {}).items():
-            self.upstream_up.labels(name).set(1 if ok else 0)
+            self._child(self.upstream_up, name).set(1 if ok else 0)
 
     # -- exposition ------------------------------------------------------------------------------------------------
     def render(self) -> bytes:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from respstream.server.grounded_answer import Fact, GroundedFacts, grounding_instruction
+from respstream.server.item_relay import ItemRelay
 from respstream.server.mcp_tools import McpToolbox, McpToolError
 from respstream.server.requests import ResponseRequest
 from respstream.server.router import ground_first
@@ -49,6 +50,9 @@ from respstream.server.tools.search_query import search_query
 from respstream.server.upstream.base import (
     Finish,
     GenerationRequest,
+    PassedItemAdded,
+    PassedItemDone,
+    PassedItemEvent,
     ReasoningDelta,
     RefusalDelta,
     TextDelta,
@@ -301,6 +305,7 @@ class Pipeline:
         text: list[str] = []
         calls: dict[int, _Call] = {}
         finish = Finish("stop")
+        relay = ItemRelay(w)  # a native Responses upstream's hosted-tool and reasoning items (item_relay.py)
         first = True
         stream: AsyncIterator[Any] = upstream.generate(gen_request)
         async with aclosing(stream):  # type: ignore[type-var]
@@ -325,6 +330,12 @@ class Pipeline:
                         call = calls[chunk.index] = _Call(chunk.call_id or f"call_{w.record.id[-8:]}_{chunk.index}",
                                                           chunk.name or "")
                     call.arguments.append(chunk.arguments)
+                elif kind is PassedItemEvent:
+                    relay.event(chunk)
+                elif kind is PassedItemAdded:
+                    relay.added(chunk)
+                elif kind is PassedItemDone:
+                    relay.done(chunk)
                 elif kind is Finish:
                     finish = chunk
                     w.note_repairs(chunk.repairs)

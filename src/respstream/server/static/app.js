@@ -102,6 +102,7 @@ function renderAll() {
     events: timeline.count,
     request: run.body,
     turns: threads.current.turns.length,
+    repairs: timeline.repairReport,
   };
 }
 
@@ -166,10 +167,33 @@ function onMessage(msg) {
   scheduleRender();
 }
 
+const REPAIRS = "respstream:repairs"; // the Response's repair report (a native Responses upstream's stream)
+const TERMINAL_RESPONSE = /^response\.(completed|incomplete|failed)$/;
+
 function release(events, t) {
   for (const ev of events) {
     timeline.flag(run.rules.check(ev));
     run.state.apply(ev, t);
+    if (ev.response && typeof ev.response === "object") {
+      if (REPAIRS in ev.response) timeline.repairs(ev.response[REPAIRS]);
+      if (TERMINAL_RESPONSE.test(ev.type)) run.terminalResponse = true;
+    }
+  }
+}
+
+/** A terminal without a Response (the platform's flat `error`): the stored record still has the repair report. */
+async function loadRepairs(id) {
+  if (!id || timeline.repairReport !== null) return;
+  try {
+    const res = await fetch(`${BASE}/v1/responses/${encodeURIComponent(id)}`, { headers: authHeaders() });
+    if (!res.ok) return;
+    const record = await res.json();
+    if (run.state.id === id && record && REPAIRS in record) {
+      timeline.repairs(record[REPAIRS]);
+      scheduleRender();
+    }
+  } catch {
+    // no record (not stored, deleted, gateway gone): nothing to show
   }
 }
 
@@ -188,6 +212,8 @@ function finishStream() {
     run.error = { code: "truncated", message: `stream ended without a terminal event after ${run.seq.lastContiguous}` };
   }
   recordTurn();
+  // Only a terminal without a Response (the platform's flat `error`) sends us to the record for the report.
+  if (run.state.terminal && run.state.id && !run.replayed && !run.terminalResponse) loadRepairs(run.state.id);
   scheduleRender();
 }
 
@@ -228,7 +254,7 @@ function resetRun(extra) {
   Object.assign(run, {
     state: new ResponseState(), seq: new Sequencer(), rules: new Rules(), recorder: new Recorder(),
     background: false, disconnected: false, statusLabel: null, error: null, t0: now(), finished: false,
-    body: null, schema: null, turn: null, ...extra,
+    body: null, schema: null, turn: null, replayed: false, terminalResponse: false, ...extra,
   });
   view.reset();
   timeline.reset();
@@ -364,7 +390,7 @@ function resume() {
 function replayCapture(name, text) {
   if (streaming()) disconnect();
   liveTurn = null;
-  resetRun({});
+  resetRun({ replayed: true });
   renderConversation();
   const user = $("current-user");
   user.hidden = false;

@@ -91,6 +91,33 @@ export class Timeline {
     $("event-count").textContent = "0";
     $("framing").textContent = "";
     $("timeline-panel").dataset.ok = "true";
+    this.repairReport = null;
+    $("repairs").hidden = true;
+    $("repairs").replaceChildren();
+  }
+
+  /**
+   * The gateway's repair report for this response (`respstream:repairs` of its Response: what it repaired in a
+   * native Responses upstream's stream, violation code -> count): a badge with one chip per code. Text only
+   * (textContent), so a code can never be markup; counts that are not whole numbers are not shown.
+   */
+  repairs(report) {
+    if (!report || typeof report !== "object" || Array.isArray(report)) return;
+    const codes = Object.entries(report).filter(([, n]) => Number.isInteger(n) && n > 0);
+    this.repairReport = Object.fromEntries(codes);
+    const badge = $("repairs");
+    const total = codes.reduce((sum, [, n]) => sum + n, 0);
+    badge.replaceChildren(el("span", "rlabel", codes.length ? `repaired ${total}` : "repaired 0"));
+    for (const [code, n] of codes) {
+      const chip = el("span", "rcode");
+      chip.dataset.code = code;
+      chip.append(el("code", null, code), el("span", "rcount", `×${n}`));
+      badge.append(chip);
+    }
+    badge.title = codes.length
+      ? `The gateway repaired its upstream's stream: ${codes.map(([c, n]) => `${c} ×${n}`).join(", ")}`
+      : "The gateway's upstream sent a clean stream: nothing to repair";
+    badge.hidden = false;
   }
 
   framing(eventName) {

@@ -21,6 +21,9 @@ __all__ = [
     "Chunk",
     "Finish",
     "GenerationRequest",
+    "PassedItemAdded",
+    "PassedItemDone",
+    "PassedItemEvent",
     "ReasoningDelta",
     "RefusalDelta",
     "TextDelta",
@@ -80,7 +83,35 @@ class Finish(msgspec.Struct, frozen=True, gc=False):
     repairs: dict[str, int] | None = None
 
 
-Chunk = TextDelta | ReasoningDelta | RefusalDelta | ToolCallDelta | Finish
+class PassedItemAdded(msgspec.Struct, frozen=True, gc=False):
+    """An output item of a native Responses upstream that the gateway passes through as it came (a hosted tool's
+    call such as ``web_search_call``, ``reasoning``...; see upstream/passed_items.py): it opens. ``key`` names it in
+    the chunks that follow; ``item`` is the upstream's item object."""
+
+    key: int
+    item: dict[str, Any]
+
+
+class PassedItemEvent(msgspec.Struct, frozen=True, gc=False):
+    """An event of a passed-through item, in the upstream's order: ``type`` its canonical name (OpenAI's), ``fields``
+    everything but ``type``, ``sequence_number``, ``item_id`` and ``output_index`` (the writer gives its own);
+    ``item_id``: whether the event carries one."""
+
+    key: int
+    type: str
+    fields: dict[str, Any]
+    item_id: bool = True
+
+
+class PassedItemDone(msgspec.Struct, frozen=True, gc=False):
+    """A passed-through item is done; ``item`` its final object."""
+
+    key: int
+    item: dict[str, Any]
+
+
+Chunk = (TextDelta | ReasoningDelta | RefusalDelta | ToolCallDelta | PassedItemAdded | PassedItemEvent
+         | PassedItemDone | Finish)
 
 
 @dataclass(slots=True)

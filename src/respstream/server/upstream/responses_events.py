@@ -13,8 +13,10 @@ What becomes a chunk:
 ====================================================  ===========================================================
 ``response.output_text.delta``                        :class:`TextDelta`, live
 ``response.refusal.delta``                            :class:`RefusalDelta`, live
-``response.reasoning_text.delta``,                    :class:`ReasoningDelta`, live
-``response.reasoning_summary_text.delta``
+any other item (hosted-tool calls, ``reasoning``...)   :class:`PassedItemAdded` / ``PassedItemEvent`` /
+and its events                                        ``PassedItemDone``, live (upstream/passed_items.py)
+``response.reasoning_text.delta``,                    :class:`ReasoningDelta`, live, when no reasoning item holds
+``response.reasoning_summary_text.delta``             them
 ``function_call`` items                               :class:`ToolCallDelta` per call at the terminal, from the
                                                       assembled output (arguments from deltas or ``.done``; the
                                                       pipeline acts on calls only after ``Finish`` anyway)
@@ -27,8 +29,9 @@ terminal, bad input (HTML page, not JSON)
 
 The upstream's final answer wins, as in ``respstream replay``: text that only arrived in ``*.done`` or the terminal
 is sent as a last delta when it extends what was streamed, else as ``Finish.text`` (the pipeline then closes the
-message with it, announced as a rewrite). Hosted-tool items of the upstream (``web_search_call``...) are not
-re-emitted: the gateway's writer only emits the items it makes itself; their text answer is.
+message with it, announced as a rewrite). Every other item of the upstream (hosted-tool calls such as
+``web_search_call``, ``reasoning``, unknown types) is passed through with its events, in order
+(upstream/passed_items.py): reasoning deltas become :class:`ReasoningDelta` only when they belong to no such item.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from respstream.server.upstream.base import (
     UpstreamError,
     Usage,
 )
+from respstream.server.upstream.passed_items import PassedItems
 
 __all__ = ["ResponsesTranslator"]
 
@@ -72,6 +76,7 @@ class ResponsesTranslator:
         self.streamed = False
         self.repairs: Counter[str] = Counter()
         self._text: list[str] = []  # the output text deltas passed on, to compare with the final text
+        self.passed = PassedItems()  # hosted-tool, reasoning and other items the writer does not make itself
         self._seen_violations = 0
         # Set when the upstream's response failed, was cut or is not an event stream: the caller yields the chunks
         # it was just given (text that arrived before the failure is part of the answer), then raises this.
@@ -83,6 +88,14 @@ class ResponsesTranslator:
         """The chunks the bytes complete (empty after the terminal). Yield them, then raise ``failure`` if set."""
         if self.done:
             return []
+        # The bulk of a stream: one token's delta per read, taken without building its typed event.
+        delta = self.core.take_text_delta(raw)
+        if delta is not None:
+            if not delta:
+                return []
+            self._text.append(delta)
+            self.streamed = True
+            return [TextDelta(delta)]
         try:
             self.core.feed(raw)
         except BadInputError as exc:
@@ -120,6 +133,7 @@ class ResponsesTranslator:
     def _take(self, events: list[ev.Event]) -> list[Chunk]:
         out: list[Chunk] = []
         text_delta, refusal_delta = ev.OutputTextDelta, ev.RefusalDelta
+        passed = self.passed.take
         for event in events:
             cls = event.__class__
             if cls is text_delta:
@@ -127,6 +141,8 @@ class ResponsesTranslator:
                 if delta:
                     self._text.append(delta)
                     out.append(TextDelta(delta))
+            elif (chunks := passed(event)) is not None:
+                out.extend(chunks)
             elif cls is refusal_delta:
                 if event.delta:  # type: ignore[attr-defined]
                     out.append(RefusalDelta(event.delta))  # type: ignore[attr-defined]
@@ -156,7 +172,7 @@ class ResponsesTranslator:
             message = err.get("message") or "no message"
             self._fail(f"the upstream response failed ({code}): {message}")
             return []
-        out: list[Chunk] = []
+        out: list[Chunk] = self.passed.close(result.output)
         final_text: str | None = None
         streamed = "".join(self._text)
         final = result.output_text
