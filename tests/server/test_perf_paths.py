@@ -231,7 +231,9 @@ async def test_a_reader_stuck_in_send_is_cut_and_aborted(monkeypatch: pytest.Mon
     monkeypatch.setattr(sse_response, "SLOW_READER_GRACE_SECONDS", 0.05)
     store = MemoryStore()
     await store.create(ResponseRecord(id="r1", status="in_progress", created_at=0.0))
-    await store.append("r1", [_created(0), _created(1), _created(2)])  # (only their frames matter here)
+    # (only their frames matter here) Event 0 first on its own: frames ready together go out in one send, so the
+    # later two are appended once event 0 went out and form the batch that never does.
+    await store.append("r1", [_created(0)])
     stopped: list[str] = []
     response = EventStreamResponse(store=store, response_id="r1", after=-1, dialect=get_dialect("platform"),
                                    keepalive_seconds=10, headers=[], slow_reader_timeout=0.1,
@@ -243,10 +245,47 @@ async def test_a_reader_stuck_in_send_is_cut_and_aborted(monkeypatch: pytest.Mon
         await asyncio.Event().wait()
         return {}
 
+    async def later() -> None:
+        while len(cycle.sent) < 2:
+            await asyncio.sleep(0.005)
+        await store.append("r1", [_created(1), _created(2)])
+
     loop = asyncio.get_running_loop()
     started = loop.time()
+    appender = asyncio.create_task(later())
     await asyncio.wait_for(response({"type": "http", "state": {}}, receive, cycle.send), 5)
+    await appender
     assert loop.time() - started >= 0.1  # never before the limit
     assert response.cut_slow and response.last == 0
     assert stopped == ["slow"]  # the generation is stopped once, as a slow reader, not as a disconnect
     assert cycle.aborted  # it would not even take its terminal: the connection is dropped
+
+
+@pytest.mark.parametrize(("events", "sends"), [(5, 1), (400, None)])
+async def test_frames_ready_together_go_out_in_few_sends_with_the_same_bytes(events: int, sends: int | None) -> None:
+    dialect = get_dialect("platform")
+    store = MemoryStore()
+    await store.create(ResponseRecord(id="r1", status="in_progress", created_at=0.0))
+    log = [_created(i) for i in range(events - 1)] + [_completed(events - 1)]
+    await store.append("r1", log)
+    response = EventStreamResponse(store=store, response_id="r1", after=-1, dialect=dialect,
+                                   keepalive_seconds=10, headers=[], slow_reader_timeout=5.0)
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        return {}
+
+    await asyncio.wait_for(response({"type": "http", "state": {}}, receive, send), 5)
+    bodies = [m["body"] for m in sent[1:-1]]
+    assert b"".join(bodies) == b"".join(frame(dialect, e) for e in log)  # the same bytes, in order
+    biggest = max(len(frame(dialect, e)) for e in log)
+    if sends is not None:
+        assert len(bodies) == sends
+    else:  # a long batch: bounded chunks, each at most the limit plus the frame that crossed it
+        assert 1 < len(bodies) < events
+        assert all(len(b) < sse_response.COALESCE_BYTES + biggest for b in bodies)
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}

@@ -91,7 +91,7 @@ def _fail(message: str) -> int:
 
 def _check_components(config: Any) -> str | None:
     """What is wrong with the upstream specs or the store URL (one line), else None. Builds nothing that lasts."""
-    from respstream.server.store.factory import is_memory_url
+    from respstream.server.store.factory import STORE_URL_HELP, is_known_store_url
     from respstream.server.upstream.factory import build_upstream
 
     for spec in config.upstreams:
@@ -102,8 +102,8 @@ def _check_components(config: Any) -> str | None:
         except (ValueError, TypeError) as exc:
             return f"--upstream {spec!r}: {exc}"
     for url in {config.store, config.background_store} - {""}:
-        if not (is_memory_url(url) or url.startswith(("sqlite:///", "redis://", "rediss://", "unix://"))):
-            return f"unknown store URL {url!r}: use memory, sqlite:///path/to/file.db or redis://host:port/db"
+        if not is_known_store_url(url):
+            return f"unknown store URL {url!r}: {STORE_URL_HELP}"
     return None
 
 

@@ -19,13 +19,23 @@ from typing import Any, TypeVar, cast
 from respstream.server.store.base import Store, StoreUnavailable
 from respstream.server.store.memory import DEFAULT_MAX_BYTES, MemoryStore
 
-__all__ = ["is_memory_url", "open_store"]
+__all__ = ["STORE_URL_HELP", "is_known_store_url", "is_memory_url", "open_store"]
 
 T = TypeVar("T")
 
 
+_REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
+STORE_URL_HELP = ("use memory, sqlite:///path/to/file.db, redis://host:port/db or "
+                  "redis+cluster://host:port,host:port")
+
+
 def is_memory_url(url: str) -> bool:
     return url in ("memory", "memory://", "memory:")
+
+
+def is_known_store_url(url: str) -> bool:
+    """Whether ``open_store`` knows the URL's kind (the CLI checks this before building anything)."""
+    return is_memory_url(url) or url.startswith(("sqlite:///", *_REDIS_SCHEMES))
 
 
 def _shielded_sqlite(path: str, **options: Any) -> Store:
@@ -70,9 +80,8 @@ def open_store(
             raise StoreUnavailable(f"cannot create the folder for {path!r}: {exc.strerror or exc}") from exc
         return _shielded_sqlite(str(Path(path).expanduser()), retention_seconds=retention_seconds,
                                 instance_id=instance_id, lease_seconds=lease_seconds)
-    if url.startswith(("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")):
+    if url.startswith(_REDIS_SCHEMES):
         module = importlib.import_module("respstream.server.store.redis")
         return cast(Store, module.RedisStore(url, instance_id=instance_id, lease_seconds=lease_seconds,
                                              retention_seconds=retention_seconds, history_limit=history_limit))
-    raise ValueError(f"unknown store URL {url!r}: use memory, sqlite:///path/to/file.db, "
-                     "redis://host:port/db or redis+cluster://host:port,host:port")
+    raise ValueError(f"unknown store URL {url!r}: {STORE_URL_HELP}")

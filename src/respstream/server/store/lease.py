@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -25,6 +27,7 @@ WORKER_LOST = "worker_lost"
 WORKER_LOST_MESSAGE = "The gateway instance generating this response stopped before finishing it."
 
 _encode = msgspec.json.Encoder().encode
+log = logging.getLogger("respstream.server.store")
 
 
 def _failed_response(record: ResponseRecord, message: str) -> dict[str, Any]:
@@ -59,19 +62,39 @@ def lost_record(record: ResponseRecord, message: str = WORKER_LOST_MESSAGE) -> R
     return record
 
 
+# After a failed renewal, the next attempt comes this soon (doubling up to the interval), not a whole interval later:
+# a renewal that failed slowly (a Redis failover: each attempt may take seconds before it gives up) followed by a
+# full interval of sleep would let the lease run out on a healthy generator.
+_RETRY_FIRST = 0.1
+
+
 @contextlib.asynccontextmanager
 async def renewing(renew: Callable[[], Awaitable[None]], interval: float) -> AsyncIterator[None]:
     """Call ``renew`` every ``interval`` seconds while the block runs.
 
-    A failed renewal (store briefly unavailable) is retried at the next tick rather than killing generation: if the
-    outage outlasts the lease, readers end the log and the writer's next append gets ``SequenceConflict``.
+    A failed renewal (store briefly unavailable) is retried soon with backoff rather than killing generation: if the
+    outage outlasts the lease, readers end the log and the writer's next append gets ``SequenceConflict``. Failures
+    and the recovery are logged with the time since the last renewal that worked.
     """
 
     async def loop() -> None:
+        pause = interval
+        last_ok = time.monotonic()
+        failures = 0
         while True:
-            await asyncio.sleep(interval)
-            with contextlib.suppress(Exception):
+            await asyncio.sleep(pause)
+            try:
                 await renew()
+            except Exception as exc:
+                failures += 1
+                if failures == 1:
+                    log.warning("lease renewal failed (%s: %s); retrying", type(exc).__name__, exc)
+                pause = min(interval, _RETRY_FIRST * 2 ** min(failures - 1, 10))
+                continue
+            if failures:
+                log.warning("lease renewed again after %d failed attempts, %.1f s after the last renewal",
+                            failures, time.monotonic() - last_ok)
+            failures, pause, last_ok = 0, interval, time.monotonic()
 
     task = asyncio.create_task(loop())
     try:

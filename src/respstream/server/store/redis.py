@@ -24,8 +24,8 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Iterator
+from typing import Any, TypeVar
 
 import msgspec
 from redis.exceptions import ClusterError, RedisClusterException, TryAgainError
@@ -45,6 +45,7 @@ __all__ = ["RedisStore"]
 _encode = msgspec.json.Encoder().encode
 _decode_record = msgspec.json.Decoder(ResponseRecord).decode
 _TAIL_BATCH = 1000
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -64,13 +65,28 @@ def _guard() -> Iterator[None]:
 _CALL_BOUND = 5.0  # seconds one store script may take, retries included
 
 
-@contextlib.asynccontextmanager
-async def _bounded() -> AsyncIterator[None]:
+async def _bounded(call: Awaitable[T], seconds: float = _CALL_BOUND) -> T:
+    """``await call``, giving up after ``seconds`` with ``StoreUnavailable``, WITHOUT cancelling it.
+
+    Why not ``asyncio.timeout``: cancelling a redis-py cluster command while it re-discovers the cluster (its
+    ``initialize()`` after a node failed) takes the ``BaseException`` path there, which closes every connection to
+    every node, in-flight commands and blocked ``XREAD``s on healthy primaries included; they fail, flag the client
+    for another re-discovery, and a failover turns into a storm that keeps healthy slots failing for longer than a
+    lease. Left running, the call ends by itself within redis-py's socket timeouts; the scripts it runs are
+    idempotent (a re-sent append is recognised, a renewal just renews), so giving up on the result is safe.
+    """
+    task = asyncio.ensure_future(call)
     try:
-        async with asyncio.timeout(_CALL_BOUND):
-            yield
+        return await asyncio.wait_for(asyncio.shield(task), seconds)
     except TimeoutError:
-        raise StoreUnavailable(f"Redis did not answer within {_CALL_BOUND:g} s") from None
+        task.add_done_callback(_consume)
+        raise StoreUnavailable(f"Redis did not answer within {seconds:g} s") from None
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    """Retrieve a given-up call's outcome (no "exception was never retrieved" noise)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _entries(raw: list[tuple[bytes, dict[bytes, bytes]]]) -> tuple[list[LogEntry], bool]:
@@ -190,8 +206,7 @@ class RedisStore(RedisConversations):
             args += [e.sequence_number, e.type, e.data, "1" if e.terminal else "0"]
         with self._io():
             # Bounded: during a cluster failover redis-py's retries could otherwise keep a writer waiting for good.
-            async with _bounded():
-                result = await self._append(keys=list(self._keys(response_id)), args=args)
+            result = await _bounded(self._append(keys=list(self._keys(response_id)), args=args))
             if result == b"ok" and entries[-1].terminal:  # ended: no longer a candidate for lost-log checks
                 await self._r.srem(self._leased, response_id)
         return result.decode() if isinstance(result, bytes) else str(result)
@@ -322,10 +337,10 @@ class RedisStore(RedisConversations):
         if not taken:
             raise KeyError(response_id)
 
-        async def renew() -> None:
+        async def renew() -> None:  # bounded well inside the lease, so a retry still comes before it runs out
             with self._io():
-                async with _bounded():
-                    await self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms])
+                await _bounded(self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms]),
+                               min(_CALL_BOUND, self.lease_seconds / 4))
 
         try:
             async with renewing(renew, self.lease_seconds / 3):
