@@ -97,7 +97,9 @@ class Tracing:
         resource = Resource.create({} if named else {"service.name": self.settings.service_name})
         self._provider = TracerProvider(resource=resource, sampler=self._sampler())
         exporter = wire_span_exporter(endpoint, self.settings.export_timeout_seconds)
-        processor = BatchSpanProcessor(exporter, schedule_delay_millis=500)
+        # Batches every 0.5 s unless OTEL_BSP_SCHEDULE_DELAY says otherwise (the SDK reads the OTEL_BSP_* variables).
+        delay = None if os.environ.get("OTEL_BSP_SCHEDULE_DELAY") else 500
+        processor = BatchSpanProcessor(exporter, schedule_delay_millis=delay)
         self._provider.add_span_processor(processor)
         self._recorder = SpanRecorder(self._provider, processor, InstrumentationScope("respstream", _version()))
         self.enabled = True
