@@ -3,6 +3,7 @@ upstream); edit-and-resend and regenerate replace the last turn; new chat starts
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -15,8 +16,15 @@ pytestmark = pytest.mark.browser
 
 
 def stored(url: str, rid: str) -> dict[str, Any]:
-    body: dict[str, Any] = httpx.get(f"{url}/v1/responses/{rid}", timeout=5).json()
-    return body
+    """The stored response once it has ended (the page may see the next response's id before its terminal)."""
+    deadline = time.monotonic() + 10
+    while True:
+        reply = httpx.get(f"{url}/v1/responses/{rid}", timeout=5)
+        body: dict[str, Any] = reply.json()
+        if reply.status_code == 200 and body.get("status") not in ("queued", "in_progress"):
+            return body
+        assert time.monotonic() < deadline, f"GET {rid}: {reply.status_code} {reply.text[:500]}"
+        time.sleep(0.1)
 
 
 def send(page: Any, text: str) -> None:
@@ -63,11 +71,15 @@ def test_edit_and_regenerate_replace_the_last_turn(page: Any, gateway: Gateway) 
         page.fill("#prompt", "Two")
         page.click("#send")
         wait_turns(page, 2)  # still two turns: the edit replaced the last one
+        # The turn count is 2 at once (the edit replaces the turn): wait for the edited answer itself.
+        page.wait_for_function("() => window.__playground.request?.input === 'Two' && "
+                               "window.__playground.responseId && window.__playground.status === 'completed'")
         edited = page.evaluate("window.__playground")
         assert edited["request"]["input"] == "Two"
         assert edited["request"]["previous_response_id"] == first  # continues turn 1, not the replaced turn
         page.click("#regenerate")
-        page.wait_for_function("id => window.__playground.responseId !== id && "
+        # Regenerate clears responseId while status still says the last answer completed: wait for the new id.
+        page.wait_for_function("id => window.__playground.responseId && window.__playground.responseId !== id && "
                                "window.__playground.status === 'completed'", arg=edited["responseId"])
         regenerated = page.evaluate("window.__playground")
         assert regenerated["turns"] == 2
