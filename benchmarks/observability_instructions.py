@@ -31,18 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from observability_overhead import RECEIVER
 from server_throughput import VENV_BIN, free_port
-
-RECEIVER = r"""
-import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-class H(BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", "0")))
-        self.send_response(200); self.send_header("content-length", "0"); self.end_headers()
-    def log_message(self, *a): pass
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-"""
 
 DRIVER = r"""
 import asyncio, json, sys

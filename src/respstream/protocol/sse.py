@@ -219,14 +219,10 @@ class SSEDecoder:
             data = chunk
         self._parse(data, self._buf_off)
 
-    def take_block(self, chunk: bytes) -> SSEMessage | None:
-        """The message of a read that is exactly one whole block, as a live server writes each token
-        (``event: T`` + ``data: X``, or ``data: X``; LF framing), consumed; else ``None`` and nothing changes.
-
-        ``feed`` tries it first; a caller that reads one event per read (``StreamCore.feed``) may call it instead of
-        ``feed`` to skip the general paths. Nothing is taken while anything is pending, before the BOM check, or
-        after ``close()`` or an error, so the result is exactly what ``feed`` + ``events()`` would give."""
-        if (
+    def _lone_block(self, chunk: bytes) -> bool:
+        """Whether ``chunk`` may be read on its own as one whole block: LF framing, nothing pending, past the BOM
+        check, no error or ``close()``, within the event size limit."""
+        return (
             chunk.endswith(b"\n\n")
             and self._bom_done
             and self._error is None
@@ -237,7 +233,16 @@ class SSEDecoder:
             and not self._buf
             and _CR not in chunk
             and len(chunk) <= self.max_event_size
-        ):
+        )
+
+    def take_block(self, chunk: bytes) -> SSEMessage | None:
+        """The message of a read that is exactly one whole block, as a live server writes each token
+        (``event: T`` + ``data: X``, or ``data: X``; LF framing), consumed; else ``None`` and nothing changes.
+
+        ``feed`` tries it first; a caller that reads one event per read (``StreamCore.feed``) may call it instead of
+        ``feed`` to skip the general paths. Nothing is taken while anything is pending, before the BOM check, or
+        after ``close()`` or an error, so the result is exactly what ``feed`` + ``events()`` would give."""
+        if self._lone_block(chunk):
             if chunk.startswith(b"event:"):
                 nl = chunk.find(b"\n")
                 if chunk.startswith(b"data: ", nl + 1) and chunk.find(b"\n", nl + 7) == len(chunk) - 2:
@@ -258,18 +263,7 @@ class SSEDecoder:
         """The ``data`` of a read that :meth:`take_block` would take (one whole simple block), when its ``event:``
         line, if any, was seen before; else ``None``. Nothing is consumed: a caller that judges the payload first
         then calls :meth:`skip_block` (the message is not produced) or hands the read to ``feed``."""
-        if (
-            chunk.endswith(b"\n\n")
-            and self._bom_done
-            and self._error is None
-            and not self._closed
-            and self._block_start < 0
-            and self._use_fast
-            and not self._cr
-            and not self._buf
-            and _CR not in chunk
-            and len(chunk) <= self.max_event_size
-        ):
+        if self._lone_block(chunk):
             if chunk.startswith(b"data: "):
                 if chunk.find(b"\n") == len(chunk) - 2:
                     return chunk[6:-2]
