@@ -25,19 +25,19 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 __all__ = ["GuardedH11Protocol", "GuardedHttpToolsProtocol", "guarded_protocol", "quiet_accept_errors"]
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a request read deadline and a connection cap (class attributes, set per server
-    by :func:`guarded_protocol`)."""
+class _ReadDeadline:
+    """The deadline and the cap, for either uvicorn protocol (mixed in before it): ``_read_timed_out`` says whether
+    the connection is still reading its request, which each protocol knows in its own terms."""
 
     request_timeout: float = 10.0
     max_connections: int = 1000
+    _read_deadline: asyncio.TimerHandle | None = None
+    connections: Any
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._read_deadline: asyncio.TimerHandle | None = None
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
         if len(self.connections) > self.max_connections:
             transport.abort()  # over the cap: no request is read, nothing is logged
             return
@@ -45,7 +45,30 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
-        super().connection_lost(exc)
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def _arm(self) -> None:
+        self._disarm()
+        if self.request_timeout > 0:
+            self._read_deadline = self.loop.call_later(self.request_timeout, self._read_timed_out)
+
+    def _disarm(self) -> None:
+        if self._read_deadline is not None:
+            self._read_deadline.cancel()
+            self._read_deadline = None
+
+    def _still_reading(self) -> bool:
+        raise NotImplementedError
+
+    def _read_timed_out(self) -> None:
+        self._read_deadline = None
+        if self._still_reading() and not self.transport.is_closing():
+            self.transport.abort()
+
+
+class GuardedH11Protocol(_ReadDeadline, H11Protocol):  # type: ignore[misc]
+    """uvicorn's h11 protocol with a request read deadline and a connection cap (class attributes, set per server
+    by :func:`guarded_protocol`)."""
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -62,22 +85,10 @@ class GuardedH11Protocol(H11Protocol):
         if not self.transport.is_closing():
             self._arm()  # the next request on this keep-alive connection gets its own deadline
 
-    def _arm(self) -> None:
-        self._disarm()
-        if self.request_timeout > 0:
-            self._read_deadline = self.loop.call_later(self.request_timeout, self._read_timed_out)
-
-    def _disarm(self) -> None:
-        if self._read_deadline is not None:
-            self._read_deadline.cancel()
-            self._read_deadline = None
-
-    def _read_timed_out(self) -> None:
-        self._read_deadline = None
-        if self.cycle is not None and not self.cycle.response_complete and self.conn.their_state is h11.DONE:
-            return  # a request is being answered: not ours to cut
-        if not self.transport.is_closing():
-            self.transport.abort()
+    def _still_reading(self) -> bool:
+        # A request that is fully in and being answered is not ours to cut.
+        return not (self.cycle is not None and not self.cycle.response_complete
+                    and self.conn.their_state is h11.DONE)
 
 
 def _httptools_guard() -> type[Any] | None:
@@ -87,25 +98,8 @@ def _httptools_guard() -> type[Any] | None:
     except ImportError:
         return None
 
-    class _Guarded(HttpToolsProtocol):  # type: ignore[misc]
-        request_timeout: float = 10.0
-        max_connections: int = 1000
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._read_deadline: asyncio.TimerHandle | None = None
-            self._answering = False
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            if len(self.connections) > self.max_connections:
-                transport.abort()
-                return
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
+    class _Guarded(_ReadDeadline, HttpToolsProtocol):  # type: ignore[misc]
+        _answering = False
 
         def handle_websocket_upgrade(self) -> None:
             self._disarm()  # the WebSocket protocol takes the connection over, with its own limits
@@ -122,20 +116,8 @@ def _httptools_guard() -> type[Any] | None:
             if not self.transport.is_closing():
                 self._arm()
 
-        def _arm(self) -> None:
-            self._disarm()
-            if self.request_timeout > 0:
-                self._read_deadline = self.loop.call_later(self.request_timeout, self._read_timed_out)
-
-        def _disarm(self) -> None:
-            if self._read_deadline is not None:
-                self._read_deadline.cancel()
-                self._read_deadline = None
-
-        def _read_timed_out(self) -> None:
-            self._read_deadline = None
-            if not self._answering and not self.transport.is_closing():
-                self.transport.abort()
+        def _still_reading(self) -> bool:
+            return not self._answering
 
     return _Guarded
 
