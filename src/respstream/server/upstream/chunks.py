@@ -32,7 +32,7 @@ from respstream.server.upstream.base import (
 )
 from respstream.server.upstream.think import ThinkSplitter
 
-__all__ = ["ChunkTranslator", "map_finish_reason", "map_usage"]
+__all__ = ["ChunkTranslator", "map_finish_reason", "map_usage", "usage_from"]
 
 _FINISH = {
     "stop": "stop",
@@ -94,20 +94,24 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def map_usage(usage: Any) -> Usage | None:
-    """Chat Completions ``usage`` -> :class:`Usage` (prompt -> input, completion -> output, details kept)."""
+def usage_from(usage: Any, input_key: str, output_key: str) -> Usage | None:
+    """A usage object -> :class:`Usage`: ``<input_key>``/``<output_key>`` with their ``*_details`` (reasoning and
+    cached tokens). Chat Completions says prompt/completion, the Responses API input/output."""
     if not isinstance(usage, dict):
         return None
-    completion_details = usage.get("completion_tokens_details")
-    prompt_details = usage.get("prompt_tokens_details")
+    output_details = usage.get(f"{output_key}_details")
+    input_details = usage.get(f"{input_key}_details")
     return Usage(
-        input_tokens=_int(usage.get("prompt_tokens")),
-        output_tokens=_int(usage.get("completion_tokens")),
-        reasoning_tokens=(
-            _int(completion_details.get("reasoning_tokens")) if isinstance(completion_details, dict) else 0
-        ),
-        cached_tokens=_int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0,
+        input_tokens=_int(usage.get(input_key)),
+        output_tokens=_int(usage.get(output_key)),
+        reasoning_tokens=_int(output_details.get("reasoning_tokens")) if isinstance(output_details, dict) else 0,
+        cached_tokens=_int(input_details.get("cached_tokens")) if isinstance(input_details, dict) else 0,
     )
+
+
+def map_usage(usage: Any) -> Usage | None:
+    """Chat Completions ``usage`` -> :class:`Usage` (prompt -> input, completion -> output, details kept)."""
+    return usage_from(usage, "prompt_tokens", "completion_tokens")
 
 
 def _merge_name(held: str | None, fragment: str) -> str:

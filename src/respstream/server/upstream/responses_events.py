@@ -52,6 +52,7 @@ from respstream.server.upstream.base import (
     UpstreamError,
     Usage,
 )
+from respstream.server.upstream.chunks import usage_from
 from respstream.server.upstream.passed_items import PassedItems
 
 __all__ = ["ResponsesTranslator"]
@@ -219,18 +220,5 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
 def _usage(usage: Any) -> Usage | None:
-    if not isinstance(usage, dict):
-        return None
-    output_details = usage.get("output_tokens_details")
-    input_details = usage.get("input_tokens_details")
-    return Usage(
-        input_tokens=_int(usage.get("input_tokens")),
-        output_tokens=_int(usage.get("output_tokens")),
-        reasoning_tokens=_int(output_details.get("reasoning_tokens")) if isinstance(output_details, dict) else 0,
-        cached_tokens=_int(input_details.get("cached_tokens")) if isinstance(input_details, dict) else 0,
-    )
+    return usage_from(usage, "input_tokens", "output_tokens")
