@@ -22,22 +22,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from typing import Any, TypeVar
 
 import msgspec
-from redis.exceptions import ClusterError, RedisClusterException, TryAgainError
+from redis.exceptions import ClusterError, RedisClusterException, ResponseError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from respstream.server.store import redis_scripts as lua
-from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, StoreUnavailable
+from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, SequenceGap, StoreUnavailable
 from respstream.server.store.lease import lost_record, renewing, worker_lost_entries
 from respstream.server.store.redis_client import open_clients
 from respstream.server.store.redis_conversations import RedisConversations
 from respstream.server.store.redis_keys import RedisKeys
+from respstream.server.store.redis_resend import ResendBuffer
 from respstream.server.store.redis_watch import StreamWatch
 
 __all__ = ["RedisStore"]
@@ -46,6 +48,7 @@ _encode = msgspec.json.Encoder().encode
 _decode_record = msgspec.json.Decoder(ResponseRecord).decode
 _TAIL_BATCH = 1000
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -116,6 +119,7 @@ class RedisStore(RedisConversations):
         history_limit: int | None = None,
         prefix: str = "respstream:",
         max_tails: int = 10_000,
+        resend_entries: int = 256,
     ) -> None:
         self.instance_id = instance_id or uuid.uuid4().hex
         self.lease_seconds = lease_seconds
@@ -130,6 +134,10 @@ class RedisStore(RedisConversations):
         self._r, self._rb, self.cluster = open_clients(url, block_ms=self._block_ms, max_tails=max_tails)
         self._closed = False
         self._watches: dict[str, StreamWatch] = {}
+        # Our last `resend_entries` acknowledged entries per unfinished response: a failover that lost them is
+        # repaired by resending them (see redis_resend.py). `resent` counts the entries resent so.
+        self._resend = ResendBuffer(resend_entries, max_tails)
+        self.resent = 0
         self._append = self._r.register_script(lua.APPEND)
         self._delete = self._r.register_script(lua.DELETE)
         self._update = self._r.register_script(lua.UPDATE)
@@ -192,6 +200,7 @@ class RedisStore(RedisConversations):
             await self._update(keys=[self._keys(record.id)[0]], args=[_encode(record)])
 
     async def delete(self, response_id: str) -> bool:
+        self._resend.forget(response_id)
         with self._io():
             existed = await self._delete(keys=list(self._keys(response_id)))
             await self._r.zrem(self._by_age, response_id)
@@ -215,6 +224,11 @@ class RedisStore(RedisConversations):
         if not entries:
             return
         result = await self._run_append(response_id, entries)
+        if result.startswith("gap:"):
+            result = await self._resend_lost_tail(response_id, entries, int(result[4:]))
+        if result == "ok":
+            self._resend.remember(response_id, entries)
+            return
         if result == "missing":
             raise KeyError(response_id)
         if result == "ended":
@@ -222,8 +236,30 @@ class RedisStore(RedisConversations):
         if result == "dup":
             raise SequenceConflict(
                 f"response {response_id}: sequence numbers {entries[0].sequence_number}.."
-                f"{entries[-1].sequence_number} are not after the last one in the log"
+                f"{entries[-1].sequence_number} are not consecutive after the last one in the log"
             )
+
+    async def _resend_lost_tail(self, response_id: str, entries: list[LogEntry], last: int) -> str:
+        """The log ends at ``last`` although we had appended past it (it lost a tail in a failover): append the
+        lost entries again from our buffer, then ``entries``, in one script call. Raises ``SequenceGap`` when the
+        buffer no longer holds all of them (or the log lost a tail again meanwhile)."""
+        start = next(e.sequence_number for e in entries if e.sequence_number > last)
+        lost = self._resend.missing(response_id, last, start)
+        if lost is None:
+            raise SequenceGap(
+                f"response {response_id}: the log ends at sequence number {last} but this append starts at {start}:"
+                f" it lost {start - last - 1} acknowledged entries (a Redis failover to a replica that had not"
+                f" received them?) and this instance no longer holds them all to resend (redis_resend_entries)",
+                last + 1)
+        logger.warning("response %s: the Redis log lost sequence numbers %d..%d (failover?); resending them",
+                    response_id, last + 1, start - 1)
+        result = await self._run_append(response_id, lost + entries)
+        if result.startswith("gap:"):
+            raise SequenceGap(f"response {response_id}: the log lost entries again while they were resent",
+                              int(result[4:]) + 1)
+        if result == "ok":
+            self.resent += len(lost)
+        return result
 
     async def read(self, response_id: str, after: int = -1, limit: int | None = None) -> list[LogEntry]:
         rec, log, _ = self._keys(response_id)
@@ -288,7 +324,13 @@ class RedisStore(RedisConversations):
 
             async def read(top: int) -> tuple[list[LogEntry], bool] | None:
                 with self._io():
-                    reply: Any = await self._rb.xread({log: f"0-{top + 1}"}, count=_TAIL_BATCH, block=self._block_ms)
+                    try:
+                        reply: Any = await self._rb.xread({log: f"0-{top + 1}"}, count=_TAIL_BATCH,
+                                                          block=self._block_ms)
+                    except ResponseError as exc:
+                        if not str(exc).startswith("UNBLOCKED"):
+                            raise
+                        return None  # the node changed role under the blocked read (a failover): look again
                 return _entries(reply[0][1]) if reply else None
 
             async def on_idle() -> bool:  # quiet for half a lease: is the log lost, or gone?

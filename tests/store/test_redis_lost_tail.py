@@ -1,0 +1,136 @@
+"""Issue 16: a Redis failover that loses acknowledged appends never leaves a hole in a log.
+
+Redis replicates asynchronously, so a replica that takes over may lack the last appends its primary acknowledged.
+Two ways of producing exactly that state on a real Redis:
+
+- standalone, by real replication: a second ``redis-server`` replicates the first, is cut off (``REPLICAOF NO
+  ONE``) while the writer keeps appending, and then the first one is made its replica, so the replication full sync
+  replaces the first one's data with the replica's (the acknowledged tail is gone, as after a failover), and is
+  promoted back;
+- standalone and Redis Cluster: the response's keys are copied (``DUMP``) and put back (``RESTORE ... REPLACE``)
+  after more appends, the state a promoted replica that missed those appends holds.
+
+Then the next append is refused by the script (a gap), the store resends the lost entries from its buffer, and the
+final log is gap-free, duplicate-free, equal to everything appended and to what a live reader saw. With a buffer
+too small for the loss, the append fails with ``SequenceGap`` and the log keeps no hole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from store_helpers import StoreFactory, collect, entries, new_record
+
+from plugins.redis_server import RedisServer
+from respstream.server.store.base import SequenceGap
+from respstream.server.store.redis import RedisStore
+
+pytestmark = [pytest.mark.redis, pytest.mark.timeout(90)]
+
+
+async def _snapshot(store: RedisStore, response_id: str) -> list[tuple[str, bytes]]:
+    rec, log, _ = store._keys(response_id)
+    return [(key, await store._r.dump(key)) for key in (rec, log)]
+
+
+async def _put_back(store: RedisStore, snapshot: list[tuple[str, bytes]]) -> None:
+    """The response's keys as they were at the snapshot (what a replica that missed the later writes holds)."""
+    for key, data in snapshot:
+        await store._r.restore(key, 0, data, replace=True)
+
+
+@pytest.mark.parametrize("backend", ["redis", "redis-cluster"])
+async def test_a_lost_tail_is_resent_and_readers_see_one_gap_free_log(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    assert isinstance(store, RedisStore)
+    record = new_record()
+    await store.create(record)
+    reader = asyncio.create_task(collect(store.tail(record.id)))
+    await store.append(record.id, entries(0, 10))
+    snapshot = await _snapshot(store, record.id)
+    await store.append(record.id, entries(10, 15))
+    await store.append(record.id, entries(15, 20))  # acknowledged; the "replica" below never got 10..19
+    await asyncio.sleep(0.2)  # the reader sees 0..19 on the "old primary"
+    await _put_back(store, snapshot)
+    assert [e.sequence_number for e in await store.read(record.id)] == list(range(10))  # the tail is gone
+
+    await store.append(record.id, entries(20, 25))  # refused as a gap by the script; 10..19 resent first
+    await store.append(record.id, entries(25, 30, last_terminal=True))
+
+    want = entries(0, 30, last_terminal=True)
+    assert await store.read(record.id) == want
+    assert store.resent == 10
+    assert await asyncio.wait_for(reader, 10) == want  # each event once, in order, the same bytes
+
+
+@pytest.mark.parametrize("backend", ["redis", "redis-cluster"])
+async def test_a_loss_larger_than_the_buffer_fails_with_sequence_gap(store_factory: StoreFactory) -> None:
+    store = store_factory(resend_entries=4)
+    assert isinstance(store, RedisStore)
+    record = new_record()
+    await store.create(record)
+    await store.append(record.id, entries(0, 3))
+    snapshot = await _snapshot(store, record.id)
+    await store.append(record.id, entries(3, 13))  # 10 entries; only the last 4 are kept for resending
+    await _put_back(store, snapshot)
+    with pytest.raises(SequenceGap) as refused:
+        await store.append(record.id, entries(13, 14))
+    assert refused.value.log_next == 3 and "resend" in str(refused.value)
+    assert [e.sequence_number for e in await store.read(record.id)] == [0, 1, 2]  # no hole was written
+    assert store.resent == 0
+
+
+async def _role(client: aioredis.Redis, role: str, deadline_s: float = 15) -> None:
+    deadline = time.monotonic() + deadline_s
+    while True:
+        info: dict[str, Any] = await client.info("replication")
+        if info.get("role") == role and (role == "master" or info.get("master_link_status") == "up"):
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"redis did not become {role} in time: {info}")
+        await asyncio.sleep(0.05)
+
+
+async def test_a_real_replication_loss_is_repaired() -> None:
+    """Both servers private: the first is the store's primary, the second its replica."""
+    primary, replica = RedisServer(), RedisServer()
+    primary.start()
+    replica.start()
+    store = RedisStore(primary.url, instance_id="w", prefix="lost:")
+    p = aioredis.from_url(primary.url)
+    r = aioredis.from_url(replica.url)
+    try:
+        await r.replicaof("127.0.0.1", primary.port)
+        await _role(r, "slave")
+        record = new_record()
+        await store.create(record)
+        reader = asyncio.create_task(collect(store.tail(record.id)))
+        await store.append(record.id, entries(0, 10))
+        assert await p.execute_command("WAIT", 1, 5000) == 1  # 0..9 are on the replica
+        await r.replicaof("NO", "ONE")  # cut off: it keeps 0..9 and misses what follows
+        await _role(r, "master")
+        await store.append(record.id, entries(10, 20))  # acknowledged by the primary only
+        await asyncio.sleep(0.2)
+        # "Failover": the replica's data wins (the old primary resyncs from it, as a returning old primary does),
+        # then the old primary's address serves as primary again, holding 0..9 only.
+        await p.replicaof("127.0.0.1", replica.port)
+        await _role(p, "slave")
+        await p.replicaof("NO", "ONE")
+        await _role(p, "master")
+        assert [e.sequence_number for e in await store.read(record.id)] == list(range(10))
+
+        await store.append(record.id, entries(20, 30, last_terminal=True))
+        want = entries(0, 30, last_terminal=True)
+        assert await store.read(record.id) == want
+        assert store.resent == 10
+        assert await asyncio.wait_for(reader, 15) == want
+    finally:
+        await store.aclose()
+        await p.aclose()
+        await r.aclose()
+        primary.stop()
+        replica.stop()
