@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -95,15 +96,19 @@ async def _role(client: aioredis.Redis, role: str, deadline_s: float = 15) -> No
         await asyncio.sleep(0.05)
 
 
-async def test_a_real_replication_loss_is_repaired() -> None:
+async def test_a_real_replication_loss_is_repaired(tmp_path: Path) -> None:
     """Both servers private: the first is the store's primary, the second its replica."""
-    primary, replica = RedisServer(), RedisServer()
+    (tmp_path / "p").mkdir()
+    (tmp_path / "r").mkdir()
+    primary, replica = RedisServer(data_dir=str(tmp_path / "p")), RedisServer(data_dir=str(tmp_path / "r"))
     primary.start()
     replica.start()
     store = RedisStore(primary.url, instance_id="w", prefix="lost:")
     p = aioredis.from_url(primary.url)
     r = aioredis.from_url(replica.url)
     try:
+        for node in (p, r):
+            await node.config_set("repl-diskless-sync-delay", 0)  # full syncs start at once, not 5 s later
         await r.replicaof("127.0.0.1", primary.port)
         await _role(r, "slave")
         record = new_record()

@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Iterator
 from typing import Any, TypeVar
 
 import msgspec
-from redis.exceptions import ClusterError, RedisClusterException, ResponseError, TryAgainError
+from redis.exceptions import ClusterError, ReadOnlyError, RedisClusterException, ResponseError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -55,8 +55,8 @@ logger = logging.getLogger(__name__)
 def _guard() -> Iterator[None]:
     try:
         yield
-    except (RedisConnectionError, RedisTimeoutError, OSError, ClusterError, TryAgainError,
-            RedisClusterException) as exc:
+    except (RedisConnectionError, RedisTimeoutError, OSError, ClusterError, TryAgainError, RedisClusterException,
+            ReadOnlyError) as exc:  # READONLY: the node became a replica (a failover in progress); retried
         raise StoreUnavailable(f"Redis is unavailable: {exc}") from exc
     except (AttributeError, RuntimeError) as exc:
         # redis-py's async connections race with their own disconnect while a cluster node fails over (a write on
