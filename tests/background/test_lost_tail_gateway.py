@@ -47,9 +47,14 @@ def _wait_role(client: redis.Redis, role: str, timeout: float = 20) -> None:
         time.sleep(0.05)
 
 
-def test_events_lost_in_a_failover_are_resent_and_every_reader_agrees(caplog: pytest.LogCaptureFixture,
-                                                                      tmp_path: Path) -> None:
-    caplog.set_level(logging.WARNING)
+class Run:
+    """What one response through a mid-stream failover left: the live reader's events, the replay, the record."""
+
+    def __init__(self, live: list[dict[str, Any]], replay: list[dict[str, Any]], record: dict[str, Any]) -> None:
+        self.live, self.replay, self.record = live, replay, record
+
+
+def _through_a_lossy_failover(tmp_path: Path, **config: Any) -> Run:
     (tmp_path / "p").mkdir()
     (tmp_path / "r").mkdir()
     primary, replica = RedisServer(data_dir=str(tmp_path / "p")), RedisServer(data_dir=str(tmp_path / "r"))
@@ -62,8 +67,14 @@ def test_events_lost_in_a_failover_are_resent_and_every_reader_agrees(caplog: py
             node.config_set("repl-diskless-sync-delay", 0)  # the first full sync starts at once
         r.replicaof("127.0.0.1", primary.port)
         _wait_role(r, "slave")
+        p.set("replicated", 1)
+        deadline = time.monotonic() + 10
+        while r.get("replicated") is None:  # the replication stream flows
+            assert time.monotonic() < deadline, r.info("replication")
+            time.sleep(0.02)
         slow = ScriptedUpstream(300, name="slow", models=["slow"], delay_ms=10)
-        app = make_app(upstreams={"slow": slow}, store=primary.url, lease_seconds=10.0, keepalive_seconds=0.5)
+        app = make_app(upstreams={"slow": slow}, store=primary.url, lease_seconds=10.0, keepalive_seconds=0.5,
+                       **config)
         with ServerThread(app) as srv, httpx.Client(timeout=60) as c:
             rid = c.post(f"{srv.url}/v1/responses",
                          json={"input": "x", "model": "slow", "background": True}).json()["id"]
@@ -76,29 +87,56 @@ def test_events_lost_in_a_failover_are_resent_and_every_reader_agrees(caplog: py
                 _wait_role(r, "master")
                 time.sleep(0.4)  # ~40 more events, acknowledged by the primary alone
                 keys = r.keys(f"*{rid}*")
-                assert len(keys) >= 2  # the record and the log (and the lease)
+                assert len(keys) >= 2, r.info("replication")  # the record and the log (and the lease)
                 with p.pipeline(transaction=True) as tx:
                     for key in keys:
                         tx.restore(key, max(r.pttl(key), 0), r.dump(key), replace=True)
                     tx.execute()
                 for chunk in chunks:
                     seen += chunk
-            live_events = _events(seen)
             record = wait_status(c, srv.url, rid, {"completed", "failed", "incomplete"})
             replay = _events(c.get(f"{srv.url}/v1/responses/{rid}", params={"stream": "true"}).content)
-
-        lost = re.findall(r"lost sequence numbers (\d+)\.\.(\d+)", caplog.text)
-        assert lost, "the failover lost nothing: the test did not test the repair"
-        assert int(lost[0][1]) - int(lost[0][0]) >= 10  # most of the ~0.4 s of events in between
-        assert record["status"] == "completed"
-        assert [e["sequence_number"] for e in replay] == list(range(len(replay)))  # no gap, no duplicate
-        assert replay[-1]["type"] == "response.completed"
-        assert live_events == replay
-        deltas = "".join(e["delta"] for e in replay if e["type"] == "response.output_text.delta")
-        assert sum(e["type"] == "response.output_text.delta" for e in replay) == 300
-        assert deltas == replay[-1]["response"]["output"][0]["content"][0]["text"]
+        return Run(_events(seen), replay, record)
     finally:
         p.close()
         r.close()
         primary.stop()
         replica.stop()
+
+
+def _lost(caplog: pytest.LogCaptureFixture) -> tuple[int, int]:
+    lost = re.findall(r"lost sequence numbers (\d+)\.\.(\d+)", caplog.text)
+    assert lost, "the failover lost nothing: the test did not test the repair"
+    first, last = int(lost[0][0]), int(lost[0][1])
+    assert last - first >= 10  # most of the ~0.4 s of events in between
+    return first, last
+
+
+def test_events_lost_in_a_failover_are_resent_and_every_reader_agrees(caplog: pytest.LogCaptureFixture,
+                                                                      tmp_path: Path) -> None:
+    caplog.set_level(logging.WARNING)
+    run = _through_a_lossy_failover(tmp_path)
+    _lost(caplog)
+    replay = run.replay
+    assert run.record["status"] == "completed"
+    assert [e["sequence_number"] for e in replay] == list(range(len(replay)))  # no gap, no duplicate
+    assert replay[-1]["type"] == "response.completed"
+    assert run.live == replay
+    deltas = "".join(e["delta"] for e in replay if e["type"] == "response.output_text.delta")
+    assert sum(e["type"] == "response.output_text.delta" for e in replay) == 300
+    assert deltas == replay[-1]["response"]["output"][0]["content"][0]["text"]
+
+
+def test_a_loss_past_the_resend_buffer_fails_the_response_without_a_hole(caplog: pytest.LogCaptureFixture,
+                                                                         tmp_path: Path) -> None:
+    """Only 2 events kept for resending, ~40 lost: the response ends with `error` `store_unavailable` saying the
+    store lost events, appended right after what the log still holds (which is what every later reader gets)."""
+    caplog.set_level(logging.WARNING)
+    run = _through_a_lossy_failover(tmp_path, redis_resend_entries=2)
+    assert "no longer holds them all to resend" in caplog.text
+    replay = run.replay
+    assert [e["sequence_number"] for e in replay] == list(range(len(replay)))  # no gap, no duplicate
+    assert replay[-1]["type"] == "error" and replay[-1]["code"] == "store_unavailable", replay[-1]
+    assert "lost events" in replay[-1]["message"] and "redis_resend_entries" in replay[-1]["message"]
+    assert run.record["status"] == "failed"
+    assert replay[:-1] == run.live[: len(replay) - 1]  # what survived is what the live reader saw first

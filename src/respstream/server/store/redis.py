@@ -335,7 +335,10 @@ class RedisStore(RedisConversations):
 
             async def on_idle() -> bool:  # quiet for half a lease: is the log lost, or gone?
                 await self._end_if_lost(response_id)
-                return (await self._state(response_id))[0]
+                exists, term = await self._state(response_id)
+                # A terminal the blocked read did not deliver sits at or below what it saw: the log lost its tail
+                # (a failover) and was ended there. Stop; the readers re-read and see where the log really ends.
+                return exists and term is None
 
             def on_exit(done: StreamWatch) -> None:
                 if self._watches.get(response_id) is done:
