@@ -140,3 +140,7 @@ def test_a_loss_past_the_resend_buffer_fails_the_response_without_a_hole(caplog:
     assert "lost events" in replay[-1]["message"] and "redis_resend_entries" in replay[-1]["message"]
     assert run.record["status"] == "failed"
     assert replay[:-1] == run.live[: len(replay) - 1]  # what survived is what the live reader saw first
+    # The live reader had seen events past the new end (on the old primary): its stream ends where it was, without
+    # a terminal (the log's terminal sits below its cursor), instead of hanging (docs/operations.md says so).
+    assert run.live[-1]["sequence_number"] > replay[-1]["sequence_number"]
+    assert run.live[-1]["type"] == "response.output_text.delta"
