@@ -221,7 +221,7 @@ def test_spans_ended_in_another_context_do_not_break_the_current_span() -> None:
     tracing = Tracing(TelemetrySettings(traces="true", otlp_endpoint="http://127.0.0.1:9"))
     ended: list[Any] = []
     assert tracing._recorder is not None
-    tracing._recorder._processor = type("P", (), {"on_end": lambda self, span: ended.append(span)})()
+    tracing._recorder.processor = type("P", (), {"on_end": lambda self, span: ended.append(span)})()
     try:
         span = tracing.span("outer")
 
