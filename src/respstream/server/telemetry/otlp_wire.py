@@ -128,14 +128,14 @@ def _span_flags(parent: Any, trace_flags: int) -> bytes:
 
 
 _FLAGS: dict[int, bytes] = {}  # at most 1024 values: 8 bits of W3C flags, 2 of OTLP's
-_KINDS: dict[Any, bytes] = {}  # a span kind (an enum member) -> its field
+_KINDS: dict[int, bytes] = {}  # id() of a span kind (an enum member, alive as long as its class) -> its field
 _NAMES: dict[str, bytes] = {}  # span names repeat ("route", "chat auto"): each field is kept once encoded
 
 
 def _kind(kind: Any) -> bytes:
-    encoded = _KINDS.get(kind)
+    encoded = _KINDS.get(id(kind))  # by id: an enum member's own __hash__ is Python code
     if encoded is None:
-        encoded = _KINDS[kind] = b"\x30" + _varint(kind.value + 1)  # OTLP kinds start at 1
+        encoded = _KINDS[id(kind)] = b"\x30" + _varint(kind.value + 1)  # OTLP kinds start at 1
     return encoded
 
 
@@ -169,15 +169,15 @@ def _status(status: Any) -> bytes:
     description = status.description
     if not description:  # the common case, one of three values
         code = status.status_code
-        encoded = _CODES.get(code)
+        encoded = _CODES.get(id(code))
         if encoded is None:
-            encoded = _CODES[code] = _field(15, b"\x18" + _varint(code.value) if code.value else b"")
+            encoded = _CODES[id(code)] = _field(15, b"\x18" + _varint(code.value) if code.value else b"")
         return encoded
     code = status.status_code.value
     return _field(15, _field(2, _text(description)) + (b"\x18" + _varint(code) if code else b""))
 
 
-_CODES: dict[Any, bytes] = {}
+_CODES: dict[int, bytes] = {}  # id() of a status code (an enum member) -> the status field without description
 
 
 def encode_span(span: Any) -> bytes:
@@ -253,10 +253,15 @@ _PREFIXES = _Prefixes()
 def encode_export_request(spans: Sequence[Any]) -> bytes:
     """The body of ``POST /v1/traces``: ``spans`` grouped by resource, then by instrumentation scope, in order."""
     groups: dict[int, tuple[Any, dict[int, tuple[Any, list[bytes]]]]] = {}
+    last: tuple[Any, Any] = (None, None)
+    encoded_spans: list[bytes] = []
     for span in spans:
         resource, scope = span.resource, span.instrumentation_scope
-        scopes = groups.setdefault(id(resource), (resource, {}))[1]
-        scopes.setdefault(id(scope), (scope, []))[1].append(_field(2, encode_span(span)))
+        if resource is not last[0] or scope is not last[1]:  # usually every span of a batch shares both
+            scopes = groups.setdefault(id(resource), (resource, {}))[1]
+            encoded_spans = scopes.setdefault(id(scope), (scope, []))[1]
+            last = (resource, scope)
+        encoded_spans.append(_field(2, encode_span(span)))
     out = []
     for resource, scopes in groups.values():
         body = [_PREFIXES.resource(resource)]
