@@ -27,14 +27,15 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["LeanSpan", "SpanRecorder", "current_trace_headers"]
+__all__ = ["NO_SPAN", "NO_SPAN_CM", "LeanSpan", "NoSpan", "SpanRecorder", "current_trace_headers"]
 
 _current: contextvars.ContextVar[LeanSpan | None] = contextvars.ContextVar("respstream_span", default=None)
 _SAMPLED = 0x01
 
 
-class _Unrecorded:
-    """What a child of an unsampled span is: accepts everything, records nothing, and is never current."""
+class NoSpan:
+    """What a disabled tracer hands out, and what a child of an unsampled span is: accepts everything, records
+    nothing, and is never the current span."""
 
     __slots__ = ()
 
@@ -51,7 +52,8 @@ class _Unrecorded:
         pass
 
 
-_UNRECORDED = contextlib.nullcontext(_Unrecorded())
+NO_SPAN = NoSpan()
+NO_SPAN_CM = contextlib.nullcontext(NO_SPAN)
 
 
 class LeanSpan:
@@ -183,7 +185,7 @@ class SpanRecorder:
         parent_span = None if parent_headers else _current.get()
         if parent_span is not None:  # a child: same trace, same decision
             if parent_span.attributes is None:
-                return _UNRECORDED
+                return NO_SPAN_CM
             return LeanSpan(self, name, kind, parent_span.trace_id, self._span_id(), parent_span.trace_flags,
                             parent_span.trace_state, parent_span, _clean(attributes))
         clean = _clean(attributes)
