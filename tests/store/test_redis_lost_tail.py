@@ -18,16 +18,19 @@ too small for the loss, the append fails with ``SequenceGap`` and the log keeps 
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis as sync_redis
 import redis.asyncio as aioredis
 from store_helpers import StoreFactory, collect, entries, new_record
 
+from plugins.redis_cluster import RedisCluster, _cli
 from plugins.redis_server import RedisServer
-from respstream.server.store.base import SequenceGap
+from respstream.server.store.base import SequenceGap, StoreUnavailable
 from respstream.server.store.redis import RedisStore
 
 pytestmark = [pytest.mark.redis, pytest.mark.timeout(90)]
@@ -139,3 +142,66 @@ async def test_a_real_replication_loss_is_repaired(tmp_path: Path) -> None:
         await r.aclose()
         primary.stop()
         replica.stop()
+
+
+def _replica_of(cluster: RedisCluster, primary: int) -> int:
+    nodes = [line.split() for line in _cli(cluster.ports[0], "CLUSTER", "NODES").splitlines() if line.strip()]
+    primary_id = next(f[0] for f in nodes if f[1].split("@")[0].endswith(f":{primary}"))
+    return next(int(f[1].split("@")[0].rsplit(":", 1)[1]) for f in nodes if f[3] == primary_id)
+
+
+async def _read_when_up(store: RedisStore, response_id: str, deadline_s: float = 30) -> list[int]:
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            return [e.sequence_number for e in await store.read(response_id)]
+        except StoreUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def test_a_real_cluster_failover_to_a_replica_that_missed_appends_is_repaired() -> None:
+    """A private 3+3 cluster. The replica of the response's slot is frozen (SIGSTOP), its primary drops the
+    replication link (``CLIENT KILL TYPE replica``), acknowledges 10 more appends and is killed (SIGKILL); the
+    replica, thawed, never got them and takes over. The next append is refused as a gap and the
+    store resends them."""
+    cluster = RedisCluster()
+    cluster.start()
+    store = RedisStore(cluster.url, instance_id="w", prefix="cl:", lease_seconds=2.0)
+    try:
+        record = new_record()
+        await store.create(record)
+        await store.append(record.id, entries(0, 10))
+        primary = cluster.primary_for(store._keys(record.id)[0])
+        replica = _replica_of(cluster, primary)
+        on_replica = sync_redis.Redis(port=replica, single_connection_client=True)
+        on_replica.execute_command("READONLY")  # a cluster replica answers reads on this connection
+        deadline = time.monotonic() + 10
+        while on_replica.xlen(store._keys(record.id)[1]) != 10:  # 0..9 are on the replica
+            assert time.monotonic() < deadline, "the replica never got the first appends"
+            await asyncio.sleep(0.02)
+        on_replica.close()
+        stopped = cluster.processes[replica]
+        stopped.send_signal(signal.SIGSTOP)  # frozen, it cannot reconnect when its link is dropped
+        try:
+            _cli(primary, "CLIENT", "KILL", "TYPE", "replica")
+            await store.append(record.id, entries(10, 20))  # acknowledged by the primary alone
+            cluster.kill(primary)
+        finally:
+            stopped.send_signal(signal.SIGCONT)  # within the node timeout: it stays a candidate for the failover
+        cluster.wait_ok(timeout=60)
+        assert await _read_when_up(store, record.id) == list(range(10)), "the failover lost nothing"
+
+        for _ in range(100):  # the first appends after a failover may still meet the old topology
+            try:
+                await store.append(record.id, entries(20, 30, last_terminal=True))
+                break
+            except StoreUnavailable:
+                await asyncio.sleep(0.2)
+        want = entries(0, 30, last_terminal=True)
+        assert await store.read(record.id) == want
+        assert store.resent == 10
+    finally:
+        await store.aclose()
+        cluster.stop()
