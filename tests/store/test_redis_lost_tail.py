@@ -118,7 +118,11 @@ async def test_a_real_replication_loss_is_repaired(tmp_path: Path) -> None:
         await store.create(record)
         reader = asyncio.create_task(collect(store.tail(record.id)))
         await store.append(record.id, entries(0, 10))
-        assert await p.execute_command("WAIT", 1, 5000) == 1  # 0..9 are on the replica
+        await p.set("replicated", 1)  # after 0..9 in the replication stream: once the replica has it, it has them
+        deadline = time.monotonic() + 10
+        while await r.get("replicated") is None:
+            assert time.monotonic() < deadline, await r.info("replication")
+            await asyncio.sleep(0.02)
         await r.replicaof("NO", "ONE")  # cut off: it keeps 0..9 and misses what follows
         await _role(r, "master")
         await store.append(record.id, entries(10, 20))  # acknowledged by the primary only
