@@ -25,19 +25,18 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterator
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import msgspec
-from redis.exceptions import ClusterError, ReadOnlyError, RedisClusterException, ResponseError, TryAgainError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import ResponseError
 
 from respstream.server.store import redis_scripts as lua
 from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, SequenceGap, StoreUnavailable
 from respstream.server.store.lease import lost_record, renewing, worker_lost_entries
 from respstream.server.store.redis_client import open_clients
 from respstream.server.store.redis_conversations import RedisConversations
+from respstream.server.store.redis_io import CALL_BOUND, bounded, guard
 from respstream.server.store.redis_keys import RedisKeys
 from respstream.server.store.redis_resend import ResendBuffer
 from respstream.server.store.redis_watch import StreamWatch
@@ -47,49 +46,7 @@ __all__ = ["RedisStore"]
 _encode = msgspec.json.Encoder().encode
 _decode_record = msgspec.json.Decoder(ResponseRecord).decode
 _TAIL_BATCH = 1000
-T = TypeVar("T")
 logger = logging.getLogger(__name__)
-
-
-@contextlib.contextmanager
-def _guard() -> Iterator[None]:
-    try:
-        yield
-    except (RedisConnectionError, RedisTimeoutError, OSError, ClusterError, TryAgainError, RedisClusterException,
-            ReadOnlyError) as exc:  # READONLY: the node became a replica (a failover in progress); retried
-        raise StoreUnavailable(f"Redis is unavailable: {exc}") from exc
-    except (AttributeError, RuntimeError) as exc:
-        # redis-py's async connections race with their own disconnect while a cluster node fails over (a write on
-        # a connection whose writer was just dropped: AttributeError; uvloop: "handler is closed" RuntimeError).
-        # Inside this guard only Redis calls run, so these mean "the connection broke": a store outage, retried.
-        raise StoreUnavailable(f"Redis connection broke: {type(exc).__name__}: {exc}") from exc
-
-
-_CALL_BOUND = 5.0  # seconds one store script may take, retries included
-
-
-async def _bounded(call: Awaitable[T], seconds: float = _CALL_BOUND) -> T:
-    """``await call``, giving up after ``seconds`` with ``StoreUnavailable``, WITHOUT cancelling it.
-
-    Why not ``asyncio.timeout``: cancelling a redis-py cluster command while it re-discovers the cluster (its
-    ``initialize()`` after a node failed) takes the ``BaseException`` path there, which closes every connection to
-    every node, in-flight commands and blocked ``XREAD``s on healthy primaries included; they fail, flag the client
-    for another re-discovery, and a failover turns into a storm that keeps healthy slots failing for longer than a
-    lease. Left running, the call ends by itself within redis-py's socket timeouts; the scripts it runs are
-    idempotent (a re-sent append is recognised, a renewal just renews), so giving up on the result is safe.
-    """
-    task = asyncio.ensure_future(call)
-    try:
-        return await asyncio.wait_for(asyncio.shield(task), seconds)
-    except TimeoutError:
-        task.add_done_callback(_consume)
-        raise StoreUnavailable(f"Redis did not answer within {seconds:g} s") from None
-
-
-def _consume(task: asyncio.Future[Any]) -> None:
-    """Retrieve a given-up call's outcome (no "exception was never retrieved" noise)."""
-    if not task.cancelled():
-        task.exception()
 
 
 def _entries(raw: list[tuple[bytes, dict[bytes, bytes]]]) -> tuple[list[LogEntry], bool]:
@@ -149,7 +106,7 @@ class RedisStore(RedisConversations):
     def _io(self) -> Iterator[None]:
         if self._closed:  # a closed client would quietly reconnect; a closed store must not
             raise StoreUnavailable("the Redis store is closed")
-        with _guard():
+        with guard():
             yield
 
     # --- keys -----------------------------------------------------------------------------------------------------
@@ -215,7 +172,7 @@ class RedisStore(RedisConversations):
             args += [e.sequence_number, e.type, e.data, "1" if e.terminal else "0"]
         with self._io():
             # Bounded: during a cluster failover redis-py's retries could otherwise keep a writer waiting for good.
-            result = await _bounded(self._append(keys=list(self._keys(response_id)), args=args))
+            result = await bounded(self._append(keys=list(self._keys(response_id)), args=args))
             if result == b"ok" and entries[-1].terminal:  # ended: no longer a candidate for lost-log checks
                 await self._r.srem(self._leased, response_id)
         return result.decode() if isinstance(result, bytes) else str(result)
@@ -232,6 +189,7 @@ class RedisStore(RedisConversations):
         if result == "missing":
             raise KeyError(response_id)
         if result == "ended":
+            self._resend.forget(response_id)  # ended by someone else (worker_lost, a cancel): nothing to resend
             raise SequenceConflict(f"response {response_id}: the log has already ended")
         if result == "dup":
             raise SequenceConflict(
@@ -384,8 +342,8 @@ class RedisStore(RedisConversations):
 
         async def renew() -> None:  # bounded well inside the lease, so a retry still comes before it runs out
             with self._io():
-                await _bounded(self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms]),
-                               min(_CALL_BOUND, self.lease_seconds / 4))
+                await bounded(self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms]),
+                               min(CALL_BOUND, self.lease_seconds / 4))
 
         try:
             async with renewing(renew, self.lease_seconds / 3):
