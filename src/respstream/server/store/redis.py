@@ -77,6 +77,7 @@ class RedisStore(RedisConversations):
         prefix: str = "respstream:",
         max_tails: int = 10_000,
         resend_entries: int = 256,
+        resend_max_bytes: int = 64 << 20,
     ) -> None:
         self.instance_id = instance_id or uuid.uuid4().hex
         self.lease_seconds = lease_seconds
@@ -93,7 +94,7 @@ class RedisStore(RedisConversations):
         self._watches: dict[str, StreamWatch] = {}
         # Our last `resend_entries` acknowledged entries per unfinished response: a failover that lost them is
         # repaired by resending them (see redis_resend.py). `resent` counts the entries resent so.
-        self._resend = ResendBuffer(resend_entries, max_tails)
+        self._resend = ResendBuffer(resend_entries, resend_max_bytes, max_tails)
         self.resent = 0
         self._append = self._r.register_script(lua.APPEND)
         self._delete = self._r.register_script(lua.DELETE)
@@ -207,7 +208,8 @@ class RedisStore(RedisConversations):
             raise SequenceGap(
                 f"response {response_id}: the log ends at sequence number {last} but this append starts at {start}:"
                 f" it lost {start - last - 1} acknowledged entries (a Redis failover to a replica that had not"
-                f" received them?) and this instance no longer holds them all to resend (redis_resend_entries)",
+                f" received them?) and this instance no longer holds them all to resend (redis_resend_entries,"
+                f" redis_resend_max_bytes)",
                 last + 1)
         logger.warning("response %s: the Redis log lost sequence numbers %d..%d (failover?); resending them",
                     response_id, last + 1, start - 1)
