@@ -209,3 +209,18 @@ def test_children_of_an_unsampled_span_are_not_made_and_the_upstream_gets_its_tr
     version, trace_id, span_id, flags = headers["traceparent"].split("-")
     assert (version, flags) == ("00", "00")
     assert (int(trace_id, 16), int(span_id, 16)) == (request.trace_id, request.span_id)
+
+
+def test_an_ended_span_no_longer_changes() -> None:
+    """After its end a span is the export thread's: later changes (a late callback) are ignored, not raced."""
+    tracing, ended = _recording_tracing()
+    try:
+        with tracing.span("chat auto", {"a": 1}) as span:
+            pass
+        before = encode_export_request(ended)
+        span.set_attribute("b", 2)
+        span.set_attributes({"c": 3})
+        span.record_error(error_type="late")
+    finally:
+        tracing.shutdown()
+    assert ended[0].attributes == {"a": 1} and encode_export_request(ended) == before

@@ -109,19 +109,21 @@ class LeanSpan:
     def recording(self) -> bool:
         return self.attributes is not None
 
+    # Once ended, a span belongs to the export thread, which may be encoding its attributes: changes are ignored.
+
     def set_attribute(self, key: str, value: Any) -> None:
-        if value is not None and self.attributes is not None:
+        if value is not None and self.attributes is not None and self.end_time is None:
             self.attributes[key] = tuple(value) if isinstance(value, list) else value
 
     def set_attributes(self, attributes: Mapping[str, Any]) -> None:
-        if self.attributes is not None:
+        if self.attributes is not None and self.end_time is None:
             for key, value in attributes.items():
                 if value is not None:
                     self.attributes[key] = tuple(value) if isinstance(value, list) else value
 
     def record_error(self, exc: BaseException | None = None, error_type: str | None = None) -> None:
         """The GenAI convention for a failed operation: ``error.type`` and an ERROR status."""
-        if self.attributes is None:
+        if self.attributes is None or self.end_time is not None:
             return
         kind = error_type or (str(getattr(exc, "code", "")) or type(exc).__name__ if exc is not None else "error")
         self.attributes["error.type"] = kind
@@ -186,8 +188,10 @@ class SpanRecorder:
         if parent_span is not None:  # a child: same trace, same decision
             if parent_span.attributes is None:
                 return NO_SPAN_CM
+            clean = {k: (tuple(v) if v.__class__ is list else v) for k, v in attributes.items()
+                     if v is not None} if attributes else {}
             return LeanSpan(self, name, kind, parent_span.trace_id, self._span_id(), parent_span.trace_flags,
-                            parent_span.trace_state, parent_span, _clean(attributes))
+                            parent_span.trace_state, parent_span, clean)
         clean = _clean(attributes)
         parent, sampled, state, trace_id = self._root_decision(name, kind, clean, parent_headers)
         flags = self._flags[_SAMPLED if sampled else 0]
