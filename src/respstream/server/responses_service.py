@@ -19,24 +19,22 @@ from typing import Any
 
 from respstream.server.config import Config
 from respstream.server.context_limit import check_context, context_limit
-from respstream.server.conversation_records import conversation_of
 from respstream.server.dialects import Dialect, get_dialect
-from respstream.server.history import items_from_json, items_to_messages, output_to_items
+from respstream.server.history import items_to_messages, output_to_items
 from respstream.server.http_errors import HTTPError
 from respstream.server.input_files import resolve_file_urls
 from respstream.server.input_items import input_item_records
 from respstream.server.input_parts import check_modalities
-from respstream.server.mcp_tools import McpApproval, McpToolbox
 from respstream.server.metrics import Metrics
 from respstream.server.model_catalog import ModelCatalog
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
+from respstream.server.response_inputs import mcp_toolbox, request_context
 from respstream.server.response_object import new_response, sampling_defaults_of
 from respstream.server.store.base import ResponseRecord, SequenceConflict, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.response import ResponseTelemetry
-from respstream.server.tools.netguard import AddressPolicy
 from respstream.server.truncation import fit_context
 from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
@@ -83,58 +81,8 @@ class ResponseService:
         self.upstream_state: Callable[[str], dict[str, Any] | None] | None = None
 
     # -- create ----------------------------------------------------------------------------------------------------
-    async def _previous(self, rid: str, owner: str | None, local: Store | None) -> ResponseRecord:
-        """The record ``previous_response_id`` names: from the connection-local store first (WebSocket), else the
-        store, where a ``store: false`` response is not found for a connection that has its own cache."""
-        prev = await local.get(rid) if local is not None else None
-        if prev is None:
-            prev = await self.store.get(rid)
-            if prev is not None and local is not None and prev.request.get("store") is False:
-                prev = None  # a store:false response lives only on the socket that made it
-        if prev is None or prev.owner != owner:
-            raise HTTPError(400, "previous_response_not_found", f"Previous response with id '{rid}' not found.",
-                            param="previous_response_id")
-        return prev
-
     async def context(self, req: ResponseRequest, owner: str | None, local: Store | None = None) -> list[InputItem]:
-        items: list[InputItem] = []
-        if req.conversation_id:
-            await conversation_of(self.store, req.conversation_id, owner, implicit=not req.conversation_api)
-            stored = await self.store.conversation(req.conversation_id)
-            items.extend(items_from_json(stored[-self.config.conversation_window :]))
-        if req.previous_response_id:
-            prev = await self._previous(req.previous_response_id, owner, local)
-            items.extend(items_from_json(prev.request.get("context", [])))
-            items.extend(output_to_items(prev.response.get("output", [])))
-        _check_call_outputs(items, req.input)
-        items.extend(req.input)
-        window = self.config.conversation_window + len(req.input)
-        return items[-window:]
-
-    async def _mcp_toolbox(self, req: ResponseRequest, owner: str | None, local: Store | None) -> McpToolbox | None:
-        """The request's MCP servers, with its approval answers matched to their requests (from the input or the
-        previous response). Raises a 400 for an answer to an approval request that cannot be found."""
-        if not req.mcp_servers and not req.mcp_approvals:
-            return None
-        asked = {i.get("id"): i for i in req.mcp_approval_requests}
-        if req.mcp_approvals and req.previous_response_id:
-            prev = await self._previous(req.previous_response_id, owner, local)
-            asked.update({i.get("id"): i for i in prev.response.get("output", [])
-                          if i.get("type") == "mcp_approval_request"})
-        approvals = []
-        for answer in req.mcp_approvals:
-            found = asked.get(answer["approval_request_id"])
-            if found is None:
-                raise HTTPError(400, "invalid_value", "No mcp_approval_request with id "
-                                f"'{answer['approval_request_id'][:80]}' in the input or the previous response.",
-                                param="input")
-            approvals.append(McpApproval(request_id=answer["approval_request_id"],
-                                         server_label=str(found.get("server_label", "")),
-                                         name=str(found.get("name", "")), arguments=str(found.get("arguments", "")),
-                                         approve=answer["approve"], reason=answer.get("reason")))
-        policy = AddressPolicy(self.config.tools.get("fetch_allow", []) or [])
-        return McpToolbox(req.mcp_servers, approvals, policy,
-                          timeout=float(self.config.tools.get("timeout", 30.0) or 30.0))
+        return await request_context(self.store, self.config, req, owner, local)
 
     async def route(self, req: ResponseRequest) -> Any:
         """The routing decision for ``req``. Raises a 400 ``model_not_found`` for an unknown pinned model."""
@@ -185,7 +133,7 @@ class ResponseService:
         pinned = self.catalog.resolve(req.model) != "auto"
         decision = await self.route(req)
         self._check_upstream_up(req, decision)
-        mcp = await self._mcp_toolbox(req, owner, local)
+        mcp = await mcp_toolbox(self.store, self.config, req, owner, local)
         if req.media:
             check_modalities(req.media, decision.model_id, self.catalog.modalities(decision.model_id,
                                                                                    decision.upstream))
@@ -253,35 +201,7 @@ class ResponseService:
                       "gen_ai.input.messages": self.tracing.content(req.input_text)}
         with self.tracing.span(f"chat {req.model}", attributes) as span:
             await self._run_traced(pipeline, record, req, store)
-            self._observe_end(pipeline, record, span)
-
-    def _observe_end(self, pipeline: Pipeline, record: ResponseRecord, span: Any) -> None:
-        """Metrics, span attributes and the access-log fields of a response that has ended."""
-        telemetry = pipeline.telemetry
-        response = pipeline.writer.response
-        usage = response.get("usage") or {}
-        error = response.get("error") or {}
-        model = str(response.get("model") or getattr(pipeline.decision, "model_id", "") or "unknown")
-        input_tokens, output_tokens = usage.get("input_tokens"), usage.get("output_tokens")
-        self.metrics.queue_wait.observe(max(0.0, pipeline.generation_started - telemetry.started)
-                                        if pipeline.generation_started else 0.0)
-        self.metrics.finished(status=record.status, dialect=self.dialect.name, model=model,
-                              seconds=time.perf_counter() - telemetry.started,
-                              error_code=error.get("code") if isinstance(error, dict) else None,
-                              input_tokens=input_tokens, output_tokens=output_tokens)
-        span.set_attributes({"gen_ai.response.model": model, "gen_ai.usage.input_tokens": input_tokens,
-                             "gen_ai.usage.output_tokens": output_tokens,
-                             "gen_ai.response.finish_reasons": [record.status],
-                             "respstream.route.category": getattr(pipeline.decision, "category", None)})
-        if self.tracing.settings.record_content:
-            span.set_attribute("gen_ai.output.messages", self.tracing.content(str(response.get("output_text", ""))))
-        if record.status not in ("completed", "incomplete"):
-            span.record_error(error_type=str(error.get("code") if isinstance(error, dict) and error.get("code")
-                                             else record.status))
-        obs = telemetry.observation
-        if obs is not None:
-            obs.model, obs.outcome = model, record.status
-            obs.input_tokens, obs.output_tokens = input_tokens, output_tokens
+            pipeline.telemetry.observe_end(pipeline, record, span, dialect=self.dialect.name)
 
     async def _run_traced(self, pipeline: Pipeline, record: ResponseRecord, req: ResponseRequest,
                           store: Store) -> None:
@@ -490,16 +410,3 @@ class ResponseService:
         tasks = [r.task for r in self.running.values()]
         if tasks:  # terminals being flushed; a store that is down must not hold the exit forever
             await asyncio.wait(tasks, timeout=max(1.0, grace))
-
-
-def _check_call_outputs(context: list[InputItem], new: list[InputItem]) -> None:
-    """Every ``function_call_output`` must answer a ``function_call`` before it (in the context or the new input):
-    an output for a call that never happened is a client bug, answered with a 400 naming the item."""
-    calls = {i.call_id for i in context if i.type == "function_call"}
-    for index, item in enumerate(new):
-        if item.type == "function_call":
-            calls.add(item.call_id)
-        elif item.type == "function_call_output" and item.call_id not in calls:
-            raise HTTPError(400, "invalid_value",
-                            f"No tool call found for function call output with call_id '{item.call_id}'.",
-                            param=f"input[{index}].call_id")

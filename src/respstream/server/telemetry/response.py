@@ -88,6 +88,36 @@ class ResponseTelemetry:
                     self.metrics.tool_latency.labels(name).observe(seconds)
 
 
+    def observe_end(self, pipeline: Any, record: Any, span: Any, *, dialect: str) -> None:
+        """Metrics, span attributes and the access-log fields of a response that has ended (``pipeline``: its
+        Pipeline, ``record``: its ResponseRecord, ``span``: its response span)."""
+        response = pipeline.writer.response
+        usage = response.get("usage") or {}
+        error = response.get("error") or {}
+        model = str(response.get("model") or getattr(pipeline.decision, "model_id", "") or "unknown")
+        input_tokens, output_tokens = usage.get("input_tokens"), usage.get("output_tokens")
+        if self.metrics is not None:
+            self.metrics.queue_wait.observe(max(0.0, pipeline.generation_started - self.started)
+                                            if pipeline.generation_started else 0.0)
+            self.metrics.finished(status=record.status, dialect=dialect, model=model,
+                                  seconds=time.perf_counter() - self.started,
+                                  error_code=error.get("code") if isinstance(error, dict) else None,
+                                  input_tokens=input_tokens, output_tokens=output_tokens)
+        span.set_attributes({"gen_ai.response.model": model, "gen_ai.usage.input_tokens": input_tokens,
+                             "gen_ai.usage.output_tokens": output_tokens,
+                             "gen_ai.response.finish_reasons": [record.status],
+                             "respstream.route.category": getattr(pipeline.decision, "category", None)})
+        if self.tracing.settings.record_content:
+            span.set_attribute("gen_ai.output.messages", self.tracing.content(str(response.get("output_text", ""))))
+        if record.status not in ("completed", "incomplete"):
+            span.record_error(error_type=str(error.get("code") if isinstance(error, dict) and error.get("code")
+                                             else record.status))
+        obs = self.observation
+        if obs is not None:
+            obs.model, obs.outcome = model, record.status
+            obs.input_tokens, obs.output_tokens = input_tokens, output_tokens
+
+
 class _NullTelemetry(ResponseTelemetry):
     """For a pipeline built without a service (unit tests): spans are no-ops, nothing is measured."""
 

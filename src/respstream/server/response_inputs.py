@@ -1,0 +1,88 @@
+"""What a new response is given from the store: its previous response, its conversation's items, the answers to
+its MCP approval requests. Each is checked against the caller's key: another key's response or conversation is
+"not found", never someone else's data."""
+
+from __future__ import annotations
+
+from respstream.server.config import Config
+from respstream.server.conversation_records import conversation_of
+from respstream.server.history import items_from_json, output_to_items
+from respstream.server.http_errors import HTTPError
+from respstream.server.mcp_tools import McpApproval, McpToolbox
+from respstream.server.requests import InputItem, ResponseRequest
+from respstream.server.store.base import ResponseRecord, Store
+from respstream.server.tools.netguard import AddressPolicy
+
+__all__ = ["check_call_outputs", "mcp_toolbox", "previous_record", "request_context"]
+
+
+async def previous_record(store: Store, rid: str, owner: str | None, local: Store | None) -> ResponseRecord:
+    """The record ``previous_response_id`` names: from the connection-local store first (WebSocket), else the
+    store, where a ``store: false`` response is not found for a connection that has its own cache."""
+    prev = await local.get(rid) if local is not None else None
+    if prev is None:
+        prev = await store.get(rid)
+        if prev is not None and local is not None and prev.request.get("store") is False:
+            prev = None  # a store:false response lives only on the socket that made it
+    if prev is None or prev.owner != owner:
+        raise HTTPError(400, "previous_response_not_found", f"Previous response with id '{rid}' not found.",
+                        param="previous_response_id")
+    return prev
+
+
+async def request_context(store: Store, config: Config, req: ResponseRequest, owner: str | None,
+                          local: Store | None = None) -> list[InputItem]:
+    """The items the model sees: the conversation's last ``conversation_window`` items or the previous response's
+    context and output, then the request's input."""
+    items: list[InputItem] = []
+    if req.conversation_id:
+        await conversation_of(store, req.conversation_id, owner, implicit=not req.conversation_api)
+        stored = await store.conversation(req.conversation_id)
+        items.extend(items_from_json(stored[-config.conversation_window :]))
+    if req.previous_response_id:
+        prev = await previous_record(store, req.previous_response_id, owner, local)
+        items.extend(items_from_json(prev.request.get("context", [])))
+        items.extend(output_to_items(prev.response.get("output", [])))
+    check_call_outputs(items, req.input)
+    items.extend(req.input)
+    window = config.conversation_window + len(req.input)
+    return items[-window:]
+
+
+async def mcp_toolbox(store: Store, config: Config, req: ResponseRequest, owner: str | None,
+                      local: Store | None) -> McpToolbox | None:
+    """The request's MCP servers, with its approval answers matched to their requests (from the input or the
+    previous response). Raises a 400 for an answer to an approval request that cannot be found."""
+    if not req.mcp_servers and not req.mcp_approvals:
+        return None
+    asked = {i.get("id"): i for i in req.mcp_approval_requests}
+    if req.mcp_approvals and req.previous_response_id:
+        prev = await previous_record(store, req.previous_response_id, owner, local)
+        asked.update({i.get("id"): i for i in prev.response.get("output", [])
+                      if i.get("type") == "mcp_approval_request"})
+    approvals = []
+    for answer in req.mcp_approvals:
+        found = asked.get(answer["approval_request_id"])
+        if found is None:
+            raise HTTPError(400, "invalid_value", "No mcp_approval_request with id "
+                            f"'{answer['approval_request_id'][:80]}' in the input or the previous response.",
+                            param="input")
+        approvals.append(McpApproval(request_id=answer["approval_request_id"],
+                                     server_label=str(found.get("server_label", "")),
+                                     name=str(found.get("name", "")), arguments=str(found.get("arguments", "")),
+                                     approve=answer["approve"], reason=answer.get("reason")))
+    policy = AddressPolicy(config.tools.get("fetch_allow", []) or [])
+    return McpToolbox(req.mcp_servers, approvals, policy, timeout=float(config.tools.get("timeout", 30.0) or 30.0))
+
+
+def check_call_outputs(context: list[InputItem], new: list[InputItem]) -> None:
+    """Every ``function_call_output`` must answer a ``function_call`` before it (in the context or the new input):
+    an output for a call that never happened is a client bug, answered with a 400 naming the item."""
+    calls = {i.call_id for i in context if i.type == "function_call"}
+    for index, item in enumerate(new):
+        if item.type == "function_call":
+            calls.add(item.call_id)
+        elif item.type == "function_call_output" and item.call_id not in calls:
+            raise HTTPError(400, "invalid_value",
+                            f"No tool call found for function call output with call_id '{item.call_id}'.",
+                            param=f"input[{index}].call_id")
