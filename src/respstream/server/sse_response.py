@@ -34,8 +34,8 @@ from collections.abc import Callable
 from typing import Any
 
 from respstream.server.dialects import Dialect
+from respstream.server.frames import frame, reader_terminal_frame
 from respstream.server.store.base import Entry, Store, StoreUnavailable
-from respstream.server.writer import frame, reader_terminal_frame
 
 __all__ = ["SLOW_READER_TIMEOUT_SECONDS", "SSE_HEADERS", "EventStreamResponse"]
 
