@@ -179,48 +179,69 @@ class _Conn(asyncio.Protocol):
             return
         if self._buf:
             data, self._buf = self._buf + data, b""
+        # Locals in the loop (one read often holds a hundred chunks); the state goes back to self on every exit.
+        pieces = self.pieces
+        find = data.find
         pos, size = 0, len(data)
-        while pos < size:
-            if self._chunk_crlf:
-                skip = min(self._chunk_crlf, size - pos)
-                pos += skip
-                self._chunk_crlf -= skip
-                continue
-            if self._chunk_left:
-                take = min(self._chunk_left, size - pos)
-                piece = data[pos : pos + take] if take != size else data
-                self.pieces.append(piece)
-                self.buffered += take
-                pos += take
-                self._chunk_left -= take
-                if not self._chunk_left:
-                    self._chunk_crlf = 2
-                continue
-            if self._done_trailers:  # after the last chunk: trailers until an empty line
-                end = data.find(b"\r\n", pos)
+        left, crlf = self._chunk_left, self._chunk_crlf
+        added = 0
+        try:
+            while pos < size:
+                if crlf:
+                    skip = min(crlf, size - pos)
+                    pos += skip
+                    crlf -= skip
+                    continue
+                if left:
+                    take = min(left, size - pos)
+                    pieces.append(data[pos : pos + take] if take != size else data)
+                    added += take
+                    pos += take
+                    left -= take
+                    if not left:
+                        crlf = 2
+                    continue
+                if self._done_trailers:  # after the last chunk: trailers until an empty line
+                    end = find(b"\r\n", pos)
+                    if end < 0:
+                        self._buf = data[pos:]
+                        return
+                    if end == pos:
+                        self.eof = True
+                        return
+                    pos = end + 2
+                    continue
+                end = find(b"\r\n", pos)
                 if end < 0:
                     self._buf = data[pos:]
+                    if len(self._buf) > _MAX_SIZE_LINE:
+                        self._fail("chunk size line too long")
                     return
-                if end == pos:
-                    self.eof = True
+                line = data[pos:end]
+                try:
+                    left = int(line, 16)  # bytes, surrounding blanks allowed; an extension (";...") fails here
+                except ValueError:
+                    try:
+                        left = int(line.split(b";", 1)[0].strip(), 16)
+                    except ValueError:
+                        left = -1
+                if left < 0:
+                    left = 0
+                    self._fail(f"bad chunk size {line[:40]!r}")
                     return
                 pos = end + 2
-                continue
-            end = data.find(b"\r\n", pos)
-            if end < 0:
-                self._buf = data[pos:]
-                if len(self._buf) > _MAX_SIZE_LINE:
-                    self._fail("chunk size line too long")
-                return
-            line = data[pos:end].split(b";", 1)[0].strip()
-            try:
-                self._chunk_left = int(line, 16)
-            except ValueError:
-                self._fail(f"bad chunk size {line[:40]!r}")
-                return
-            pos = end + 2
-            if self._chunk_left == 0:
-                self._done_trailers = True
+                if left == 0:
+                    self._done_trailers = True
+                    continue
+                stop = pos + left
+                if stop + 2 <= size:  # the whole chunk and its CRLF are in this read: one step
+                    pieces.append(data[pos:stop])
+                    added += left
+                    pos = stop + 2
+                    left = 0
+        finally:
+            self._chunk_left, self._chunk_crlf = left, crlf
+            self.buffered += added
 
     # -- the reader's side ---------------------------------------------------------------------------------------
 
