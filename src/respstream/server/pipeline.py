@@ -2,9 +2,11 @@
 
 How this works: the routing decision is made before streaming (an unknown pinned model must be a 400), so
 :meth:`Pipeline.run` starts by announcing it (``response.routing.completed``, skipped for a pinned model). Each
-*round* streams one upstream generation into the writer, flushing once per upstream chunk (one store append, one
-reader wakeup). A round that ends in tool calls runs the server tools (announced, run, finished with output and
-status) and loops back into the model, up to ``max_tool_rounds``; a client function tool ends the response with the
+*round* streams one upstream generation into the writer (:mod:`~respstream.server.round_collector`), a batch per
+upstream read when the upstream offers ``generate_batches``; on a store without a synchronous append the writer
+group-commits (a write in flight, the events that come meanwhile queued for the next: ``flush_behind``). A round
+that ends in tool calls runs the server tools (announced, run, finished with output and status) and loops back into
+the model, up to ``max_tool_rounds``; a client function tool ends the response with the
 call in ``output`` (:mod:`~respstream.server.tool_rounds`). *Ground first*: before the first round, one server
 tool picked from the input and the route may run and its result goes to the model
 (:mod:`~respstream.server.ground_first_step`); a computed result is checked against the final text
@@ -36,24 +38,17 @@ from typing import Any, Protocol
 from respstream.server.citations import CitationSources, Source, find_citations, with_source_list
 from respstream.server.ground_first_step import GroundFirst
 from respstream.server.grounded_answer import Fact, GroundedFacts
-from respstream.server.item_relay import ItemRelay
 from respstream.server.mcp_tools import McpToolbox, McpToolError
 from respstream.server.requests import ResponseRequest
+from respstream.server.round_collector import RoundCollector
 from respstream.server.store.base import SequenceConflict, StoreUnavailable
 from respstream.server.structured_output import check_output
 from respstream.server.telemetry.observation import current_attempt
 from respstream.server.telemetry.response import NULL_TELEMETRY, ResponseTelemetry
-from respstream.server.tool_rounds import RoundResult, ToolCall, ToolCrashed, ToolRounds
+from respstream.server.tool_rounds import RoundResult, ToolCrashed, ToolRounds
 from respstream.server.upstream.base import (
     Finish,
     GenerationRequest,
-    PassedItemAdded,
-    PassedItemDone,
-    PassedItemEvent,
-    ReasoningDelta,
-    RefusalDelta,
-    TextDelta,
-    ToolCallDelta,
     Upstream,
     UpstreamError,
     Usage,
@@ -289,47 +284,42 @@ class Pipeline(GroundFirst, ToolRounds):
             temperature=self.request.temperature,
             options=chat_options(self.request, tools_offered=bool(specs)),
         )
-        text: list[str] = []
-        calls: dict[int, ToolCall] = {}
-        finish = Finish("stop")
-        relay = ItemRelay(w)  # a native Responses upstream's hosted-tool and reasoning items (item_relay.py)
-        first = True
-        stream: AsyncIterator[Any] = upstream.generate(gen_request)
-        async with aclosing(stream):  # type: ignore[type-var]
-            async for chunk in stream:
-                kind = type(chunk)
-                if first:
-                    first = False
-                    self._first_chunk(kind)
-                if kind is TextDelta:
-                    if chunk.text:
-                        text.append(chunk.text)
-                        w.text_delta(chunk.text, chunk.logprobs)
-                elif kind is ReasoningDelta:
-                    if chunk.text:
-                        w.reasoning_delta(chunk.text)
-                elif kind is RefusalDelta:
-                    if chunk.text:
-                        w.refusal_delta(chunk.text)
-                elif kind is ToolCallDelta:
-                    call = calls.get(chunk.index)
-                    if call is None:
-                        call = calls[chunk.index] = ToolCall(chunk.call_id or f"call_{w.record.id[-8:]}_{chunk.index}",
-                                                          chunk.name or "")
-                    call.arguments.append(chunk.arguments)
-                elif kind is PassedItemEvent:
-                    relay.event(chunk)
-                elif kind is PassedItemAdded:
-                    relay.added(chunk)
-                elif kind is PassedItemDone:
-                    relay.done(chunk)
-                elif kind is Finish:
-                    finish = chunk
-                    w.note_repairs(chunk.repairs)
-                    break
-                if w.needs_flush_await:
-                    await w.flush()  # stores without a synchronous append: one append per chunk
-        return RoundResult(finish, "".join(text), [calls[i] for i in sorted(calls)] if offer_tools else [])
+        collector = RoundCollector(w, self._first_chunk)
+        # A store without a synchronous append (SQLite, Redis) gets group commit: a write starts as soon as there is
+        # something to write, and what comes while it runs goes in the next one. The memory store batches by itself
+        # (one append per event-loop turn).
+        group = w.needs_flush_await
+        try:
+            batches = getattr(upstream, "generate_batches", None)
+            if batches is not None:
+                # Everything one upstream read held at once, as one batch: one generator hop instead of one per
+                # chunk. Only what is already here: nothing waits for more.
+                batch_stream: AsyncIterator[list[Any]] = batches(gen_request)
+                async with aclosing(batch_stream):  # type: ignore[type-var]
+                    async for batch in batch_stream:
+                        finished = collector.take_all(batch)
+                        if group:
+                            await w.flush_behind()
+                        if finished:
+                            break
+            else:
+                stream: AsyncIterator[Any] = upstream.generate(gen_request)
+                take = collector.take
+                async with aclosing(stream):  # type: ignore[type-var]
+                    async for chunk in stream:
+                        if take(chunk):
+                            break
+                        if group:
+                            await w.flush_behind()
+        except asyncio.CancelledError:
+            raise  # the terminal's flush waits for the write in flight
+        except BaseException:
+            if group:
+                await w.settle()  # a write that failed meanwhile (the log was taken from us) says so first
+            raise
+        if group:
+            await w.flush()  # the round's events are all in the store before tools, rewrite or the terminal
+        return collector.result(offer_tools)
 
     def _first_chunk(self, kind: type) -> None:
         attempt = current_attempt()

@@ -89,6 +89,42 @@ class LogFlushing:
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.5)
 
+    # Group commit: at most this many events wait behind a write still in flight before flush_behind() waits for it.
+    group_commit_max: int = 1024
+
+    async def flush_behind(self) -> None:
+        """Group commit, for a store without a synchronous append while a round streams (SQLite, Redis): start a
+        write of what is queued when none is in flight, else leave it queued, so the events that come while one
+        write runs go together in the next one (one append, one transaction, one reader wake-up for all of them).
+
+        Nothing waits for more events: the first write starts at once. This waits only when more than
+        ``group_commit_max`` events are queued behind a write still in flight (backpressure), or to retry a write
+        that found the store unavailable (as :meth:`flush`). Another failure of a write is raised by the next call,
+        or by :meth:`settle` / :meth:`flush`, which a round ends with. Writes stay one at a time and in order.
+        """
+        task = self._inflight
+        if task is not None:
+            if not task.done() and len(self._pending) < self.group_commit_max:
+                return
+            try:
+                await asyncio.shield(task)
+            except StoreUnavailable:  # its batch is back in front of the queue: retry as flush() does
+                self._inflight = None
+                await self.flush()
+                return
+            finally:
+                if task.done():
+                    self._inflight = None
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self._inflight = asyncio.ensure_future(self._store_batch(batch))
+
+    async def settle(self) -> None:
+        """Wait for the write in flight, if any; raise its failure (``StoreUnavailable`` excepted: that batch is
+        queued again for the next flush)."""
+        if self._inflight is not None:
+            await self._settle()
+
     async def _flush_once(self) -> None:
         if self._inflight is not None:
             await self._settle()
