@@ -20,7 +20,7 @@ from fakes.chat_server import Done, FakeChatCompletionsServer, Raw, Sleep, finis
 from respstream.server.upstream.base import Chunk, GenerationRequest, TextDelta
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream, simple_data_events
 from respstream.server.upstream.chunks import ChunkTranslator
-from respstream.server.upstream.http_stream import ProtocolError, _Conn
+from respstream.server.upstream.http_stream import ProtocolError, _Conn, _Dechunker
 
 REQUEST = GenerationRequest(model="fake-model", messages=[{"role": "user", "content": "hi"}])
 
@@ -52,10 +52,17 @@ def _chunked(pieces: list[bytes], extension: bool, trailers: bool) -> bytes:
     return out + b"0\r\n" + (b"x-trailer: 1\r\n" if trailers else b"") + b"\r\n"
 
 
-def _feed(data: bytes, cuts: list[int]) -> tuple[bytes, _Conn]:
+def _body_conn(fast: bool) -> _Conn:
+    """A connection past a ``chunked`` response head: de-chunking with httptools (``fast``) or the Python loop."""
     conn = _Conn(("http", "x", 1), max_buffer=1 << 30)
     conn._in_body = True
     conn._chunked = True
+    conn._dechunker = _Dechunker(conn) if fast else None
+    return conn
+
+
+def _feed(data: bytes, cuts: list[int], fast: bool) -> tuple[bytes, _Conn]:
+    conn = _body_conn(fast)
     out = b""
     start = 0
     for cut in [*sorted({c % (len(data) + 1) for c in cuts}), len(data)]:
@@ -73,21 +80,28 @@ def _feed(data: bytes, cuts: list[int]) -> tuple[bytes, _Conn]:
     cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=12),
     extension=st.booleans(),
     trailers=st.booleans(),
+    fast=st.booleans(),
 )
 def test_dechunking_any_read_boundaries_gives_the_body(pieces: list[bytes], cuts: list[int], extension: bool,
-                                                      trailers: bool) -> None:
-    body, conn = _feed(_chunked(pieces, extension, trailers), cuts)
+                                                      trailers: bool, fast: bool) -> None:
+    body, conn = _feed(_chunked(pieces, extension, trailers), cuts, fast)
     assert body == b"".join(pieces)
     assert conn.eof and conn.error is None and conn.buffered == 0
 
 
+@pytest.mark.parametrize("fast", [True, False])
 @pytest.mark.parametrize("size_line", [b"-5", b"zz", b"; only-an-extension"])
-def test_a_bad_chunk_size_is_a_protocol_error(size_line: bytes) -> None:
-    conn = _Conn(("http", "x", 1), max_buffer=1 << 20)
-    conn._in_body = True
-    conn._chunked = True
+def test_a_bad_chunk_size_is_a_protocol_error(size_line: bytes, fast: bool) -> None:
+    conn = _body_conn(fast)
     conn._body(size_line + b"\r\nabc\r\n")
-    assert isinstance(conn.error, ProtocolError) and "bad chunk size" in str(conn.error)
+    assert isinstance(conn.error, ProtocolError) and "bad chunk" in str(conn.error)
+
+
+def test_a_chunked_response_is_dechunked_by_httptools_when_installed() -> None:
+    conn = _Conn(("http", "x", 1), max_buffer=1 << 20)
+    conn.data_received(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+    assert conn._dechunker is not None  # the fast extra is in the default install
+    assert conn.take() == b"abc" and conn.eof
 
 
 def _payload(obj: dict[str, Any]) -> bytes:
@@ -181,3 +195,58 @@ async def test_generate_is_the_batches_flattened(fake: FakeChatCompletionsServer
         await upstream.aclose()
     assert one_by_one == batched and one_by_one[-1].reason == "stop"  # type: ignore[union-attr]
     await asyncio.sleep(0)
+
+
+_payload_choice = st.sampled_from([
+    _payload(_content("plain")), _payload(_content(" é\\n\"q\"")), _payload(_content("")),
+    _payload(_content("a <think>b")), _payload(_content("c", "stop")), _payload(_content("d", "length")),
+    _payload({"choices": []}), _payload({"choices": [{"index": 0, "delta": None, "finish_reason": "stop"}]}),
+    _payload({"choices": [{"index": 0, "delta": {"reasoning_content": "r"}}]}),
+    _payload({"choices": [{"index": 0, "delta": {"refusal": "no"}}]}),
+    _payload({"choices": [{"index": 0, "delta": {"content": "x"}, "logprobs": {"content": []}}]}),
+    _payload({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c", "function": {
+        "name": "f", "arguments": "{}"}}]}}]}),
+    _payload(usage(1, 2).obj), _payload({"error": {"message": "boom"}}),
+    _payload({"choices": [{"index": 0, "delta": {"content": 5}}]}),  # a wrong type: the lenient path
+    b"[DONE]", b" [DONE] ", b'{"choices":[]},{"choices":[]}', b"not json", b"",
+])
+
+
+def _each(payloads: list[bytes]) -> tuple[list[Chunk] | str, bool]:
+    translator = ChunkTranslator()
+    out: list[Chunk] = []
+    try:
+        for payload in payloads:
+            out += translator.feed(payload)
+            if translator.done:
+                break
+        return out + translator.finish(), translator.done
+    except ValueError as exc:
+        return str(exc), translator.done
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_payload_choice, max_size=10))
+def test_feed_plain_then_one_by_one_is_feed_one_by_one(payloads: list[bytes]) -> None:
+    translator = ChunkTranslator()
+    got: list[Chunk] | str
+    try:
+        out, taken = translator.feed_plain(payloads)
+        assert 0 <= taken <= len(payloads)
+        for payload in payloads[taken:]:
+            if translator.done:
+                break
+            out += translator.feed(payload)
+        got = out + translator.finish()
+    except ValueError as exc:
+        got = str(exc)
+    assert (got, translator.done) == _each(payloads)
+
+
+def test_feed_plain_takes_a_whole_plain_read_including_finish_usage_and_done() -> None:
+    payloads = [_payload(_content(w)) for w in ("a", "b", "c")]
+    payloads += [_payload(_content("", "stop")), _payload(usage(2, 3).obj), b"[DONE]"]
+    translator = ChunkTranslator()
+    out, taken = translator.feed_plain(payloads)
+    assert taken == len(payloads) and translator.done
+    assert out == [TextDelta("a"), TextDelta("b"), TextDelta("c")]

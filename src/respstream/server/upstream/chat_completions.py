@@ -418,9 +418,10 @@ class ChatCompletionsUpstream:
                 if payloads is None:
                     payloads, failed = self._decode_slow(decoder, raw, yielded)
                     at_boundary = raw.endswith(b"\n\n")
-                batch: list[Chunk] = []
+                # The bulk of a stream (text, finish, usage) decoded in one call; whatever follows one by one.
+                batch, taken = translator.feed_plain(payloads)
                 feed = translator.feed
-                for payload in payloads:
+                for payload in payloads[taken:] if taken else payloads:
                     try:
                         batch += feed(payload)
                     except ValueError as exc:
