@@ -123,6 +123,14 @@ def main() -> int:
     print(f"{'telemetry':12} {'M instr.':>9} {'vs off':>8}")
     for name, value in per_response.items():
         print(f"{name:12} {value / 1e6:9.3f} {value / base:8.3f}x")
+    if "traces" in per_response and "traces@0" in per_response:
+        # Which responses a ratio samples is random (binomial), so a measured traces@0.1 moves from run to run;
+        # its expectation follows from the two deterministic ends: r * all sampled + (1 - r) * none sampled.
+        sampled, unsampled = per_response["traces"], per_response["traces@0"]
+        for ratio in (0.1, 0.01):
+            expected = ratio * sampled + (1 - ratio) * unsampled
+            print(f"expected at ratio {ratio}: {expected / 1e6:.3f} M, {expected / base:.3f}x of off "
+                  f"(from traces and traces@0)")
     return 0
 
 

@@ -46,6 +46,8 @@ ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 
 CONFIGS = {
     "off": {"metrics": False, "traces": "false"},
+    # The control: a second gateway exactly like "off". How far it lands from "off" is this run's noise floor.
+    "off (control)": {"metrics": False, "traces": "false"},
     "metrics": {"metrics": True, "traces": "false"},
     "metrics+traces": {"metrics": True, "traces": "true"},
     "metrics+traces@0.1": {"metrics": True, "traces": "true", "trace_sample_ratio": 0.1},
@@ -56,7 +58,7 @@ def start_gateway(name: str, folder: Path, collector: str) -> Proc:
     telemetry = dict(CONFIGS[name])
     if telemetry["traces"] == "true":
         telemetry["otlp_endpoint"] = collector
-    config = folder / f"{name.replace('+', '-').replace('@', '-')}.json"
+    config = folder / f"gateway-{list(CONFIGS).index(name)}.json"
     config.write_text(json.dumps({"telemetry": telemetry, "logging": {"access_log": False}}))
     port = free_port()
     argv = [str(VENV_BIN / "respstream"), "serve", "--port", str(port), "--upstream", f"scripted:{DELTAS}",
@@ -131,6 +133,9 @@ def main() -> int:
     for name, rates in results.items():
         median, median_cpu = statistics.median(rates), statistics.median(cpu[name])
         print(f"{name:18} {median:10,.0f} {median / base:8.3f}x {median_cpu:13.2f} {median_cpu / base_cpu:8.3f}x")
+    control = statistics.median(cpu["off (control)"]) / base_cpu
+    print(f"\nnoise floor: the control gateway (same as off) measured {control:.3f}x CPU per event and "
+          f"{statistics.median(results['off (control)']) / base:.3f}x events/s of off")
     for name in ("metrics+traces", "metrics+traces@0.1"):
         full = statistics.median(results[name]) / base
         full_cpu = statistics.median(cpu[name]) / base_cpu

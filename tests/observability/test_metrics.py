@@ -37,10 +37,14 @@ def test_histograms_count_every_response_served() -> None:
         config = Config(upstreams=[fake.url], upstream_options={"retries": 0})
         with ServerThread(create_app(config)) as gw, httpx.Client(base_url=gw.base_url, timeout=30) as c:
             served = 0
+            streamed_events = []
             for i in range(4):  # two streamed, two as JSON
                 if i % 2:
                     with c.stream("POST", "/responses", json={"input": f"hi {i}", "stream": True}) as r:
-                        assert b"response.completed" in r.read()
+                        body = r.read()
+                        assert b"response.completed" in body
+                        streamed_events.append(sum(1 for line in body.split(b"\n")
+                                                   if line.startswith(b"data: ") and line != b"data: [DONE]"))
                 else:
                     assert c.post("/responses", json={"input": f"hi {i}", "stream": False}).json()["status"] == \
                         "completed"
@@ -60,7 +64,9 @@ def test_histograms_count_every_response_served() -> None:
     assert _value(samples, "respstream_errors_total", code="http_400") == 1
     assert _value(samples, "respstream_open_streams") == 0
     assert _value(samples, "respstream_running_generations") == 0
-    assert _value(samples, "respstream_events_total") > served * 5
+    # Every response (streamed or not) emitted the same events; the counter is exact at a scrape.
+    assert streamed_events[0] == streamed_events[1] > 5
+    assert _value(samples, "respstream_events_total") == streamed_events[0] * served
     # The TTFT histogram's buckets are cumulative and end at +Inf with the count.
     inf = _value(samples, "respstream_time_to_first_token_seconds_bucket", le="+Inf")
     assert inf == served
@@ -142,3 +148,17 @@ def test_bad_telemetry_table_is_a_config_error(bad: dict[str, object], tmp_path:
     with pytest.raises(ConfigError) as info:
         load_config(str(path))
     assert "telemetry" in str(info.value)
+
+
+def test_events_counted_in_batches_are_all_in_every_scrape() -> None:
+    from respstream.server.metrics import EVENTS_BATCH, Metrics
+
+    metrics = Metrics(multiprocess_dir="")
+    for _ in range(EVENTS_BATCH + 5):  # one flush of one event at a time, no response ended yet
+        metrics.count_events(1)
+    assert metrics.events._value.get() == EVENTS_BATCH  # published when the batch filled
+    assert _value(_samples(metrics.render().decode()), "respstream_events_total") == EVENTS_BATCH + 5
+    metrics.count_events(3)
+    metrics.finished(status="completed", dialect="openai", model="m", seconds=0.1, error_code=None,
+                     input_tokens=None, output_tokens=None)
+    assert metrics.events._value.get() == EVENTS_BATCH + 8

@@ -140,3 +140,87 @@ def test_length_prefixes_at_varint_boundaries(size: int) -> None:
     tracer, keep = _tracer()
     tracer.start_span("s", attributes={"blob": "y" * size}).end()
     _same_as_sdk(keep.spans)
+
+
+def _recording_tracing(ratio: float = 1.0) -> tuple[Any, list[Any]]:
+    """The gateway's own Tracing with its processor replaced by a list: the ended spans, as recorded."""
+    from respstream.server.telemetry.settings import TelemetrySettings
+    from respstream.server.telemetry.tracing import Tracing
+
+    tracing = Tracing(TelemetrySettings(traces="true", otlp_endpoint="http://127.0.0.1:9", trace_sample_ratio=ratio))
+    ended: list[Any] = []
+    assert tracing._recorder is not None
+    tracing._recorder.processor = type("P", (), {"on_end": lambda self, span: ended.append(span)})()
+    return tracing, ended
+
+
+def test_the_gateways_lean_spans_encode_like_their_sdk_readable_spans() -> None:
+    """LeanSpan goes to the processor and encoder as it is; the SDK's encoder reads its ReadableSpan twin, and
+    both bodies are the same bytes (so, by the tests above, the same message as the SDK's)."""
+    tracing, ended = _recording_tracing()
+    client = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03", "tracestate": "vendor=abc"}
+    try:
+        with tracing.span("POST /v1/responses", {"http.request.method": "POST", "none": None, "list": ["a", "b"]},
+                          kind="server", parent_headers=client) as request:
+            with tracing.span("chat auto", {"gen_ai.request.model": "auto"}) as response:
+                with tracing.span("chat m", {"gen_ai.operation.name": "chat"}, kind="client") as attempt:
+                    attempt.set_attribute("respstream.upstream.connect_ms", 1.25)
+                    attempt.record_error(error_type="upstream_error")
+                with pytest.raises(RuntimeError), tracing.span("execute_tool web_search", {"n": 3}):
+                    raise RuntimeError("tool broke")
+                response.set_attributes({"gen_ai.usage.output_tokens": 7, "gen_ai.response.finish_reasons": ["stop"]})
+            request.update_name("POST /v1/responses")
+        with tracing.span("route", {"unicode": "Grüße 🚀", "float": 0.5, "bool": True}):
+            pass
+    finally:
+        tracing.shutdown()
+    assert [s.name for s in ended] == ["chat m", "execute_tool web_search", "chat auto", "POST /v1/responses",
+                                       "route"]
+    readable = [span.readable() for span in ended]
+    assert all(isinstance(span, ReadableSpan) for span in readable)
+    assert encode_export_request(ended) == encode_export_request(readable)
+    decoded = {s.name: s for s in _spans(_same_as_sdk(readable))}
+    assert decoded["POST /v1/responses"].trace_id.hex() == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert decoded["POST /v1/responses"].trace_state == "vendor=abc"
+    ours = {s.name: s for s in _spans(_decode(encode_export_request(ended)))}
+    assert ours["POST /v1/responses"].flags & 0xFF == 0x03  # the client's other flag bit is kept
+    assert decoded["chat m"].parent_span_id == decoded["chat auto"].span_id
+    assert decoded["chat m"].status.code == StatusCode.ERROR.value
+    assert decoded["execute_tool web_search"].status.message == "tool broke"
+    assert decoded["route"].parent_span_id == b""  # a new trace: no parent
+    assert decoded["route"].trace_id != decoded["chat m"].trace_id
+
+
+def test_children_of_an_unsampled_span_are_not_made_and_the_upstream_gets_its_traceparent() -> None:
+    from respstream.server.telemetry.spans import current_trace_headers
+
+    tracing, ended = _recording_tracing(ratio=0.0)
+    try:
+        with tracing.span("POST /v1/responses", kind="server") as request:
+            with tracing.span("chat auto") as response, tracing.span("chat m", kind="client") as attempt:
+                attempt.set_attribute("x", 1)  # accepted, recorded nowhere
+                attempt.record_error(error_type="e")
+                headers = current_trace_headers()
+            assert response is attempt  # the one shared unrecorded span
+            assert current_trace_headers() == headers
+    finally:
+        tracing.shutdown()
+    assert ended == []
+    version, trace_id, span_id, flags = headers["traceparent"].split("-")
+    assert (version, flags) == ("00", "00")
+    assert (int(trace_id, 16), int(span_id, 16)) == (request.trace_id, request.span_id)
+
+
+def test_an_ended_span_no_longer_changes() -> None:
+    """After its end a span is the export thread's: later changes (a late callback) are ignored, not raced."""
+    tracing, ended = _recording_tracing()
+    try:
+        with tracing.span("chat auto", {"a": 1}) as span:
+            pass
+        before = encode_export_request(ended)
+        span.set_attribute("b", 2)
+        span.set_attributes({"c": 3})
+        span.record_error(error_type="late")
+    finally:
+        tracing.shutdown()
+    assert ended[0].attributes == {"a": 1} and encode_export_request(ended) == before

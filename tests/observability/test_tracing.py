@@ -221,7 +221,7 @@ def test_spans_ended_in_another_context_do_not_break_the_current_span() -> None:
     tracing = Tracing(TelemetrySettings(traces="true", otlp_endpoint="http://127.0.0.1:9"))
     ended: list[Any] = []
     assert tracing._recorder is not None
-    tracing._recorder._processor = type("P", (), {"on_end": lambda self, span: ended.append(span)})()
+    tracing._recorder.processor = type("P", (), {"on_end": lambda self, span: ended.append(span)})()
     try:
         span = tracing.span("outer")
 
@@ -237,3 +237,32 @@ def test_spans_ended_in_another_context_do_not_break_the_current_span() -> None:
         assert [s.name for s in ended] == ["outer"]
     finally:
         tracing.shutdown()
+
+
+def test_the_sdks_own_export_takes_our_spans_as_its_readable_spans(receiver: OTLPReceiver) -> None:
+    """WireSpanExporter falls back to the SDK's own export (and encoder) should the SDK's HTTP client change; that
+    path gets ``LeanSpan.readable()``: the SDK's own span type, which its exporter sends as it is."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from respstream.server.telemetry.settings import TelemetrySettings
+    from respstream.server.telemetry.tracing import Tracing
+
+    tracing = Tracing(TelemetrySettings(traces="true", otlp_endpoint=receiver.endpoint))
+    recorder = tracing._recorder
+    assert recorder is not None
+    exporter = recorder.processor.span_exporter
+    ended: list[Any] = []
+    recorder.processor = type("P", (), {"on_end": lambda self, span: ended.append(span)})()
+    try:
+        with (tracing.span("POST /v1/responses", {"http.request.method": "POST"}, kind="server"),
+              tracing.span("chat auto", {"gen_ai.usage.output_tokens": 3}) as response):
+            response.record_error(error_type="upstream_error")
+        assert OTLPSpanExporter.export(exporter, [span.readable() for span in ended]) == SpanExportResult.SUCCESS
+        spans = receiver.wait_for("POST /v1/responses")
+    finally:
+        tracing.shutdown()
+    response_span = _one(spans, "chat auto")
+    assert response_span.parent_span_id == _one(spans, "POST /v1/responses").span_id
+    assert response_span.attributes["gen_ai.usage.output_tokens"] == 3
+    assert response_span.attributes["error.type"] == "upstream_error"

@@ -6,7 +6,8 @@ Endpoints (DESIGN §4): ``POST /v1/responses``; ``GET /v1/responses/{id}`` (JSON
 ``/static`` and ``/favicon.ico``. Every answer carries ``x-request-id``; every error before streaming is the
 envelope of http_errors.
 
-Components (router, tools, rewriter, store) are passed in by tests, or built from the config at startup.
+Components (router, tools, rewriter, store; :mod:`components`) are passed in by tests, or built from the config at
+startup. Every request first passes :mod:`request_scope` (request id, span, access log).
 """
 
 from __future__ import annotations
@@ -14,45 +15,38 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import importlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
-from starlette.types import Message, Receive, Scope, Send
 
 from respstream.server.auth import KeyStore
 from respstream.server.compaction import compact
+from respstream.server.components import Components, build_components, build_store
 from respstream.server.config import Config
 from respstream.server.conversations import conversation_routes
-from respstream.server.http_errors import HTTPError, error_response
+from respstream.server.http_errors import HTTPError, exception_handlers
 from respstream.server.input_items import input_tokens, list_input_items
 from respstream.server.limits import RateLimiter, StreamGate
 from respstream.server.metrics import CONTENT_TYPE, Metrics, NoMetrics
 from respstream.server.openapi import openapi_document
-from respstream.server.pipeline import RewriterLike, RouterLike, ToolsLike
+from respstream.server.request_scope import GatewayApp
 from respstream.server.requests import parse_request
 from respstream.server.responses_service import TERMINAL_STATUSES, ResponseService
 from respstream.server.sse_response import EventStreamResponse
-from respstream.server.store.base import Store, StoreUnavailable
-from respstream.server.store.factory import is_memory_url, open_store
-from respstream.server.store.memory import MemoryStore
-from respstream.server.store.split import SplitStore, backend_of
-from respstream.server.telemetry import RequestObservation, Tracing, current_request, log_access
+from respstream.server.store.base import Store
+from respstream.server.store.split import backend_of
+from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.health import HealthMonitor
-from respstream.server.telemetry.observation import reset_request, set_request
-from respstream.server.upstream_watch import UpstreamWatch, configure_upstreams, startup_warnings
-from respstream.server.web_security import COMMON_HEADERS, PLAYGROUND_HEADERS, check_open_request
+from respstream.server.upstream_watch import UpstreamWatch, startup_warnings
 from respstream.server.websocket import serve_websocket
 
 if TYPE_CHECKING:
@@ -62,140 +56,6 @@ __all__ = ["Components", "GatewayApp", "build_store", "create_app"]
 
 log = logging.getLogger("respstream.server")
 STATIC_DIR = Path(__file__).parent / "static"
-
-
-@dataclass(slots=True)
-class Components:
-    """What the app runs on. Missing pieces are built from the config at startup (see :func:`build_components`)."""
-
-    store: Store | None = None
-    router: RouterLike | None = None
-    tools: ToolsLike | None = None
-    rewriter: RewriterLike | None = None
-    upstreams: list[Any] = field(default_factory=list)
-
-
-def build_store(config: Config) -> Store:
-    """The store of ``config``: ``store`` for everything; with ``store = memory``, background responses and
-    conversations go to the durable ``resolved_background_store()`` (SQLite under the data dir by default) through
-    a :class:`SplitStore`. Raises ``ValueError`` / ``StoreUnavailable`` for a store that cannot be opened, except
-    the implicit default SQLite file: if that cannot be opened the gateway warns and keeps everything in memory."""
-    options: dict[str, Any] = {"instance_id": config.instance_id, "retention_seconds": config.retention_seconds,
-                               "lease_seconds": config.lease_seconds}
-    main = open_store(config.store, memory_max_bytes=config.memory_store_max_bytes, **options)
-    if not is_memory_url(config.store):
-        return main
-    background = config.resolved_background_store()
-    if is_memory_url(background):
-        return main
-    assert isinstance(main, MemoryStore)
-    try:
-        durable = open_store(background, **options)
-    except (StoreUnavailable, ValueError) as exc:
-        if config.background_store:
-            raise
-        log.warning("background store %s cannot be opened (%s); background responses stay in memory", background, exc)
-        return main
-    return SplitStore(main, durable)
-
-
-async def build_components(config: Config, given: Components) -> Components:
-    """Fill in what ``given`` lacks: upstreams from ``config.upstreams``, the router, tools, rewriter, store."""
-    store = given.store or build_store(config)
-    upstreams = list(given.upstreams)
-    router = given.router
-    if router is None:
-        # Imported here: a memory-only test app never loads the upstream machinery.
-        router_mod: Any = importlib.import_module("respstream.server.router")
-        factory: Any = importlib.import_module("respstream.server.upstream.factory")
-        if not upstreams:
-            upstreams = [factory.build_upstream(spec, **config.options_for(spec)) for spec in config.upstreams]
-            names: set[str] = set()
-            for i, upstream in enumerate(upstreams):  # two `scripted:` upstreams must not share a breaker
-                if upstream.name in names:
-                    upstreams[i] = factory.build_upstream(config.upstreams[i], name=f"{upstream.name}-{i + 1}",
-                                                          **config.options_for(config.upstreams[i]))
-                names.add(upstreams[i].name)
-        built = not given.upstreams
-        for upstream in upstreams:
-            start = getattr(upstream, "start", None)
-            if start is not None:
-                try:
-                    await start()
-                except Exception as exc:  # an unreachable upstream must not keep the gateway down
-                    log.warning("upstream %s did not start: %s", upstream.name, exc)
-        await configure_upstreams(config, upstreams, config.upstreams if built else None)
-        router = router_mod.Router(upstreams, config.router)
-    tools = given.tools
-    if tools is None:
-        tools = importlib.import_module("respstream.server.tools").ToolRegistry(config.tools)
-    rewriter = given.rewriter
-    if rewriter is None:
-        rewriter = importlib.import_module("respstream.server.rewrite").Rewriter(config.rewrite)
-    return Components(store=store, router=router, tools=tools, rewriter=rewriter, upstreams=upstreams)
-
-
-class GatewayApp(Starlette):
-    """Starlette, plus an ``x-request-id`` on every response (the caller's, if it sent a sane one).
-
-    Done here, outside Starlette's middleware stack, so the SSE sender can write body frames straight to the
-    server's ``send`` (``scope["state"]["raw_send"]``) after the start message went through the whole stack: the
-    per-event wrappers of four middleware layers would cost more than the event itself.
-    """
-
-    metrics: Metrics
-    tracing: Tracing
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await super().__call__(scope, receive, send)
-            return
-        headers = dict(scope["headers"])
-        given = headers.get(b"x-request-id", b"")
-        rid = given if 0 < len(given) <= 128 and given.isascii() and b"\n" not in given else uuid.uuid4().hex.encode()
-        state = scope.setdefault("state", {})
-        state["request_id"] = rid.decode()
-        state["raw_send"] = send
-        client = scope.get("client")
-        obs = RequestObservation(request_id=state["request_id"], method=scope["method"], path=scope["path"],
-                                 client=client[0] if client else None)
-        token = set_request(obs)
-
-        path: str = scope.get("path", "")
-        extra = [*COMMON_HEADERS, *(PLAYGROUND_HEADERS if path == "/" or path.startswith("/static/") else [])]
-
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), (b"x-request-id", rid), *extra]
-                obs.route = getattr(scope.get("route"), "path", "unmatched")
-                obs.status = message["status"]
-            await send(message)
-
-        parent = {"traceparent": headers[b"traceparent"].decode("latin-1")} if b"traceparent" in headers else None
-        try:
-            with self.tracing.span(f"{scope['method']} {scope['path']}", {
-                "http.request.method": scope["method"], "url.path": scope["path"], "respstream.request_id":
-                state["request_id"], "client.address": obs.client}, kind="server", parent_headers=parent) as span:
-                gateway = getattr(self.state, "gateway", None)
-                refused: HTTPError | None = None
-                if gateway is not None and not gateway.keys.enabled:
-                    try:
-                        check_open_request(scope["method"], scope.get("scheme", "http"), headers)
-                    except HTTPError as exc:
-                        refused = exc
-                if refused is not None:
-                    await error_response(refused)(scope, receive, send_with_id)
-                else:
-                    await super().__call__(scope, receive, send_with_id)
-                span.update_name(f"{scope['method']} {obs.route}")
-                span.set_attributes({"http.route": obs.route, "http.response.status_code": obs.status,
-                                     "gen_ai.response.id": obs.response_id})
-                if obs.status is not None and obs.status >= 500:
-                    span.record_error(error_type=str(obs.status))
-        finally:
-            reset_request(token)
-            self.metrics.request(obs.method, obs.route, obs.status or 500)
-            log_access(obs)
 
 
 class _Gateway:
@@ -563,29 +423,6 @@ def _wants_json_only(accept: str) -> bool:
     return bool(types) and types <= {"application/json"}
 
 
-async def _on_store_unavailable(request: Request, exc: Exception) -> Response:
-    log.warning("store unavailable on %s: %s", request.url.path, exc)
-    return error_response(HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
-                                    headers={"Retry-After": "1"}))
-
-
-async def _on_http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPError)
-    return error_response(exc)
-
-
-async def _on_starlette_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, StarletteHTTPException)
-    codes = {404: "not_found", 405: "method_not_allowed"}
-    return error_response(HTTPError(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail),
-                                    headers=dict(exc.headers or {})))
-
-
-async def _on_crash(request: Request, exc: Exception) -> Response:
-    log.exception("unhandled error on %s", request.url.path, exc_info=exc)
-    return error_response(HTTPError(500, "internal_error", "Internal server error."))
-
-
 def create_app(config: Config | None = None, components: Components | None = None) -> Starlette:
     """The gateway ASGI app. ``components`` injects a store/router/tools/rewriter (tests); the rest is built."""
     config = config or Config()
@@ -616,9 +453,7 @@ def create_app(config: Config | None = None, components: Components | None = Non
     app = GatewayApp(
         routes=routes,
         lifespan=gw.lifespan,
-        exception_handlers={HTTPError: _on_http_error, StarletteHTTPException: _on_starlette_error,
-                            StoreUnavailable: _on_store_unavailable,
-                            Exception: _on_crash},
+        exception_handlers=exception_handlers(),
     )
     app.state.gateway = gw
     app.metrics = gw.metrics

@@ -7,11 +7,18 @@ app turns it (and Starlette's own 404/405) into this envelope.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from starlette.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
-__all__ = ["HTTPError", "error_response"]
+from respstream.server.store.base import StoreUnavailable
+
+__all__ = ["HTTPError", "error_response", "exception_handlers"]
+
+log = logging.getLogger("respstream.server")
 
 _TYPES = {
     400: "invalid_request_error",
@@ -59,3 +66,33 @@ def envelope(status: int, code: str, message: str, param: str | None = None, **e
 def error_response(exc: HTTPError) -> JSONResponse:
     body = envelope(exc.status, exc.code, exc.message, exc.param, **exc.extra)
     return JSONResponse(body, status_code=exc.status, headers=exc.headers)
+
+
+async def _on_store_unavailable(request: Request, exc: Exception) -> Response:
+    log.warning("store unavailable on %s: %s", request.url.path, exc)
+    return error_response(HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
+                                    headers={"Retry-After": "1"}))
+
+
+async def _on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPError)
+    return error_response(exc)
+
+
+async def _on_starlette_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    return error_response(HTTPError(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail),
+                                    headers=dict(exc.headers or {})))
+
+
+async def _on_crash(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s", request.url.path, exc_info=exc)
+    return error_response(HTTPError(500, "internal_error", "Internal server error."))
+
+
+def exception_handlers() -> dict[Any, Any]:
+    """The app's handlers: our errors and Starlette's 404/405 as the envelope, a store outage as 503, and anything
+    else as a logged 500 without a traceback in the body."""
+    return {HTTPError: _on_http_error, StarletteHTTPException: _on_starlette_error,
+            StoreUnavailable: _on_store_unavailable, Exception: _on_crash}

@@ -24,6 +24,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Seconds: from a fast local model's first token (a few ms) to a slow remote one under load (a minute).
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+EVENTS_BATCH = 1024  # events counted before respstream_events is updated (also at every response's end)
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144)
 
 
@@ -37,6 +38,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         reg = self.registry
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self._pending_events = 0
         livesum: dict[str, Any] = {"multiprocess_mode": "livesum"} if self.multiprocess_dir else {}
         self.http_requests = Counter("respstream_http_requests", "HTTP requests by method, route and status.",
                                      ["method", "route", "status"], registry=reg)
@@ -94,7 +96,16 @@ class Metrics:
             self._child(self.errors, f"http_{status}").inc()
 
     def count_events(self, n: int) -> None:
-        self.events.inc(n)
+        """Called per flush of a response's events (dozens per response): the counter's lock is taken once per
+        ``EVENTS_BATCH`` events, at each response's end and before each scrape instead."""
+        self._pending_events += n
+        if self._pending_events >= EVENTS_BATCH:
+            self._publish_events()
+
+    def _publish_events(self) -> None:
+        pending, self._pending_events = self._pending_events, 0
+        if pending:
+            self.events.inc(pending)
 
     def tool(self, name: str, status: str, seconds: float | None = None) -> None:
         self._child(self.tool_calls, name, status).inc()
@@ -103,6 +114,7 @@ class Metrics:
 
     def finished(self, *, status: str, dialect: str, model: str, seconds: float, error_code: str | None,
                  input_tokens: int | None, output_tokens: int | None) -> None:
+        self._publish_events()
         self._child(self.responses, status, dialect, model).inc()
         self._child(self.duration, status).observe(seconds)
         if error_code:
@@ -140,6 +152,7 @@ class Metrics:
 
     # -- exposition ------------------------------------------------------------------------------------------------
     def render(self) -> bytes:
+        self._publish_events()
         if self.multiprocess_dir:
             merged = CollectorRegistry()
             _multiprocess.MultiProcessCollector(merged, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]

@@ -26,7 +26,8 @@ def wire_span_exporter(endpoint: str, timeout: float) -> Any:
         def export(self, spans: Sequence[Any]) -> Any:
             client = getattr(self, "_client", None)
             if getattr(self, "_shutdown", False) or not hasattr(client, "export"):
-                return super().export(spans)
+                # The SDK's own encoder expects its own span type.
+                return super().export([s.readable() if hasattr(s, "readable") else s for s in spans])
             try:
                 body = encode_export_request(spans)
             except Exception:

@@ -121,7 +121,32 @@ def _span_flags(parent: Any, trace_flags: int) -> bytes:
     flags = (trace_flags & 0xFF) | _HAS_IS_REMOTE
     if parent is not None and parent.is_remote:
         flags |= _IS_REMOTE
-    return b"\x85\x01" + _FIXED32(flags)  # field 16, wire type 5 (fixed32)
+    encoded = _FLAGS.get(flags)
+    if encoded is None:
+        encoded = _FLAGS[flags] = b"\x85\x01" + _FIXED32(flags)  # field 16, wire type 5 (fixed32)
+    return encoded
+
+
+_FLAGS: dict[int, bytes] = {}  # at most 1024 values: 8 bits of W3C flags, 2 of OTLP's
+_KINDS: dict[int, bytes] = {}  # id() of a span kind (an enum member, alive as long as its class) -> its field
+_NAMES: dict[str, bytes] = {}  # span names repeat ("route", "chat auto"): each field is kept once encoded
+
+
+def _kind(kind: Any) -> bytes:
+    encoded = _KINDS.get(id(kind))  # by id: an enum member's own __hash__ is Python code
+    if encoded is None:
+        encoded = _KINDS[id(kind)] = b"\x30" + _varint(kind.value + 1)  # OTLP kinds start at 1
+    return encoded
+
+
+def _name(name: str) -> bytes:
+    encoded = _NAMES.get(name)
+    if encoded is None:
+        encoded = _field(5, _text(name))
+        if len(_NAMES) >= 1024:
+            _NAMES.clear()
+        _NAMES[name] = encoded
+    return encoded
 
 
 def _event(event: Any) -> bytes:
@@ -142,28 +167,44 @@ def _status(status: Any) -> bytes:
     if status is None:
         return b""
     description = status.description
+    if not description:  # the common case, one of three values
+        code = status.status_code
+        encoded = _CODES.get(id(code))
+        if encoded is None:
+            encoded = _CODES[id(code)] = _field(15, b"\x18" + _varint(code.value) if code.value else b"")
+        return encoded
     code = status.status_code.value
-    return _field(15, (_field(2, _text(description)) if description else b"") + (b"\x18" + _varint(code) if code
-                                                                                   else b""))
+    return _field(15, _field(2, _text(description)) + (b"\x18" + _varint(code) if code else b""))
+
+
+_CODES: dict[int, bytes] = {}  # id() of a status code (an enum member) -> the status field without description
 
 
 def encode_span(span: Any) -> bytes:
-    """One ``Span`` message (without its field tag) from a ``ReadableSpan``."""
+    """One ``Span`` message (without its field tag) from a ``ReadableSpan`` (or a span that reads like one)."""
     context = span.context
     parent = span.parent
-    state = _trace_state(context.trace_state)
+    state = context.trace_state
     parts = [b"\x0a\x10", context.trace_id.to_bytes(16, "big"), b"\x12\x08", context.span_id.to_bytes(8, "big")]
     if state:
-        parts.append(_field(3, _text(state)))
+        parts.append(_field(3, _text(_trace_state(state))))
     if parent is not None:
         parts += (b"\x22\x08", parent.span_id.to_bytes(8, "big"))
-    parts += (_field(5, _text(span.name)), b"\x30", _varint(span.kind.value + 1),  # OTLP kinds start at 1
-              b"\x39", _FIXED64(span.start_time or 0), b"\x41", _FIXED64(span.end_time or 0),
-              _attributes(9, span.attributes), _count(10, span.dropped_attributes))
-    parts += (_field(11, _event(e)) for e in span.events)
-    parts.append(_count(12, span.dropped_events))
-    parts += (_field(13, _link(link)) for link in span.links)
-    parts += (_count(14, span.dropped_links), _status(span.status), _span_flags(parent, int(context.trace_flags)))
+    parts += (_name(span.name), _kind(span.kind), b"\x39", _FIXED64(span.start_time or 0),
+              b"\x41", _FIXED64(span.end_time or 0), _attributes(9, span.attributes))
+    if span.dropped_attributes:
+        parts.append(_count(10, span.dropped_attributes))
+    events = span.events
+    if events:
+        parts += (_field(11, _event(e)) for e in events)
+    if span.dropped_events:
+        parts.append(_count(12, span.dropped_events))
+    links = span.links
+    if links:
+        parts += (_field(13, _link(link)) for link in links)
+    if span.dropped_links:
+        parts.append(_count(14, span.dropped_links))
+    parts += (_status(span.status), _span_flags(parent, int(context.trace_flags)))
     return b"".join(parts)
 
 
@@ -212,10 +253,15 @@ _PREFIXES = _Prefixes()
 def encode_export_request(spans: Sequence[Any]) -> bytes:
     """The body of ``POST /v1/traces``: ``spans`` grouped by resource, then by instrumentation scope, in order."""
     groups: dict[int, tuple[Any, dict[int, tuple[Any, list[bytes]]]]] = {}
+    last: tuple[Any, Any] = (None, None)
+    encoded_spans: list[bytes] = []
     for span in spans:
         resource, scope = span.resource, span.instrumentation_scope
-        scopes = groups.setdefault(id(resource), (resource, {}))[1]
-        scopes.setdefault(id(scope), (scope, []))[1].append(_field(2, encode_span(span)))
+        if resource is not last[0] or scope is not last[1]:  # usually every span of a batch shares both
+            scopes = groups.setdefault(id(resource), (resource, {}))[1]
+            encoded_spans = scopes.setdefault(id(scope), (scope, []))[1]
+            last = (resource, scope)
+        encoded_spans.append(_field(2, encode_span(span)))
     out = []
     for resource, scopes in groups.values():
         body = [_PREFIXES.resource(resource)]

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from respstream.server.telemetry.settings import TelemetrySettings
-from respstream.server.telemetry.spans import SpanRecorder, current_trace_headers
+from respstream.server.telemetry.spans import NO_SPAN, NO_SPAN_CM, SpanRecorder, current_trace_headers
 
 __all__ = ["NO_SPAN", "Tracing", "trace_headers"]
 
@@ -40,26 +40,6 @@ log = logging.getLogger("respstream.telemetry")
 _active = False  # any Tracing enabled in this process: trace_headers() does nothing until then
 
 
-class _NoSpan:
-    """What a disabled tracer hands out: accepts everything, records nothing."""
-
-    __slots__ = ()
-
-    def set_attribute(self, key: str, value: Any) -> None:
-        pass
-
-    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
-        pass
-
-    def record_error(self, exc: BaseException | None = None, error_type: str | None = None) -> None:
-        pass
-
-    def update_name(self, name: str) -> None:
-        pass
-
-
-NO_SPAN = _NoSpan()
-_NO_SPAN_CM = contextlib.nullcontext(NO_SPAN)
 
 
 @functools.cache
@@ -122,7 +102,7 @@ class Tracing:
         """A span made current for the ``with`` block. ``parent_headers``: take the parent from a W3C
         ``traceparent`` (the request span). Exceptions leaving the block mark the span as an error."""
         if self._recorder is None:
-            return _NO_SPAN_CM
+            return NO_SPAN_CM
         return self._recorder.start(name, attributes, _kinds()[kind], parent_headers)
 
     def content(self, text: str) -> str | None:
