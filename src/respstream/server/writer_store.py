@@ -6,6 +6,11 @@ schedules :meth:`LogFlushing._flush_now` once per event-loop turn, so a burst of
 ``await``. A write is never interrupted half way by a cancellation (it runs as its own task, shielded; the next flush
 waits for it), so batches land in order and none is lost; ``StoreUnavailable`` puts the batch back in front of the
 queue so a later flush appends it without a gap in the sequence numbers.
+
+Group commit (:meth:`LogFlushing.flush_behind`, what a streaming round calls on an awaited store: SQLite, Redis):
+one write in flight at a time, started as soon as there is something to write; the events that come while it runs
+wait in the queue and go together in the next write. Before, every upstream chunk was one awaited append (~260 us of
+CPU per event on SQLite, docs/benchmarks.md).
 """
 
 from __future__ import annotations
