@@ -236,7 +236,12 @@ def start_server(kind: str, frames_file: str, *, delay_ms: int = 0, upstream_url
 
 def start_litellm(port: int, upstream_url: str) -> Proc:
     """LiteLLM's proxy from its own venv, routing model ``fake-model`` to the fake upstream (offline: no telemetry,
-    no model-cost map download)."""
+    no model-cost map download).
+
+    ``use_chat_completions_api: true`` is what makes this its Responses -> Chat Completions bridge: for an ``openai/``
+    deployment LiteLLM otherwise forwards ``POST /v1/responses`` as it is to ``{api_base}/responses`` (OpenAI serves
+    the Responses API itself), which the SIMULATED Chat Completions upstream answers 404 ("no route"), and every
+    request failed. Its proxy refuses to start without a master key; ours is local only."""
     venv = Path(LITELLM_VENV)
     binary = venv / "bin" / "litellm"
     if not binary.exists():
@@ -244,7 +249,7 @@ def start_litellm(port: int, upstream_url: str) -> Proc:
                                 "install 'litellm[proxy]')")
     cfg = venv / "respstream-bench.yaml"
     cfg.write_text("model_list:\n  - model_name: fake-model\n    litellm_params:\n      model: openai/fake-model\n"
-                   f"      api_base: {upstream_url}\n      api_key: none\n"
+                   f"      api_base: {upstream_url}\n      api_key: none\n      use_chat_completions_api: true\n"
                    "litellm_settings:\n  telemetry: false\n  drop_params: true\n")
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False",
            "LITELLM_MASTER_KEY": LITELLM_KEY,
@@ -442,7 +447,8 @@ def ratios(report: dict[str, Any], level: int = 100) -> list[str]:
         out.append(f"gateway --workers 2 / --workers 1 events/s at {level} streams (unpinned, load generator and "
                    f"fake upstream on the same 2 cores): {eps('gateway-w2') / eps('gateway-w1'):.2f}")
     if eps("litellm") and eps("gateway-http"):
-        out.append(f"gateway-http / litellm events/s: {eps('gateway-http') / eps('litellm'):.1f}x; server CPU per "
+        out.append(f"gateway-http / litellm events/s at {level} streams: {eps('gateway-http') / eps('litellm'):.1f}x "
+                   f"(goal >= 20x); server CPU per "
                    f"event litellm / gateway-http: {cpu('litellm') / max(cpu('gateway-http'), 1e-9):.1f}x "
                    "(their stream has its own event count)")
     for kind, why in report.get("skipped", {}).items():

@@ -37,7 +37,7 @@ def _ping(port: int) -> bool:
 class RedisServer:
     """One ``redis-server`` process without persistence; ``start()`` waits until it answers PING."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, *, data_dir: str | None = None) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             pytest.fail("redis-server is not installed: `make test` installs it (Debian package redis-server)")
@@ -45,9 +45,12 @@ class RedisServer:
         self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: subprocess.Popen[bytes] | None = None
+        self.data_dir = data_dir  # its working dir (a replica's full sync writes dump.rdb there); None: the cwd
 
     def start(self) -> None:
         args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        if self.data_dir is not None:
+            args += ["--dir", self.data_dir]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10
         while not _ping(self.port):

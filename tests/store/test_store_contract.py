@@ -9,7 +9,7 @@ import orjson
 import pytest
 from store_helpers import RETENTION, StoreFactory, collect, entries, event, new_record, write_log
 
-from respstream.server.store.base import LogEntry, SequenceConflict, Store
+from respstream.server.store.base import LogEntry, SequenceConflict, SequenceGap, Store
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -62,6 +62,20 @@ async def test_duplicate_or_late_append_is_refused_whole(store: Store) -> None:
     with pytest.raises(SequenceConflict):
         await store.append(record.id, [event(6)])  # after the terminal
     assert (await store.read(record.id))[-1].terminal
+
+
+async def test_an_append_that_would_leave_a_gap_is_refused_whole(store: Store) -> None:
+    """Issue 16: the first new entry must be the log's next sequence number; anything after a hole is refused with
+    SequenceGap naming the log's next number, nothing written, and the log goes on from where it really ends."""
+    record = new_record()
+    await store.create(record)
+    await store.append(record.id, entries(0, 5))
+    with pytest.raises(SequenceGap) as refused:
+        await store.append(record.id, entries(7, 9))
+    assert refused.value.log_next == 5 and "5" in str(refused.value)
+    assert [e.sequence_number for e in await store.read(record.id)] == [0, 1, 2, 3, 4]
+    await store.append(record.id, entries(5, 8, last_terminal=True))
+    assert await store.read(record.id) == entries(0, 8, last_terminal=True)
 
 
 async def test_a_retried_append_whose_first_attempt_landed_is_recognised(store: Store) -> None:

@@ -39,7 +39,9 @@ def build_store(config: Config) -> Store:
     the implicit default SQLite file: if that cannot be opened the gateway warns and keeps everything in memory."""
     options: dict[str, Any] = {"instance_id": config.instance_id, "retention_seconds": config.retention_seconds,
                                "lease_seconds": config.lease_seconds}
-    main = open_store(config.store, memory_max_bytes=config.memory_store_max_bytes, **options)
+    main = open_store(config.store, memory_max_bytes=config.memory_store_max_bytes,
+                      redis_resend_entries=config.redis_resend_entries,
+                      redis_resend_max_bytes=config.redis_resend_max_bytes, **options)
     if not is_memory_url(config.store):
         return main
     background = config.resolved_background_store()

@@ -48,6 +48,9 @@ class Config:
     max_body_bytes: int = 1 << 20
     # Bytes of responses the memory store keeps (requests, snapshots, event logs); oldest finished dropped first.
     memory_store_max_bytes: int = 256 << 20
+    # Redis store: recent acknowledged events kept per unfinished response, resent when a failover lost them.
+    redis_resend_entries: int = 256
+    redis_resend_max_bytes: int = 64 << 20  # all responses' kept events together
     max_concurrent_streams: int = 2000
     # Background generations running at once on this instance; past it a new background request -> 429.
     max_background_responses: int = 64
@@ -120,6 +123,8 @@ class Config:
             raise ConfigError("request_timeout_seconds must not be negative and keep_alive_seconds must be positive")
         if self.keepalive_seconds <= 0 or self.websocket_max_connection_seconds <= 0:
             raise ConfigError("keepalive_seconds and websocket_max_connection_seconds must be positive")
+        if self.redis_resend_entries < 0 or self.redis_resend_max_bytes < 0:
+            raise ConfigError("redis_resend_entries and redis_resend_max_bytes must not be negative")
         if self.lease_seconds <= 0 or self.retention_seconds <= 0:
             raise ConfigError("lease_seconds and retention_seconds must be positive")
         if self.slow_reader_timeout_seconds < 0 or self.shutdown_grace_seconds < 0:

@@ -32,7 +32,7 @@ from respstream.server.model_catalog import ModelCatalog
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
 from respstream.server.response_object import new_response, sampling_defaults_of
-from respstream.server.store.base import ResponseRecord, SequenceConflict, Store, StoreUnavailable
+from respstream.server.store.base import ResponseRecord, SequenceConflict, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.response import ResponseTelemetry
@@ -300,6 +300,10 @@ class ResponseService:
                         await pipeline.run()
                     except StoreUnavailable:
                         await self._flush_terminal(writer)  # readers wait for our terminal
+                    except SequenceGap as exc:  # a failover lost events the store could not resend: no hole, fail
+                        log.error("response %s: %s", record.id, exc)
+                        await self._end(writer, store, "store_unavailable",
+                                        f"The response store lost events of this response: {exc}")
                     except Exception:
                         log.exception("response %s: storing it failed", record.id)
                         await self._end(writer, store, "internal_error", "the response could not be stored")

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Protocol
 import msgspec
 
 __all__ = ["ConversationRecord", "DeltaEntry", "DeltaTemplate", "Entry", "LogEntry", "ResponseRecord",
-           "SequenceConflict", "Store", "StoreUnavailable"]
+           "SequenceConflict", "SequenceGap", "Store", "StoreUnavailable"]
 
 
 class LogEntry(msgspec.Struct, frozen=True, gc=False):
@@ -126,6 +126,18 @@ class SequenceConflict(Exception):
     """
 
 
+class SequenceGap(Exception):
+    """An append was refused because its first new sequence number is past the log's next one (``log_next``): the
+    log lost entries it had acknowledged (a Redis primary failed over to a replica that had not received them), and
+    appending anyway would leave a hole. Nothing of the refused batch is written. The Redis store first resends the
+    missing entries itself from its bounded buffer of recent appends; this reaches the caller only when it cannot.
+    """
+
+    def __init__(self, message: str, log_next: int) -> None:
+        super().__init__(message)
+        self.log_next = log_next
+
+
 class Store(Protocol):
     async def create(self, record: ResponseRecord) -> None: ...
 
@@ -138,7 +150,8 @@ class Store(Protocol):
     async def append(self, response_id: str, entries: list[LogEntry]) -> None:
         """Append entries in order (one batch, one round trip). Sequence numbers are the writer's business.
 
-        Raises ``SequenceConflict`` (duplicate / already ended; the whole batch is refused), ``KeyError`` when the
+        Raises ``SequenceConflict`` (duplicate / already ended; the whole batch is refused), ``SequenceGap`` (the
+        first new entry is not the log's next sequence number: appending would leave a hole), ``KeyError`` when the
         response does not exist (never created, deleted or expired), ``StoreUnavailable``.
         """
         ...

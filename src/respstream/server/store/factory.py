@@ -65,6 +65,8 @@ def open_store(
     lease_seconds: float = 10.0,
     history_limit: int = 1000,
     memory_max_bytes: int = DEFAULT_MAX_BYTES,
+    redis_resend_entries: int = 256,
+    redis_resend_max_bytes: int = 64 << 20,
 ) -> Store:
     """Build the store named by ``url``. Raises ``ValueError`` for a URL it does not understand,
     ``StoreUnavailable`` when an SQLite file cannot be opened (Redis connects lazily, on first use)."""
@@ -83,5 +85,7 @@ def open_store(
     if url.startswith(_REDIS_SCHEMES):
         module = importlib.import_module("respstream.server.store.redis")
         return cast(Store, module.RedisStore(url, instance_id=instance_id, lease_seconds=lease_seconds,
-                                             retention_seconds=retention_seconds, history_limit=history_limit))
+                                             retention_seconds=retention_seconds, history_limit=history_limit,
+                                             resend_entries=redis_resend_entries,
+                                             resend_max_bytes=redis_resend_max_bytes))
     raise ValueError(f"unknown store URL {url!r}: {STORE_URL_HELP}")

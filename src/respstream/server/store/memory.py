@@ -35,6 +35,7 @@ from respstream.server.store.base import (
     LogEntry,
     ResponseRecord,
     SequenceConflict,
+    SequenceGap,
     StoreUnavailable,
 )
 
@@ -148,6 +149,9 @@ class MemoryStore:
             entries = self._skip_landed(response_id, log, entries)
             if not entries:
                 return
+        if not log.ended and entries[0].sequence_number > len(log.entries):
+            raise SequenceGap(f"{response_id}: append at {entries[0].sequence_number}, log has {len(log.entries)} "
+                              "entries: it would leave a gap", len(log.entries))
         if log.ended or entries[0].sequence_number != len(log.entries):
             raise SequenceConflict(
                 f"{response_id}: append at {entries[0].sequence_number}, log has {len(log.entries)} entries"

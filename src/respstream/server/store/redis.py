@@ -22,22 +22,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Iterator
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import msgspec
-from redis.exceptions import ClusterError, RedisClusterException, TryAgainError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import ResponseError
 
 from respstream.server.store import redis_scripts as lua
-from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, StoreUnavailable
+from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, SequenceGap, StoreUnavailable
 from respstream.server.store.lease import lost_record, renewing, worker_lost_entries
 from respstream.server.store.redis_client import open_clients
 from respstream.server.store.redis_conversations import RedisConversations
+from respstream.server.store.redis_io import CALL_BOUND, bounded, guard
 from respstream.server.store.redis_keys import RedisKeys
+from respstream.server.store.redis_resend import ResendBuffer
 from respstream.server.store.redis_watch import StreamWatch
 
 __all__ = ["RedisStore"]
@@ -45,48 +46,7 @@ __all__ = ["RedisStore"]
 _encode = msgspec.json.Encoder().encode
 _decode_record = msgspec.json.Decoder(ResponseRecord).decode
 _TAIL_BATCH = 1000
-T = TypeVar("T")
-
-
-@contextlib.contextmanager
-def _guard() -> Iterator[None]:
-    try:
-        yield
-    except (RedisConnectionError, RedisTimeoutError, OSError, ClusterError, TryAgainError,
-            RedisClusterException) as exc:
-        raise StoreUnavailable(f"Redis is unavailable: {exc}") from exc
-    except (AttributeError, RuntimeError) as exc:
-        # redis-py's async connections race with their own disconnect while a cluster node fails over (a write on
-        # a connection whose writer was just dropped: AttributeError; uvloop: "handler is closed" RuntimeError).
-        # Inside this guard only Redis calls run, so these mean "the connection broke": a store outage, retried.
-        raise StoreUnavailable(f"Redis connection broke: {type(exc).__name__}: {exc}") from exc
-
-
-_CALL_BOUND = 5.0  # seconds one store script may take, retries included
-
-
-async def _bounded(call: Awaitable[T], seconds: float = _CALL_BOUND) -> T:
-    """``await call``, giving up after ``seconds`` with ``StoreUnavailable``, WITHOUT cancelling it.
-
-    Why not ``asyncio.timeout``: cancelling a redis-py cluster command while it re-discovers the cluster (its
-    ``initialize()`` after a node failed) takes the ``BaseException`` path there, which closes every connection to
-    every node, in-flight commands and blocked ``XREAD``s on healthy primaries included; they fail, flag the client
-    for another re-discovery, and a failover turns into a storm that keeps healthy slots failing for longer than a
-    lease. Left running, the call ends by itself within redis-py's socket timeouts; the scripts it runs are
-    idempotent (a re-sent append is recognised, a renewal just renews), so giving up on the result is safe.
-    """
-    task = asyncio.ensure_future(call)
-    try:
-        return await asyncio.wait_for(asyncio.shield(task), seconds)
-    except TimeoutError:
-        task.add_done_callback(_consume)
-        raise StoreUnavailable(f"Redis did not answer within {seconds:g} s") from None
-
-
-def _consume(task: asyncio.Future[Any]) -> None:
-    """Retrieve a given-up call's outcome (no "exception was never retrieved" noise)."""
-    if not task.cancelled():
-        task.exception()
+logger = logging.getLogger(__name__)
 
 
 def _entries(raw: list[tuple[bytes, dict[bytes, bytes]]]) -> tuple[list[LogEntry], bool]:
@@ -116,6 +76,8 @@ class RedisStore(RedisConversations):
         history_limit: int | None = None,
         prefix: str = "respstream:",
         max_tails: int = 10_000,
+        resend_entries: int = 256,
+        resend_max_bytes: int = 64 << 20,
     ) -> None:
         self.instance_id = instance_id or uuid.uuid4().hex
         self.lease_seconds = lease_seconds
@@ -130,6 +92,10 @@ class RedisStore(RedisConversations):
         self._r, self._rb, self.cluster = open_clients(url, block_ms=self._block_ms, max_tails=max_tails)
         self._closed = False
         self._watches: dict[str, StreamWatch] = {}
+        # Our last `resend_entries` acknowledged entries per unfinished response: a failover that lost them is
+        # repaired by resending them (see redis_resend.py). `resent` counts the entries resent so.
+        self._resend = ResendBuffer(resend_entries, resend_max_bytes, max_tails)
+        self.resent = 0
         self._append = self._r.register_script(lua.APPEND)
         self._delete = self._r.register_script(lua.DELETE)
         self._update = self._r.register_script(lua.UPDATE)
@@ -141,7 +107,7 @@ class RedisStore(RedisConversations):
     def _io(self) -> Iterator[None]:
         if self._closed:  # a closed client would quietly reconnect; a closed store must not
             raise StoreUnavailable("the Redis store is closed")
-        with _guard():
+        with guard():
             yield
 
     # --- keys -----------------------------------------------------------------------------------------------------
@@ -192,6 +158,7 @@ class RedisStore(RedisConversations):
             await self._update(keys=[self._keys(record.id)[0]], args=[_encode(record)])
 
     async def delete(self, response_id: str) -> bool:
+        self._resend.forget(response_id)
         with self._io():
             existed = await self._delete(keys=list(self._keys(response_id)))
             await self._r.zrem(self._by_age, response_id)
@@ -206,7 +173,7 @@ class RedisStore(RedisConversations):
             args += [e.sequence_number, e.type, e.data, "1" if e.terminal else "0"]
         with self._io():
             # Bounded: during a cluster failover redis-py's retries could otherwise keep a writer waiting for good.
-            result = await _bounded(self._append(keys=list(self._keys(response_id)), args=args))
+            result = await bounded(self._append(keys=list(self._keys(response_id)), args=args))
             if result == b"ok" and entries[-1].terminal:  # ended: no longer a candidate for lost-log checks
                 await self._r.srem(self._leased, response_id)
         return result.decode() if isinstance(result, bytes) else str(result)
@@ -215,15 +182,44 @@ class RedisStore(RedisConversations):
         if not entries:
             return
         result = await self._run_append(response_id, entries)
+        if result.startswith("gap:"):
+            result = await self._resend_lost_tail(response_id, entries, int(result[4:]))
+        if result == "ok":
+            self._resend.remember(response_id, entries)
+            return
         if result == "missing":
             raise KeyError(response_id)
         if result == "ended":
+            self._resend.forget(response_id)  # ended by someone else (worker_lost, a cancel): nothing to resend
             raise SequenceConflict(f"response {response_id}: the log has already ended")
         if result == "dup":
             raise SequenceConflict(
                 f"response {response_id}: sequence numbers {entries[0].sequence_number}.."
-                f"{entries[-1].sequence_number} are not after the last one in the log"
+                f"{entries[-1].sequence_number} are not consecutive after the last one in the log"
             )
+
+    async def _resend_lost_tail(self, response_id: str, entries: list[LogEntry], last: int) -> str:
+        """The log ends at ``last`` although we had appended past it (it lost a tail in a failover): append the
+        lost entries again from our buffer, then ``entries``, in one script call. Raises ``SequenceGap`` when the
+        buffer no longer holds all of them (or the log lost a tail again meanwhile)."""
+        start = next(e.sequence_number for e in entries if e.sequence_number > last)
+        lost = self._resend.missing(response_id, last, start)
+        if lost is None:
+            raise SequenceGap(
+                f"response {response_id}: the log ends at sequence number {last} but this append starts at {start}:"
+                f" it lost {start - last - 1} acknowledged entries (a Redis failover to a replica that had not"
+                f" received them?) and this instance no longer holds them all to resend (redis_resend_entries,"
+                f" redis_resend_max_bytes)",
+                last + 1)
+        logger.warning("response %s: the Redis log lost sequence numbers %d..%d (failover?); resending them",
+                    response_id, last + 1, start - 1)
+        result = await self._run_append(response_id, lost + entries)
+        if result.startswith("gap:"):
+            raise SequenceGap(f"response {response_id}: the log lost entries again while they were resent",
+                              int(result[4:]) + 1)
+        if result == "ok":
+            self.resent += len(lost)
+        return result
 
     async def read(self, response_id: str, after: int = -1, limit: int | None = None) -> list[LogEntry]:
         rec, log, _ = self._keys(response_id)
@@ -288,12 +284,21 @@ class RedisStore(RedisConversations):
 
             async def read(top: int) -> tuple[list[LogEntry], bool] | None:
                 with self._io():
-                    reply: Any = await self._rb.xread({log: f"0-{top + 1}"}, count=_TAIL_BATCH, block=self._block_ms)
+                    try:
+                        reply: Any = await self._rb.xread({log: f"0-{top + 1}"}, count=_TAIL_BATCH,
+                                                          block=self._block_ms)
+                    except ResponseError as exc:
+                        if not str(exc).startswith("UNBLOCKED"):
+                            raise
+                        return None  # the node changed role under the blocked read (a failover): look again
                 return _entries(reply[0][1]) if reply else None
 
             async def on_idle() -> bool:  # quiet for half a lease: is the log lost, or gone?
                 await self._end_if_lost(response_id)
-                return (await self._state(response_id))[0]
+                exists, term = await self._state(response_id)
+                # A terminal the blocked read did not deliver sits at or below what it saw: the log lost its tail
+                # (a failover) and was ended there. Stop; the readers re-read and see where the log really ends.
+                return exists and term is None
 
             def on_exit(done: StreamWatch) -> None:
                 if self._watches.get(response_id) is done:
@@ -339,8 +344,8 @@ class RedisStore(RedisConversations):
 
         async def renew() -> None:  # bounded well inside the lease, so a retry still comes before it runs out
             with self._io():
-                await _bounded(self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms]),
-                               min(_CALL_BOUND, self.lease_seconds / 4))
+                await bounded(self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms]),
+                               min(CALL_BOUND, self.lease_seconds / 4))
 
         try:
             async with renewing(renew, self.lease_seconds / 3):

@@ -14,7 +14,9 @@ __all__ = ["APPEND", "DELETE", "RELEASE", "RENEW", "TAKE", "UPDATE"]
 # (seq, type, data, terminal) per entry. (The caller drops the response from the leased index after a terminal.)
 # mode "append": the writer's batch; "lost": only when the log was leased, the lease is gone and nothing moved since
 # the caller looked (expect_last); "force": recovery at startup, also guarded by expect_last.
-# Returns "ok" | "missing" | "ended" | "dup" | "alive" | "moved". Everything is checked before anything is written.
+# Returns "ok" | "missing" | "ended" | "dup" | "alive" | "moved" | "gap:<last>". Everything is checked before
+# anything is written. "gap:<last>": the first new entry is not last + 1, so writing it would leave a hole: the log
+# lost a tail it had acknowledged (a failover to a replica that had not received it); the caller resends it.
 APPEND = """
 local rec, log, lease = KEYS[1], KEYS[2], KEYS[3]
 if redis.call('EXISTS', rec) == 0 then return 'missing' end
@@ -40,10 +42,11 @@ end
 if st[2] then return 'ended' end
 if mode == 'lost' and (st[3] ~= '1' or redis.call('EXISTS', lease) == 1) then return 'alive' end
 if mode ~= 'append' and tonumber(ARGV[2]) ~= last then return 'moved' end
+if tonumber(ARGV[first]) > last + 1 then return string.format('gap:%d', last) end
 local prev = last
 for b = first, #ARGV, 4 do
   local seq = tonumber(ARGV[b])
-  if seq <= prev then return 'dup' end
+  if seq ~= prev + 1 then return 'dup' end
   prev = seq
 end
 for b = first, #ARGV, 4 do

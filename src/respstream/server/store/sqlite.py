@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, StoreUnavailable
+from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, SequenceGap, StoreUnavailable
 from respstream.server.store.lease import lost_record, renewing, worker_lost_entries
 from respstream.server.store.sqlite_conversations import (
     CONVERSATION_SCHEMA,
@@ -387,8 +387,8 @@ def _append(conn: sqlite3.Connection, response_id: str, rows: list[tuple[str, in
         raise KeyError(response_id)
     last, ended = state
     seqs = [r[1] for r in rows]
-    if any(b <= a for a, b in itertools.pairwise(seqs)):
-        raise SequenceConflict(f"response {response_id}: sequence numbers {seqs[0]}..{seqs[-1]} not increasing")
+    if any(b != a + 1 for a, b in itertools.pairwise(seqs)):
+        raise SequenceConflict(f"response {response_id}: sequence numbers {seqs[0]}..{seqs[-1]} not consecutive")
     # Idempotent by sequence number: a retried batch whose first attempt landed (the commit happened, its answer was
     # lost) re-sends entries the log already holds. Those are recognised (same number, type and bytes) and skipped.
     landed = sum(1 for seq in seqs if seq <= last)
@@ -405,6 +405,8 @@ def _append(conn: sqlite3.Connection, response_id: str, rows: list[tuple[str, in
             return
     if ended:
         raise SequenceConflict(f"response {response_id}: the log has already ended (terminal at {last})")
+    if seqs[0] != last + 1:  # a hole: refused, never written (see SequenceGap)
+        raise SequenceGap(f"response {response_id}: append at {seqs[0]}, the log's next is {last + 1}", last + 1)
     try:
         conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?)", rows)
     except sqlite3.IntegrityError as exc:  # unreachable unless the counters disagree; keep the error clear anyway

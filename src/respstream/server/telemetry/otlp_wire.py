@@ -117,17 +117,6 @@ def _trace_state(state: Any) -> str:
     return ",".join(f"{key}={value}" for key, value in state.items()) if state else ""
 
 
-def _span_flags(parent: Any, trace_flags: int) -> bytes:
-    flags = (trace_flags & 0xFF) | _HAS_IS_REMOTE
-    if parent is not None and parent.is_remote:
-        flags |= _IS_REMOTE
-    encoded = _FLAGS.get(flags)
-    if encoded is None:
-        encoded = _FLAGS[flags] = b"\x85\x01" + _FIXED32(flags)  # field 16, wire type 5 (fixed32)
-    return encoded
-
-
-_FLAGS: dict[int, bytes] = {}  # at most 1024 values: 8 bits of W3C flags, 2 of OTLP's
 _KINDS: dict[int, bytes] = {}  # id() of a span kind (an enum member, alive as long as its class) -> its field
 _NAMES: dict[str, bytes] = {}  # span names repeat ("route", "chat auto"): each field is kept once encoded
 
@@ -180,8 +169,14 @@ def _status(status: Any) -> bytes:
 _CODES: dict[int, bytes] = {}  # id() of a status code (an enum member) -> the status field without description
 
 
+_TIMES = struct.Struct("<BQBQ").pack  # fields 7 and 8 (fixed64): start and end time
+
+
 def encode_span(span: Any) -> bytes:
-    """One ``Span`` message (without its field tag) from a ``ReadableSpan`` (or a span that reads like one)."""
+    """One ``Span`` message (without its field tag) from a ``ReadableSpan`` (or a span that reads like one).
+
+    The fields that take a few values (name, kind, status without a description, flags) come from small caches,
+    looked up inline: this runs once per exported span."""
     context = span.context
     parent = span.parent
     state = context.trace_state
@@ -190,8 +185,9 @@ def encode_span(span: Any) -> bytes:
         parts.append(_field(3, _text(_trace_state(state))))
     if parent is not None:
         parts += (b"\x22\x08", parent.span_id.to_bytes(8, "big"))
-    parts += (_name(span.name), _kind(span.kind), b"\x39", _FIXED64(span.start_time or 0),
-              b"\x41", _FIXED64(span.end_time or 0), _attributes(9, span.attributes))
+    name, kind = span.name, span.kind
+    parts += (_NAMES.get(name) or _name(name), _KINDS.get(id(kind)) or _kind(kind),
+              _TIMES(0x39, span.start_time or 0, 0x41, span.end_time or 0), _attributes(9, span.attributes))
     if span.dropped_attributes:
         parts.append(_count(10, span.dropped_attributes))
     events = span.events
@@ -204,8 +200,35 @@ def encode_span(span: Any) -> bytes:
         parts += (_field(13, _link(link)) for link in links)
     if span.dropped_links:
         parts.append(_count(14, span.dropped_links))
-    parts += (_status(span.status), _span_flags(parent, int(context.trace_flags)))
+    status = span.status
+    cached = _STATUSES.get(id(status))
+    parts.append(cached[1] if cached is not None and cached[0] is status else _status_of(status))
+    remote = parent is not None and parent.is_remote
+    trace_flags = context.trace_flags
+    cached = _SPAN_FLAGS.get((id(trace_flags), remote))
+    parts.append(cached[1] if cached is not None and cached[0] is trace_flags else _flags_of(trace_flags, remote))
     return b"".join(parts)
+
+
+# id() -> (the object, its field): an object's id is reused only after it is gone, and the object kept here
+# cannot be gone; the `is` test makes a hit certain. Both stay small: a recorder's shared statuses and flags.
+_STATUSES: dict[int, tuple[Any, bytes]] = {}
+_SPAN_FLAGS: dict[tuple[int, bool], tuple[Any, bytes]] = {}
+
+
+def _status_of(status: Any) -> bytes:
+    encoded = _status(status)
+    if status is not None and not status.description and len(_STATUSES) < 64:
+        _STATUSES[id(status)] = (status, encoded)  # only the shared, description-less ones
+    return encoded
+
+
+def _flags_of(trace_flags: Any, remote: bool) -> bytes:
+    flags = (int(trace_flags) & 0xFF) | _HAS_IS_REMOTE | (_IS_REMOTE if remote else 0)
+    encoded = b"\x85\x01" + _FIXED32(flags)  # field 16, wire type 5 (fixed32)
+    if len(_SPAN_FLAGS) < 64:
+        _SPAN_FLAGS[(id(trace_flags), remote)] = (trace_flags, encoded)
+    return encoded
 
 
 def _resource(resource: Any) -> bytes:
