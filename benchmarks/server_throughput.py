@@ -131,9 +131,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def pinned(core: int, argv: list[str]) -> list[str]:
+def pinned(core: int | str, argv: list[str]) -> list[str]:
+    """``argv`` run on ``core`` (a number, or a taskset list such as ``0-1``)."""
     taskset = shutil.which("taskset")
     return [taskset, "-c", str(core), *argv] if taskset and (os.cpu_count() or 1) > 1 else argv
+
+
+def all_cores() -> str:
+    """Every core, as a taskset list: an "unpinned" server must say so, or it inherits this process's core 1."""
+    return f"0-{(os.cpu_count() or 1) - 1}"
 
 
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -172,7 +178,7 @@ class Proc:
         # stderr to a file, never a pipe nobody reads: a server logging a line per request (the gateway's access
         # log) would fill the pipe and block.
         self.log = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the process; closed in stop())
-        self.proc = subprocess.Popen(argv if core is None else pinned(core, argv), stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(pinned(all_cores() if core is None else core, argv), stdout=subprocess.DEVNULL,
                                      stderr=self.log, cwd=ROOT, start_new_session=True, env=env)
         deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:

@@ -289,3 +289,34 @@ async def test_frames_ready_together_go_out_in_few_sends_with_the_same_bytes(eve
         assert 1 < len(bodies) < events
         assert all(len(b) < sse_response.COALESCE_BYTES + biggest for b in bodies)
     assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+@pytest.mark.parametrize("events", [3, 400])
+async def test_a_tailed_store_sends_what_is_queued_together_with_the_same_bytes(events: int, tmp_path: Any) -> None:
+    """The tail path (stores without ``waiter``: real SQLite here) coalesces like the memory path."""
+    from respstream.server.store.sqlite import SQLiteStore
+
+    dialect = get_dialect("platform")
+    store = SQLiteStore(str(tmp_path / "tail.db"))
+    try:
+        await store.create(ResponseRecord(id="r1", status="in_progress", created_at=0.0))
+        log = [_created(i) for i in range(events - 1)] + [_completed(events - 1)]
+        await store.append("r1", log)
+        response = EventStreamResponse(store=store, response_id="r1", after=-1, dialect=dialect,
+                                       keepalive_seconds=10, headers=[], slow_reader_timeout=5.0)
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        async def receive() -> dict[str, Any]:
+            await asyncio.Event().wait()
+            return {}
+
+        await asyncio.wait_for(response({"type": "http", "state": {}}, receive, send), 5)
+    finally:
+        await store.aclose()
+    bodies = [m["body"] for m in sent[1:-1]]
+    assert b"".join(bodies) == b"".join(frame(dialect, e) for e in log)  # the same bytes, in order
+    assert len(bodies) < events or events <= 3  # fewer sends than events on a long log
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}

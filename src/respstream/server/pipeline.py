@@ -2,21 +2,18 @@
 
 How this works: the routing decision is made before streaming (an unknown pinned model must be a 400), so
 :meth:`Pipeline.run` starts by announcing it (``response.routing.completed``, skipped for a pinned model). Each
-*round* streams one upstream generation into the writer, flushing once per upstream chunk (one store append, one
-reader wakeup). A round that ends in tool calls runs the server tools (announced, run, finished with output and
-status) and loops back into the model, up to ``max_tool_rounds``; a client function tool ends the response with the
-call in ``output``. *Ground first*: before the first round, one server tool picked by
-:func:`~respstream.server.router.ground_first` from the input and the route runs and its result goes to the model as
-a tool result (arithmetic -> ``calculator``, a time question -> ``current_datetime``, the ``retrieval`` route ->
-``web_fetch`` for a URL or ``web_search``), so tools work even with a model too small to call them. A computed result
-(calculator, current_datetime) also goes to the model as a system instruction to state it
-(:func:`~respstream.server.grounded_answer.grounding_instruction`), and the final text is checked against it
+*round* streams one upstream generation into the writer (:mod:`~respstream.server.round_collector`), a batch per
+upstream read when the upstream offers ``generate_batches``; on a store without a synchronous append the writer
+group-commits (a write in flight, the events that come meanwhile queued for the next: ``flush_behind``). A round
+that ends in tool calls runs the server tools (announced, run, finished with output and status) and loops back into
+the model, up to ``max_tool_rounds``; a client function tool ends the response with the
+call in ``output`` (:mod:`~respstream.server.tool_rounds`). *Ground first*: before the first round, one server
+tool picked from the input and the route may run and its result goes to the model
+(:mod:`~respstream.server.ground_first_step`); a computed result is checked against the final text
 (:class:`~respstream.server.grounded_answer.GroundedFacts`, after the rewriter; a correction shows as
 ``response.rewrite.in_progress``). An upstream with ``offer_server_tools = False`` (the embedded models) is offered
 only the client's function tools, and none in a round that follows a tool result (such a model would repeat the call
-instead of answering): one client tool round per turn. Only for a routed
-(not pinned) request, a tool enabled for the request, fresh user input (not a ``function_call_output``
-continuation), and once per response. The last
+instead of answering): one client tool round per turn. The last
 message goes through the rewriter before its ``output_text.done``. Search results are numbered for the model (``[1]``
 ...), and where the final text cites one (by URL, title or marker) its ``output_text`` part gets a ``url_citation``
 annotation (:mod:`~respstream.server.citations`, computed on the text after the rewrite). For an upstream with
@@ -32,35 +29,26 @@ carries on. Closing the upstream generator (``aclosing``) frees its connection o
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from respstream.server.citations import CitationSources, Source, find_citations, with_source_list
-from respstream.server.grounded_answer import Fact, GroundedFacts, grounding_instruction
-from respstream.server.item_relay import ItemRelay
+from respstream.server.ground_first_step import GroundFirst
+from respstream.server.grounded_answer import Fact, GroundedFacts
 from respstream.server.mcp_tools import McpToolbox, McpToolError
 from respstream.server.requests import ResponseRequest
-from respstream.server.router import ground_first
+from respstream.server.round_collector import RoundCollector
 from respstream.server.store.base import SequenceConflict, StoreUnavailable
 from respstream.server.structured_output import check_output
 from respstream.server.telemetry.observation import current_attempt
 from respstream.server.telemetry.response import NULL_TELEMETRY, ResponseTelemetry
-from respstream.server.tools.search_query import search_query
+from respstream.server.tool_rounds import RoundResult, ToolCrashed, ToolRounds
 from respstream.server.upstream.base import (
     Finish,
     GenerationRequest,
-    PassedItemAdded,
-    PassedItemDone,
-    PassedItemEvent,
-    ReasoningDelta,
-    RefusalDelta,
-    TextDelta,
-    ToolCallDelta,
     Upstream,
     UpstreamError,
     Usage,
@@ -105,25 +93,7 @@ class RewriterLike(Protocol):
     async def rewrite(self, text: str, *, language: str | None) -> str: ...
 
 
-class ToolCrashed(Exception):
-    """A server tool raised instead of returning a failed result: the response ends with ``tool_error``."""
-
-
-@dataclass(slots=True)
-class _Call:
-    call_id: str
-    name: str
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class _Round:
-    finish: Finish
-    text: str
-    calls: list[_Call]
-
-
-class Pipeline:
+class Pipeline(GroundFirst, ToolRounds):
     """Runs one response. ``cancel_code`` is what a cancellation of :meth:`run` reports. ``telemetry`` (set by
     the service) gets the first token, the upstream attempts, tool runs and the rewrite pass."""
 
@@ -273,7 +243,7 @@ class Pipeline:
             return
         w.complete(usage=self._usage)  # rounds exhausted (unreachable: the last round offers no tools)
 
-    async def _round_with_fallback(self, offer_tools: bool) -> _Round:
+    async def _round_with_fallback(self, offer_tools: bool) -> RoundResult:
         while True:
             upstream: Upstream = self.decision.upstream
             start_seq = self.writer.next_sequence_number
@@ -297,7 +267,7 @@ class Pipeline:
             self.router.record_success(upstream)
             return result
 
-    async def _round(self, upstream: Upstream, offer_tools: bool) -> _Round:
+    async def _round(self, upstream: Upstream, offer_tools: bool) -> RoundResult:
         w = self.writer
         specs = self._tool_specs() if offer_tools else []
         if specs and not getattr(upstream, "offer_server_tools", True) and self.messages \
@@ -314,47 +284,42 @@ class Pipeline:
             temperature=self.request.temperature,
             options=chat_options(self.request, tools_offered=bool(specs)),
         )
-        text: list[str] = []
-        calls: dict[int, _Call] = {}
-        finish = Finish("stop")
-        relay = ItemRelay(w)  # a native Responses upstream's hosted-tool and reasoning items (item_relay.py)
-        first = True
-        stream: AsyncIterator[Any] = upstream.generate(gen_request)
-        async with aclosing(stream):  # type: ignore[type-var]
-            async for chunk in stream:
-                kind = type(chunk)
-                if first:
-                    first = False
-                    self._first_chunk(kind)
-                if kind is TextDelta:
-                    if chunk.text:
-                        text.append(chunk.text)
-                        w.text_delta(chunk.text, chunk.logprobs)
-                elif kind is ReasoningDelta:
-                    if chunk.text:
-                        w.reasoning_delta(chunk.text)
-                elif kind is RefusalDelta:
-                    if chunk.text:
-                        w.refusal_delta(chunk.text)
-                elif kind is ToolCallDelta:
-                    call = calls.get(chunk.index)
-                    if call is None:
-                        call = calls[chunk.index] = _Call(chunk.call_id or f"call_{w.record.id[-8:]}_{chunk.index}",
-                                                          chunk.name or "")
-                    call.arguments.append(chunk.arguments)
-                elif kind is PassedItemEvent:
-                    relay.event(chunk)
-                elif kind is PassedItemAdded:
-                    relay.added(chunk)
-                elif kind is PassedItemDone:
-                    relay.done(chunk)
-                elif kind is Finish:
-                    finish = chunk
-                    w.note_repairs(chunk.repairs)
-                    break
-                if w.needs_flush_await:
-                    await w.flush()  # stores without a synchronous append: one append per chunk
-        return _Round(finish, "".join(text), [calls[i] for i in sorted(calls)] if offer_tools else [])
+        collector = RoundCollector(w, self._first_chunk)
+        # A store without a synchronous append (SQLite, Redis) gets group commit: a write starts as soon as there is
+        # something to write, and what comes while it runs goes in the next one. The memory store batches by itself
+        # (one append per event-loop turn).
+        group = w.needs_flush_await
+        try:
+            batches = getattr(upstream, "generate_batches", None)
+            if batches is not None:
+                # Everything one upstream read held at once, as one batch: one generator hop instead of one per
+                # chunk. Only what is already here: nothing waits for more.
+                batch_stream: AsyncIterator[list[Any]] = batches(gen_request)
+                async with aclosing(batch_stream):  # type: ignore[type-var]
+                    async for batch in batch_stream:
+                        finished = collector.take_all(batch)
+                        if group:
+                            await w.flush_behind()
+                        if finished:
+                            break
+            else:
+                stream: AsyncIterator[Any] = upstream.generate(gen_request)
+                take = collector.take
+                async with aclosing(stream):  # type: ignore[type-var]
+                    async for chunk in stream:
+                        if take(chunk):
+                            break
+                        if group:
+                            await w.flush_behind()
+        except asyncio.CancelledError:
+            raise  # the terminal's flush waits for the write in flight
+        except BaseException:
+            if group:
+                await w.settle()  # a write that failed meanwhile (the log was taken from us) says so first
+            raise
+        if group:
+            await w.flush()  # the round's events are all in the store before tools, rewrite or the terminal
+        return collector.result(offer_tools)
 
     def _first_chunk(self, kind: type) -> None:
         attempt = current_attempt()
@@ -362,159 +327,6 @@ class Pipeline:
             attempt.mark("first_chunk")
         if kind is not Finish:
             self.telemetry.first_token()
-
-    # -- tools -----------------------------------------------------------------------------------------------------
-    def _tool_specs(self) -> list[dict[str, Any]]:
-        specs: list[dict[str, Any]] = []
-        # An upstream may decline server tools (the embedded models: a small model offered web_search calls it for
-        # every question, and the specs cost ~1,300 prompt tokens a round); grounding runs them for it instead.
-        if getattr(self.decision.upstream, "offer_server_tools", True):
-            specs = [s for s in self.tools.specs() if s.get("function", {}).get("name") in self.server_tools]
-        for tool in self.client_tools.values():
-            specs.append({"type": "function", "function": {
-                "name": tool["name"], "description": tool.get("description") or "",
-                "parameters": tool.get("parameters") or {"type": "object", "properties": {}}}})
-        if self.mcp is not None:
-            specs.extend(self.mcp.specs())
-        return specs
-
-    def _chat_tool_choice(self) -> Any:
-        """``tool_choice`` for the upstream. A forced or required choice holds for the first round only: once the
-        model has called, the next round must be free to answer (else a forced tool would loop to the round limit)."""
-        policy = self.request.tool_policy
-        if self._round_no > 0 and policy.mode == "required":
-            return "auto"
-        return policy.chat_tool_choice()
-
-    async def _handle_calls(self, result: _Round) -> bool:
-        """Run server calls, emit client calls. True when the response ends here (a client call is pending)."""
-        w = self.writer
-        if not self.request.parallel_tool_calls:
-            result.calls = result.calls[:1]  # parallel_tool_calls: false -> one call per turn, whatever the model did
-        if self.calls_left is not None:
-            result.calls = result.calls[: self.calls_left]  # calls past max_tool_calls are dropped, never run
-            self.calls_left -= len(result.calls)
-        if w.open_message_text is not None:
-            text = w.open_message_text if result.finish.text is None else result.finish.text
-            final = await self._rewrite(text)
-            w.close_message(final, annotations=self._citations(final))
-        else:
-            w.close_message()
-        chat_calls = [{"id": c.call_id, "type": "function",
-                       "function": {"name": c.name, "arguments": "".join(c.arguments) or "{}"}} for c in result.calls]
-        self.messages.append({"role": "assistant", "content": result.text or None, "tool_calls": chat_calls})
-        client_pending = False
-        for call in result.calls:
-            arguments = "".join(call.arguments)
-            if call.name in self.client_tools:
-                w.client_tool_call(call_id=call.call_id, name=call.name, arguments=arguments)
-                client_pending = True
-                continue
-            if self.mcp is not None and call.name in self.mcp.by_tool:
-                if self.mcp.needs_approval(call.name):
-                    self.mcp.request_approval(w, call.name, arguments)
-                    client_pending = True  # the response ends; the approval comes with the next request
-                    continue
-                output = await self.mcp.call(w, call.name, arguments)
-                self.messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
-                continue
-            output = await self._run_server_tool(call.call_id, call.name, arguments)
-            if call.name == "web_search" and self._last_results:
-                output = self._sources.prompt_block(self._last_results)  # numbered: the model can cite [n]
-            self.messages.append({"role": "tool", "tool_call_id": call.call_id, "content": output})
-        await w.flush()
-        return client_pending
-
-    async def _run_server_tool(self, call_id: str, name: str, arguments: str) -> str:
-        w = self.writer
-        index = w.server_tool_started(call_id=call_id, name=name, arguments=arguments, query=_query(arguments))
-        await w.flush()
-        crashed: Exception | None = None
-        with self.telemetry.tool(name, call_id, arguments) as outcome:
-            if name not in self.server_tools:
-                output, status = f"unknown tool {name!r}", "failed"
-            else:
-                try:
-                    result = await self.tools.run(name, arguments)
-                    output, status = result.output, result.status
-                except Exception as exc:  # tools report failures as results; an exception is a broken tool
-                    log.exception("server tool %s raised", name)
-                    crashed = exc
-                    output, status = f"the {name} tool crashed ({type(exc).__name__})", "failed"
-            outcome["status"] = status
-        self._last_tool_status = status
-        self._last_results = self._sources.add_results(output) if name == "web_search" and status == "completed" \
-            else []
-        if self._on_tool is not None:
-            self._on_tool(name, status)
-        w.server_tool_finished(index, output=output, status=status, sources=_sources(output) if name == "web_search"
-                               else None)
-        await w.flush()
-        if crashed is not None:
-            raise ToolCrashed(output) from crashed
-        return output
-
-    def _fresh_user_turn(self) -> bool:
-        """True when the request ends with new user input. A turn that carries tool results (a client's
-        ``function_call_output`` continuation) already has what it needs: searching again would search for the
-        tool's output. (Within one response the search runs once, before the first round, never per tool round.)"""
-        last = self.request.input[-1] if self.request.input else None
-        return last is not None and last.type == "message" and last.role == "user"
-
-    def _grounding(self) -> tuple[str, dict[str, str]] | None:
-        """The server tool to run before the first round and its arguments, or None (see the module docstring).
-        A tool the request does not enable is skipped; the retrieval route then still searches when it may."""
-        if self.pinned or not self._fresh_user_turn() or self.calls_left == 0:
-            return None
-        text = self.request.input_text
-        category = str(getattr(self.decision, "category", ""))
-        chosen = ground_first(text, category)
-        if chosen is not None and chosen[0] in self.server_tools:
-            return chosen
-        if category == "retrieval" and "web_search" in self.server_tools:
-            return "web_search", {"query": search_query(text)}
-        return None
-
-    async def _ground_first(self, name: str, arguments: dict[str, str]) -> None:
-        """Run ``name`` as a server tool call (announced, run, finished like any other) and put its output in front
-        of the model, so even a model that never calls tools answers from it.
-
-        How the model gets it: a computed answer (``calculator``, ``current_datetime``) comes as the result of the
-        model's own call, which small models repeat faithfully. Search and fetch results are context rather than the
-        answer, and a request with client function tools must leave the model free to call them (a trailing tool
-        result reads as "tools done, now answer"): those get a system note before the user's message instead."""
-        call_id = f"call_{self.writer.record.id[-12:]}_{'search' if name == 'web_search' else 'ground'}"
-        if self.calls_left is not None:
-            self.calls_left -= 1
-        arguments_json = json.dumps(arguments)
-        output = await self._run_server_tool(call_id, name, arguments_json)
-        if name in ("calculator", "current_datetime") and self._last_tool_status == "completed":
-            # A computed answer: the model is told to state it (a system note before the question), and the final
-            # text is checked against it (GroundedFacts, in _rewrite).
-            fact = Fact(name, dict(arguments), output)
-            self._facts.append(fact)
-            self.messages.insert(len(self.messages) - 1 if self.messages else 0,
-                                 {"role": "system", "content": grounding_instruction(fact)})
-        offered = getattr(self.decision.upstream, "offer_server_tools", True)
-        if name in ("calculator", "current_datetime") and not self.client_tools and offered:
-            # A model that calls tools sees the result as its own call's (small models repeat it faithfully). One
-            # that is not offered the gateway's tools gets only the note: shown a call, it writes calls as text.
-            self.messages.append({"role": "assistant", "content": "", "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments_json}}]})
-            self.messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
-            return
-        if name in ("calculator", "current_datetime") and self._facts:
-            return  # the system note above already carries the result
-        if name == "web_search":
-            found = self._sources.prompt_block(self._last_results) if self._last_results else output
-            note = (f"Web search results for the user's question:\n{found}\n"
-                    "Answer using these results. Cite a result by its number in square brackets, like [1], right "
-                    "after what it supports.")
-        elif name == "web_fetch":
-            note = f"The page {arguments.get('url', '')} reads:\n{output}\nAnswer using this page."
-        else:
-            note = f"The {name} tool ({arguments_json}) returned: {output}\nAnswer using this result."
-        self.messages.insert(len(self.messages) - 1 if self.messages else 0, {"role": "system", "content": note})
 
     async def _rewrite(self, text: str) -> str:
         with self.telemetry.span("rewrite", {"respstream.rewrite.input_chars": len(text)}) as span:
@@ -553,24 +365,3 @@ class Pipeline:
             reasoning_tokens=u.reasoning_tokens + usage.reasoning_tokens,
             cached_tokens=u.cached_tokens + usage.cached_tokens,
         )
-
-
-def _query(arguments: str) -> str | None:
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return None
-    query = value.get("query") if isinstance(value, dict) else None
-    return query if isinstance(query, str) else None
-
-
-def _sources(output: str) -> list[str]:
-    try:
-        value = json.loads(output)
-    except ValueError:
-        return []
-    if isinstance(value, dict):
-        value = value.get("results", [])
-    if not isinstance(value, list):
-        return []
-    return [r["url"] for r in value if isinstance(r, dict) and isinstance(r.get("url"), str)]

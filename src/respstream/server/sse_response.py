@@ -34,8 +34,8 @@ from collections.abc import Callable
 from typing import Any
 
 from respstream.server.dialects import Dialect
+from respstream.server.frames import frame, reader_terminal_frame
 from respstream.server.store.base import Entry, Store, StoreUnavailable
-from respstream.server.writer import frame, reader_terminal_frame
 
 __all__ = ["SLOW_READER_TIMEOUT_SECONDS", "SSE_HEADERS", "EventStreamResponse"]
 
@@ -330,27 +330,44 @@ class EventStreamResponse:
                 await queue.put(_END)
 
         task = asyncio.create_task(pump())
+        sse = type(self).entry_message is EventStreamResponse.entry_message
         try:
             while True:
-                try:
-                    async with asyncio.timeout(self.keepalive):
-                        item = await queue.get()
-                except TimeoutError:
-                    keepalive = self.keepalive_message()
-                    if keepalive is not None:
-                        self._sending = True
-                        await send(keepalive)
-                        self._sending = False
-                    continue
+                if queue.empty():  # caught up: wait, with the keep-alive as the bound (no timer per entry)
+                    try:
+                        async with asyncio.timeout(self.keepalive):
+                            item = await queue.get()
+                    except TimeoutError:
+                        keepalive = self.keepalive_message()
+                        if keepalive is not None:
+                            self._sending = True
+                            await send(keepalive)
+                            self._sending = False
+                        continue
+                else:
+                    item = queue.get_nowait()
+                # Everything the pump has queued already goes out together (as _follow_memory does): the same
+                # frames, fewer sends.
+                ready = [item]
+                while item is not _END and not item.terminal and not queue.empty():
+                    item = queue.get_nowait()
+                    ready.append(item)
+                entries = ready[:-1] if item is _END else ready
+                if entries:
+                    self._sending = True
+                    if sse:
+                        if await self._send_frames(send, self.dialect, entries):
+                            return True
+                    else:
+                        for entry in entries:
+                            await send(self.entry_message(entry))
+                            self.last = entry.sequence_number
+                            if entry.terminal:
+                                return True
+                    self._sending = False
                 if item is _END:
                     task.result() if task.done() else None  # surface a store failure
                     return False
-                self._sending = True
-                await send(self.entry_message(item))
-                self._sending = False
-                self.last = item.sequence_number
-                if item.terminal:
-                    return True
         finally:
             task.cancel()
             with contextlib.suppress(BaseException):

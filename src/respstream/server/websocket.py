@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from respstream.server.frames import reader_terminal_data
 from respstream.server.http_errors import HTTPError, envelope
 from respstream.server.requests import parse_request
 from respstream.server.sse_response import EventStreamResponse
@@ -37,7 +38,6 @@ from respstream.server.store.base import Entry, StoreUnavailable
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import backend_of
 from respstream.server.web_security import check_open_websocket
-from respstream.server.writer import reader_terminal_data
 
 if TYPE_CHECKING:
     from respstream.server.app import _Gateway

@@ -34,103 +34,31 @@ import msgspec
 from respstream.protocol.events import OutputTextDelta, decode_event
 from respstream.protocol.rules import RuleChecker
 from respstream.server.content_parts import OpenItem, OpenPart, closing_events, part_object
-from respstream.server.dialects import EXTENSION_PREFIX, Dialect
-from respstream.server.response_object import mark_completed
-from respstream.server.store.base import (
-    DeltaEntry,
-    DeltaTemplate,
-    Entry,
-    LogEntry,
-    ResponseRecord,
-    SequenceConflict,
-    Store,
-    StoreUnavailable,
+from respstream.server.dialects import Dialect
+from respstream.server.frames import (
+    ERROR_CODES,
+    frame,
+    reader_terminal_data,
+    reader_terminal_frame,
+    terminal_outcome,
 )
+from respstream.server.response_object import mark_completed
+from respstream.server.store.base import DeltaEntry, DeltaTemplate, Entry, LogEntry, ResponseRecord, Store
 from respstream.server.upstream.base import Usage
+from respstream.server.writer_store import LogFlushing, ResponseDeleted
+from respstream.server.writer_tools import ToolCallItems
 
+# frame, reader_terminal_* and terminal_outcome live in frames.py; re-exported for the callers that import them here.
 __all__ = ["ERROR_CODES", "REPAIRS_FIELD", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame",
            "reader_terminal_data", "reader_terminal_frame", "terminal_outcome"]
-
-# Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
-ERROR_CODES: dict[str, str] = {
-    "internal_error": "server_error",
-    "upstream_timeout": "server_error",
-    "upstream_error": "server_error",
-    "upstream_unavailable": "server_error",
-    "tool_error": "server_error",
-    "rate_limited": "rate_limit_error",
-    "cancelled": "cancelled",
-    "server_shutdown": "server_error",
-    "worker_lost": "server_error",
-    "store_unavailable": "server_error",
-    "event_too_large": "server_error",
-    "slow_reader": "server_error",  # one reader cut for not reading (server/sse_response.py); not in the log
-}
 
 _encode = msgspec.json.Encoder().encode
 # The Response extension field that reports what the gateway repaired in a native Responses upstream's stream.
 REPAIRS_FIELD = "respstream:repairs"
 
-class ResponseDeleted(Exception):
-    """The store no longer has this response (deleted, e.g. from another instance, or expired): stop writing."""
-
 
 class WriterClosed(RuntimeError):
     """An event was offered after the terminal, or after a rule violation ended the stream."""
-
-
-_DONE = b"data: [DONE]\n\n"
-
-
-def frame(dialect: Dialect, entry: Entry) -> bytes:
-    """The SSE frame for one log entry in ``dialect`` (one formatting step for a compact delta). Open Responses:
-    no ``id:`` line, and ``data: [DONE]`` right after the terminal."""
-    if entry.__class__ is DeltaEntry:
-        seq, template = entry.sequence_number, entry.template  # type: ignore[union-attr]
-        if not dialect.id_lines:
-            return template.frame_bare % (seq, entry.piece)  # type: ignore[union-attr,no-any-return]
-        fmt = template.frame_typed if dialect.event_line_is_type else template.frame_message
-        return fmt % (seq, seq, entry.piece)  # type: ignore[union-attr,no-any-return]
-    name = entry.type.encode() if dialect.event_line_is_type else b"message"
-    if dialect.id_lines:
-        return b"id: %d\nevent: %b\ndata: %b\n\n" % (entry.sequence_number, name, entry.data)
-    body = b"event: %b\ndata: %b\n\n" % (name, entry.data)
-    return body + _DONE if entry.terminal and dialect.done_sentinel else body
-
-
-def reader_terminal_data(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
-    """The JSON of :func:`reader_terminal_frame` (what a WebSocket sends as its message)."""
-    if dialect.separate_terminal_types:
-        err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
-        return _encode({"type": "error", "sequence_number": sequence_number, "error": err})
-    return _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
-                    "param": None})
-
-
-def reader_terminal_frame(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
-    """A terminal ``error`` frame for ONE reader whose stream cannot go on (the store failed, or the response was
-    deleted before its terminal reached this reader). It is not in the log, so it has no ``id:`` line: an
-    EventSource reconnect resumes from the last real event. Numbered ``last sent + 1`` so the sequence stays whole."""
-    if dialect.separate_terminal_types:
-        err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
-        data = _encode({"type": "error", "sequence_number": sequence_number, "error": err})
-    else:
-        data = _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
-                        "param": None})
-    name = b"error" if dialect.event_line_is_type else b"message"
-    body = b"event: %b\ndata: %b\n\n" % (name, data)
-    return body + _DONE if dialect.done_sentinel else body
-
-
-def terminal_outcome(entry: LogEntry) -> tuple[str, dict[str, Any] | None]:
-    """``(record status, error)`` that a terminal log entry stands for (any dialect)."""
-    data = msgspec.json.decode(entry.data)
-    if entry.type == "error":
-        err = data.get("error") if isinstance(data.get("error"), dict) else data
-        code, message = err.get("code"), err.get("message")
-        return ("cancelled" if code == "cancelled" else "failed"), {"code": code, "message": message}
-    response = data.get("response") or {}
-    return str(response.get("status") or "failed"), response.get("error")
 
 
 def usage_object(usage: Usage | None) -> dict[str, Any] | None:
@@ -145,7 +73,7 @@ def usage_object(usage: Usage | None) -> dict[str, Any] | None:
     }
 
 
-class ResponseWriter:
+class ResponseWriter(ToolCallItems, LogFlushing):
     """Emits one response's events. Not thread-safe; one task drives it (the pipeline)."""
 
     def __init__(
@@ -187,11 +115,6 @@ class ResponseWriter:
         return self._closed
 
     @property
-    def needs_flush_await(self) -> bool:
-        """True when the store has no synchronous append, so the pipeline must ``await flush()`` per chunk."""
-        return self._append_nowait is None
-
-    @property
     def next_sequence_number(self) -> int:
         return self._seq
 
@@ -227,104 +150,6 @@ class ResponseWriter:
         self._checker = None
         self.fail("internal_error", message)
 
-    def _flush_now(self) -> None:
-        """Deltas on a store with a synchronous append (memory): one batch per event-loop turn, so readers wake once
-        per batch of upstream chunks, not once per event."""
-        self._soon = None
-        if self._pending and self._append_nowait is not None and not self._pending[-1].terminal:
-            batch, self._pending = self._pending, []
-            self._append_nowait(self.record.id, batch)
-            if self._on_flush is not None:
-                self._on_flush(len(batch))
-
-    # Seconds a flush keeps retrying a store that is unavailable (a Redis failover, a reconnect) before it raises;
-    # 0 = raise at once. The service sets it to the lease: past that, other instances end the log anyway.
-    retry_unavailable_seconds: float = 0.0
-
-    async def flush(self) -> None:
-        """Append the queued events to the store in one batch (wakes every reader once).
-
-        Raises what the store raises. On ``StoreUnavailable`` the batch stays queued and is retried (with backoff)
-        for ``retry_unavailable_seconds``, so a Redis primary failing over to its replica stalls the stream instead
-        of failing it; a later ``flush()`` appends what is still queued without a gap in the sequence numbers. A
-        cancellation never interrupts a store write half way (the write finishes in the background and the next
-        ``flush()`` waits for it first), so batches land in order and none is lost.
-        """
-        if self.retry_unavailable_seconds <= 0:
-            await self._flush_once()
-            return
-        deadline = time.monotonic() + self.retry_unavailable_seconds
-        pause = 0.05
-        while True:
-            try:
-                await self._flush_once()
-                return
-            except StoreUnavailable:
-                if time.monotonic() + pause > deadline:
-                    raise
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, 0.5)
-
-    async def _flush_once(self) -> None:
-        if self._inflight is not None:
-            await self._settle()
-        if not self._pending:
-            return
-        batch, self._pending = self._pending, []
-        if self._append_nowait is not None:  # memory: the coroutines below never suspend, nothing to protect
-            await self._store_batch(batch)
-            return
-        task = asyncio.ensure_future(self._store_batch(batch))
-        self._inflight = task
-        try:
-            await asyncio.shield(task)
-        finally:
-            if task.done():  # else cancelled while writing: the next flush() settles it
-                self._inflight = None
-
-    async def _settle(self) -> None:
-        """Wait for a write a cancellation left running; its ``StoreUnavailable`` put the batch back already."""
-        task, self._inflight = self._inflight, None
-        if task is None:
-            return
-        try:
-            await asyncio.shield(task)
-        except StoreUnavailable:
-            pass
-
-    async def _store_batch(self, batch: list[Entry]) -> None:
-        try:
-            if batch[-1].terminal:
-                self.record.response = self.response
-                await self._store.update(self.record)
-            if self._compact:
-                await self._store.append(self.record.id, batch)  # type: ignore[arg-type]  # memory: takes Entry
-            else:
-                await self._store.append(self.record.id, _plain(batch))
-        except StoreUnavailable:
-            self._pending = batch + self._pending
-            raise
-        except KeyError:
-            raise ResponseDeleted(self.record.id) from None
-        except SequenceConflict:
-            if batch[-1].terminal:  # our terminal lost to another (worker_lost, a cancel from another instance)
-                await self._adopt_log_terminal(batch[0].sequence_number - 1)
-            raise
-        if self._on_flush is not None:
-            self._on_flush(len(batch))
-
-    async def _adopt_log_terminal(self, after: int) -> None:
-        """The log ended with someone else's terminal while ours was refused, but our record update may have
-        landed after theirs: make the record say what the log says (the log is the truth)."""
-        entries = await self._store.read(self.record.id, after)
-        terminal = next((e for e in entries if e.terminal), None)
-        if terminal is None:
-            return
-        status, error = terminal_outcome(terminal)
-        self.record.status = status
-        self.record.response = {**self.response, "status": status, "error": error}
-        await self._store.update(self.record)
-
     @classmethod
     def continuing(cls, record: ResponseRecord, *, dialect: Dialect, store: Store, next_sequence_number: int
                    ) -> ResponseWriter:
@@ -333,16 +158,6 @@ class ResponseWriter:
         writer = cls(record, dialect=dialect, store=store, response=dict(record.response), check=False)
         writer._seq = next_sequence_number
         return writer
-
-    def take_pending(self) -> list[LogEntry]:
-        """The queued entries, handed to the caller to append itself (the queue is emptied)."""
-        batch, self._pending = self._pending, []
-        return _plain(batch)
-
-    def abandon(self) -> None:
-        """Stop without a terminal of our own: the log was ended by someone else (``SequenceConflict``)."""
-        self._closed = True
-        self._pending = []
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -512,109 +327,6 @@ class ResponseWriter:
             self._close_part(item, text, rewritten=text != item.part.joined(), annotations=annotations)
         self._close_current_item(status=status)
 
-    # -- tool calls ------------------------------------------------------------------------------------------------
-    def client_tool_call(self, *, call_id: str, name: str, arguments: str) -> None:
-        """A call of a client function tool: the whole item, for the caller to run."""
-        self._close_current_item()
-        item = {"id": self.dialect.new_id("fc"), "type": "function_call", "status": "in_progress",
-                "call_id": call_id, "name": name, "arguments": ""}
-        index = self._add_item(item)
-        where = {"item_id": item["id"], "output_index": index}
-        if arguments:
-            self._emit("response.function_call_arguments.delta", {**where, "delta": arguments})
-        self._emit("response.function_call_arguments.done", {**where, "arguments": arguments, "name": name})
-        self._done_item(index, {**item, "arguments": arguments, "status": "completed"})
-        self._tool_summary.append(
-            {"call_id": call_id, "name": name, "arguments": arguments, "status": "completed", "output": None}
-        )
-
-    def server_tool_started(self, *, call_id: str, name: str, arguments: str, query: str | None = None) -> int:
-        """Announce a server-side tool call; returns its output index for :meth:`server_tool_finished`."""
-        self._close_current_item()
-        if self.dialect.extension_tool_items:
-            # Open Responses: a hosted tool of ours is an extension item named after it (`respstream:web_search_call`).
-            item: dict[str, Any] = {"id": self.dialect.new_id("rst"), "type": f"{EXTENSION_PREFIX}{name}_call",
-                                    "status": "in_progress", "call_id": call_id, "name": name,
-                                    "arguments": arguments, "output": None}
-            if query is not None:
-                item["query"] = query
-            return self._add_item(item)
-        hosted = self.dialect.hosted_tool_items
-        if hosted and name == "web_search":
-            item = {"id": self.dialect.new_id("ws"), "type": "web_search_call", "status": "in_progress",
-                    "action": {"type": "search", "query": query or ""}}
-            index = self._add_item(item)
-            self._emit("response.web_search_call.in_progress", {"item_id": item["id"], "output_index": index})
-            self._emit("response.web_search_call.searching", {"item_id": item["id"], "output_index": index})
-            return index
-        if hosted:
-            item = {"id": self.dialect.new_id("mcp"), "type": "mcp_call", "status": "in_progress", "name": name,
-                    "server_label": "respstream", "arguments": "", "output": None, "error": None}
-            index = self._add_item(item)
-            where = {"item_id": item["id"], "output_index": index}
-            self._emit("response.mcp_call.in_progress", where)
-            if arguments:
-                self._emit("response.mcp_call_arguments.delta", {**where, "delta": arguments})
-            self._emit("response.mcp_call_arguments.done", {**where, "arguments": arguments})
-            self._output[index] = {**item, "arguments": arguments}
-            return index
-        item = {"id": self.dialect.new_id("fc"), "type": "function_call", "status": "in_progress",
-                "call_id": call_id, "name": name, "arguments": ""}
-        index = self._add_item(item)
-        where = {"item_id": item["id"], "output_index": index}
-        if arguments:
-            self._emit("response.function_call_arguments.delta", {**where, "delta": arguments})
-        self._emit("response.function_call_arguments.done", {**where, "arguments": arguments, "name": name})
-        self._output[index] = {**item, "arguments": arguments}
-        return index
-
-    def server_tool_finished(
-        self, index: int, *, output: str, status: str, sources: list[str] | None = None
-    ) -> None:
-        """The tool ran: ``status`` is ``completed`` or ``failed``; ``output`` its result or failure text."""
-        item = dict(self._output[index])
-        where = {"item_id": item["id"], "output_index": index}
-        if item["type"] == "web_search_call":
-            self._emit("response.web_search_call.completed", where)
-            action = dict(item["action"])
-            action["sources"] = [{"type": "url", "url": url} for url in sources or []]
-            item.update(action=action, status=status, output=output)
-        elif item["type"].startswith(EXTENSION_PREFIX):
-            item.update(status=status, output=output)
-            if sources is not None:
-                item["sources"] = [{"type": "url", "url": url} for url in sources]
-        elif item["type"] == "mcp_call":
-            self._emit("response.mcp_call.completed" if status == "completed" else "response.mcp_call.failed", where)
-            item.update(status=status, output=output if status == "completed" else None,
-                        error=None if status == "completed" else output)
-        else:
-            item.update(status=status, output=output)
-            self._tool_summary.append({"call_id": item["call_id"], "name": item["name"],
-                                       "arguments": item["arguments"], "status": status, "output": output})
-        self._done_item(index, item)
-
-    # Public for item kinds built outside this module (server/mcp_tools.py): the same bookkeeping as our own.
-    def add_output_item(self, item: dict[str, Any]) -> int:
-        """Close any open item, add ``item`` (``response.output_item.added``); returns its output index."""
-        self._close_current_item()
-        return self._add_item(item)
-
-    def finish_output_item(self, index: int, item: dict[str, Any]) -> None:
-        self._done_item(index, item)
-
-    def emit_event(self, event_type: str, fields: dict[str, Any]) -> None:
-        self._emit(event_type, fields)
-
-    def _add_item(self, item: dict[str, Any]) -> int:
-        index = len(self._output)
-        self._output.append(item)
-        self._emit("response.output_item.added", {"output_index": index, "item": item})
-        return index
-
-    def _done_item(self, index: int, item: dict[str, Any]) -> None:
-        self._output[index] = item
-        self._emit("response.output_item.done", {"output_index": index, "item": item})
-
     # -- repairs ---------------------------------------------------------------------------------------------------
     def note_repairs(self, repairs: dict[str, int] | None) -> None:
         """What was repaired in a native Responses upstream's stream (violation code -> count), added up over the
@@ -699,9 +411,4 @@ class ResponseWriter:
             for part in item.get("content", [])
             if part.get("type") == "output_text"
         )
-
-
-def _plain(batch: list[Entry]) -> list[LogEntry]:
-    """``batch`` with compact delta entries made into real ones (for stores that keep only LogEntry)."""
-    return [e if e.__class__ is LogEntry else e.entry() for e in batch]  # type: ignore[union-attr]
 

@@ -156,7 +156,12 @@ class UpstreamError(Exception):
 
 
 class Upstream(Protocol):
-    """A model backend. ``name`` is how config and the router refer to it; ``models`` what it serves."""
+    """A model backend. ``name`` is how config and the router refer to it; ``models`` what it serves.
+
+    Optional: ``generate_batches(request)``, the same chunks as ``generate`` as non-empty lists, one per read of
+    the upstream (only what is already there; never waiting to fill one). The pipeline prefers it: a round then pays
+    its per-step costs once per read (``server/round_collector.py``). The Chat Completions adapter has it.
+    """
 
     name: str
     models: list[str]

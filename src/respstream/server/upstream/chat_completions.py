@@ -39,7 +39,8 @@ import asyncio
 import email.utils
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any
+from contextlib import aclosing
+from typing import Any, TypeVar
 
 import httpx
 import msgspec
@@ -68,6 +69,7 @@ _RETRYABLE = {"upstream_unavailable", "upstream_error", "upstream_timeout"}
 _MAX_ERROR_BODY = 64 * 1024
 _MAX_MODELS_BODY = 8 << 20
 _KEEPALIVE_EXPIRY = 4.0
+_T = TypeVar("_T")
 _DRAIN_TIMEOUT = 2.0  # seconds a finished response may take to end its body before its connection is dropped
 _MAX_DRAIN = 64 * 1024
 _DRAIN_INLINE = 0.005
@@ -102,13 +104,11 @@ def simple_data_events(raw: bytes) -> list[bytes] | None:
     """
     if not raw.startswith(b"data: ") or not raw.endswith(b"\n\n") or b"\r" in raw:
         return None
-    if raw.count(b"\n") == 2:
-        return [raw[6:-2]]
-    payloads = []
-    for block in raw[:-2].split(b"\n\n"):
-        if not block.startswith(b"data: ") or b"\n" in block:
-            return None
-        payloads.append(block[6:])
+    payloads = raw[6:-2].split(b"\n\ndata: ")
+    # Each event is its payload plus exactly two LFs: any other LF (a comment, an `event:` line, multi-line data, a
+    # blank line too many) makes the count differ, and then the full decoder reads it.
+    if raw.count(b"\n") != 2 * len(payloads):
+        return None
     return payloads
 
 
@@ -307,14 +307,23 @@ class ChatCompletionsUpstream:
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[Chunk, None]:
         """Stream chunks ending with one ``Finish``. Raises :class:`UpstreamError` (codes in the module docstring)."""
-        async for chunk in self._with_retries(request, self._chat_attempt):
-            yield chunk
+        async for batch in self.generate_batches(request):
+            for chunk in batch:
+                yield chunk
 
-    def _chat_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[Chunk]:
-        chunks = self._attempt(request, ChunkTranslator(), deadline_at)
-        if self.loop_guard or self.text_tool_calls:
-            return answer_filters(chunks, request, loop_guard=self.loop_guard, text_tool_calls=self.text_tool_calls)
-        return chunks
+    async def generate_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+        """The chunks of :meth:`generate`, one list per read of the upstream's body (every chunk that read
+        completed; never empty): a consumer pays its per-step costs (a generator hop, a store append) once per read,
+        not once per chunk. Nothing is held back to fill a batch."""
+        async for batch in self._with_retries(request, self._chat_attempt):
+            yield batch
+
+    def _chat_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[list[Chunk]]:
+        batches = self._attempt(request, ChunkTranslator(), deadline_at)
+        if self.loop_guard or self.text_tool_calls:  # the answer filters work chunk by chunk
+            return _singles(answer_filters(_flatten(batches), request, loop_guard=self.loop_guard,
+                                           text_tool_calls=self.text_tool_calls))
+        return batches
 
     def _retryable(self, exc: UpstreamError) -> bool:
         """A failure worth one more attempt: nothing was shown yet, and the upstream (not the request) failed."""
@@ -326,8 +335,8 @@ class ChatCompletionsUpstream:
         )
 
     async def _with_retries(
-        self, request: GenerationRequest, attempt_once: Callable[[GenerationRequest, float], AsyncIterator[Chunk]]
-    ) -> AsyncGenerator[Chunk, None]:
+        self, request: GenerationRequest, attempt_once: Callable[[GenerationRequest, float], AsyncIterator[_T]]
+    ) -> AsyncGenerator[_T, None]:
         """One concurrency slot for the whole generation; ``attempt_once`` retried with backoff while
         :meth:`_retryable` says so and the deadline allows. Shared by every API this adapter speaks."""
         loop = asyncio.get_running_loop()
@@ -338,8 +347,8 @@ class ChatCompletionsUpstream:
             attempt = 0
             while True:
                 try:
-                    async for chunk in attempt_once(request, deadline_at):
-                        yield chunk
+                    async for item in attempt_once(request, deadline_at):
+                        yield item
                     return
                 except UpstreamError as exc:
                     if not (self._retryable(exc) and attempt < self.retries):
@@ -371,7 +380,8 @@ class ChatCompletionsUpstream:
 
     async def _attempt(
         self, request: GenerationRequest, translator: ChunkTranslator, deadline_at: float
-    ) -> AsyncGenerator[Chunk, None]:
+    ) -> AsyncGenerator[list[Chunk], None]:
+        """One request; one list of chunks per read of the body (see :meth:`generate_batches`)."""
         loop = asyncio.get_running_loop()
         model = self.upstream_model_id(request.model)
         fields = build_request_body(request, include_usage=self.include_usage, model=model)
@@ -408,18 +418,24 @@ class ChatCompletionsUpstream:
                 if payloads is None:
                     payloads, failed = self._decode_slow(decoder, raw, yielded)
                     at_boundary = raw.endswith(b"\n\n")
-                for payload in payloads:
+                # The bulk of a stream (text, finish, usage) decoded in one call; whatever follows one by one.
+                batch, taken = translator.feed_plain(payloads)
+                feed = translator.feed
+                for payload in payloads[taken:] if taken else payloads:
                     try:
-                        chunks = translator.feed(payload)
+                        batch += feed(payload)
                     except ValueError as exc:
+                        if batch:  # what came before the bad chunk is shown first, as if the reads came apart
+                            yielded = True
+                            yield batch
                         raise UpstreamError(
                             "upstream_error", f"{self.name}: {exc}", before_first_token=not yielded
                         ) from None
-                    for chunk in chunks:
-                        yielded = True
-                        yield chunk
                     if translator.done:
                         break
+                if batch:
+                    yielded = True
+                    yield batch
                 if failed is not None:  # after the payloads before it in the same read, as if they came apart
                     raise UpstreamError("upstream_error", f"{self.name}: error event: {failed}",
                                         before_first_token=not yielded)
@@ -430,9 +446,9 @@ class ChatCompletionsUpstream:
                 final = translator.finish()
             except ValueError as exc:
                 raise UpstreamError("upstream_error", f"{self.name}: {exc}", before_first_token=not yielded) from None
-            for chunk in final:
+            if final:
                 yielded = True
-                yield chunk
+                yield final
         finally:
             if translator.done:
                 drain = self._close_after_body(response)
@@ -514,3 +530,16 @@ class ChatCompletionsUpstream:
                                  before_first_token=before_first_token)
         return UpstreamError("upstream_error", f"{self.name}: connection failed mid-stream ({exc})",
                              before_first_token=before_first_token)
+
+
+async def _flatten(batches: AsyncIterator[list[Chunk]]) -> AsyncGenerator[Chunk, None]:
+    async with aclosing(batches):  # type: ignore[type-var]
+        async for batch in batches:
+            for chunk in batch:
+                yield chunk
+
+
+async def _singles(chunks: AsyncGenerator[Chunk, None]) -> AsyncGenerator[list[Chunk], None]:
+    async with aclosing(chunks):
+        async for chunk in chunks:
+            yield [chunk]

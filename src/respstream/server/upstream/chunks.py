@@ -70,6 +70,7 @@ class _WireChunk(msgspec.Struct):
 # Typed decoding builds only the fields above (no dicts for the ignored ``id``/``model``/``object``...). A chunk of
 # an unexpected shape fails validation and goes through the generic decoder instead, which ignores wrong types.
 _decode_wire = msgspec.json.Decoder(_WireChunk)
+_decode_wire_list = msgspec.json.Decoder(list[_WireChunk])
 _decode = msgspec.json.Decoder()
 
 
@@ -194,6 +195,53 @@ class ChunkTranslator:
         if choice.finish_reason:
             self._finish_reason = choice.finish_reason
         return out
+
+    def feed_plain(self, payloads: list[bytes]) -> tuple[list[Chunk], int]:
+        """The plain leading part of ``payloads``, decoded in one call: ``(chunks, n)`` where ``chunks`` is what
+        ``feed`` would return for the first ``n`` payloads in turn, concatenated. Plain: answer text (nothing a
+        ``<think>`` split would touch), a finish reason, usage, ``[DONE]`` last; the first payload that is anything
+        else (reasoning, refusal, tool calls, logprobs, an error, not JSON...) ends the part, and the caller feeds it
+        and the rest one by one. ``n`` is 0 when the batch could not be decoded as a whole."""
+        if self.done or not payloads or not self._think.idle:
+            return [], 0
+        done = payloads[-1] == b"[DONE]"
+        body = payloads[:-1] if done else payloads
+        try:
+            chunks = _decode_wire_list.decode(b"[" + b",".join(body) + b"]")
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return [], 0
+        if len(chunks) != len(body):  # a payload that is two values (`{..},{..}`): not one chunk each
+            return [], 0
+        out: list[Chunk] = []
+        taken = 0
+        for chunk in chunks:
+            if chunk.error:
+                break
+            choices = chunk.choices
+            choice = choices[0] if choices else None
+            delta = choice.delta if choice is not None else None
+            content = None
+            if delta is not None:
+                if (delta.reasoning_content or delta.reasoning or delta.refusal or delta.tool_calls
+                        or choice.logprobs is not None):  # type: ignore[union-attr]
+                    break
+                content = delta.content
+                if content and "<" in content:
+                    break
+            if chunk.usage is not None:
+                usage = map_usage(chunk.usage)
+                if usage is not None:
+                    self._usage = usage
+            if content:
+                out.append(TextDelta(content))
+            if choice is not None and choice.finish_reason:
+                self._finish_reason = choice.finish_reason
+            taken += 1
+        if taken == len(body) and done:
+            taken += 1
+            self.done = True
+        self._payloads += taken
+        return out, taken
 
     def _lenient(self, payload: bytes) -> _WireChunk:
         """Decode generically and keep what has the expected type (a number where text belongs is ignored)."""

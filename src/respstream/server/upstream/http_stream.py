@@ -25,8 +25,13 @@ import ssl
 import time
 import zlib
 from collections import deque
-from typing import cast
+from typing import Any, cast
 from urllib.parse import urlsplit
+
+try:  # the `fast` extra: its C parser de-chunks a body ~8x faster than the Python loop below (the fallback)
+    import httptools as _httptools
+except ImportError:  # pragma: no cover - the fast extra is in the default install
+    _httptools = None  # type: ignore[assignment]
 
 __all__ = ["ConnectError", "ConnectTimeout", "HTTPStreamError", "IdleTimeout", "LeanHTTP", "ProtocolError",
            "StreamResponse"]
@@ -53,6 +58,30 @@ class IdleTimeout(HTTPStreamError):
 
 class ProtocolError(HTTPStreamError):
     """The connection broke, or the server sent something that is not HTTP/1.1."""
+
+
+_CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+class _Dechunker:
+    """A ``chunked`` body through httptools' parser: it is fed a head saying so, then the body bytes as they come;
+    the de-chunked data lands in the connection's ``pieces``, the last chunk (and trailers) ends the body."""
+
+    __slots__ = ("conn", "parser")
+
+    def __init__(self, conn: _Conn) -> None:
+        self.conn = conn
+        assert _httptools is not None
+        self.parser: Any = _httptools.HttpResponseParser(self)
+        self.parser.feed_data(_CHUNKED_HEAD)
+
+    def on_body(self, body: bytes) -> None:
+        conn = self.conn
+        conn.pieces.append(body)
+        conn.buffered += len(body)
+
+    def on_message_complete(self) -> None:
+        self.conn.eof = True
 
 
 class _Conn(asyncio.Protocol):
@@ -82,6 +111,7 @@ class _Conn(asyncio.Protocol):
         self._chunk_crlf = 0  # CRLF bytes still to skip after a chunk's data
         self._in_body = False
         self._done_trailers = False
+        self._dechunker: _Dechunker | None = None
 
     # -- asyncio callbacks ---------------------------------------------------------------------------------------
 
@@ -153,6 +183,7 @@ class _Conn(asyncio.Protocol):
             self._parse_head()
             return
         self._chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        self._dechunker = _Dechunker(self) if self._chunked and _httptools is not None else None
         length = headers.get("content-length")
         self._length = int(length) if length and length.isdigit() and not self._chunked else -1
         self.reusable = parts[0] == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
@@ -177,50 +208,79 @@ class _Conn(asyncio.Protocol):
                 self.pieces.append(data)
                 self.buffered += len(data)
             return
+        if self._dechunker is not None:
+            try:
+                self._dechunker.parser.feed_data(data)
+            except _httptools.HttpParserError as exc:  # type: ignore[union-attr]
+                if not self.eof:  # (bytes after the body's end are not ours to judge)
+                    self._fail(f"bad chunked body: {exc}")
+            return
         if self._buf:
             data, self._buf = self._buf + data, b""
+        # The fallback without httptools. Locals in the loop (one read often holds a hundred chunks); the state goes
+        # back to self on every exit.
+        pieces = self.pieces
+        find = data.find
         pos, size = 0, len(data)
-        while pos < size:
-            if self._chunk_crlf:
-                skip = min(self._chunk_crlf, size - pos)
-                pos += skip
-                self._chunk_crlf -= skip
-                continue
-            if self._chunk_left:
-                take = min(self._chunk_left, size - pos)
-                piece = data[pos : pos + take] if take != size else data
-                self.pieces.append(piece)
-                self.buffered += take
-                pos += take
-                self._chunk_left -= take
-                if not self._chunk_left:
-                    self._chunk_crlf = 2
-                continue
-            if self._done_trailers:  # after the last chunk: trailers until an empty line
-                end = data.find(b"\r\n", pos)
+        left, crlf = self._chunk_left, self._chunk_crlf
+        added = 0
+        try:
+            while pos < size:
+                if crlf:
+                    skip = min(crlf, size - pos)
+                    pos += skip
+                    crlf -= skip
+                    continue
+                if left:
+                    take = min(left, size - pos)
+                    pieces.append(data[pos : pos + take] if take != size else data)
+                    added += take
+                    pos += take
+                    left -= take
+                    if not left:
+                        crlf = 2
+                    continue
+                if self._done_trailers:  # after the last chunk: trailers until an empty line
+                    end = find(b"\r\n", pos)
+                    if end < 0:
+                        self._buf = data[pos:]
+                        return
+                    if end == pos:
+                        self.eof = True
+                        return
+                    pos = end + 2
+                    continue
+                end = find(b"\r\n", pos)
                 if end < 0:
                     self._buf = data[pos:]
+                    if len(self._buf) > _MAX_SIZE_LINE:
+                        self._fail("chunk size line too long")
                     return
-                if end == pos:
-                    self.eof = True
+                line = data[pos:end]
+                try:
+                    left = int(line, 16)  # bytes, surrounding blanks allowed; an extension (";...") fails here
+                except ValueError:
+                    try:
+                        left = int(line.split(b";", 1)[0].strip(), 16)
+                    except ValueError:
+                        left = -1
+                if left < 0:
+                    left = 0
+                    self._fail(f"bad chunk size {line[:40]!r}")
                     return
                 pos = end + 2
-                continue
-            end = data.find(b"\r\n", pos)
-            if end < 0:
-                self._buf = data[pos:]
-                if len(self._buf) > _MAX_SIZE_LINE:
-                    self._fail("chunk size line too long")
-                return
-            line = data[pos:end].split(b";", 1)[0].strip()
-            try:
-                self._chunk_left = int(line, 16)
-            except ValueError:
-                self._fail(f"bad chunk size {line[:40]!r}")
-                return
-            pos = end + 2
-            if self._chunk_left == 0:
-                self._done_trailers = True
+                if left == 0:
+                    self._done_trailers = True
+                    continue
+                stop = pos + left
+                if stop + 2 <= size:  # the whole chunk and its CRLF are in this read: one step
+                    pieces.append(data[pos:stop])
+                    added += left
+                    pos = stop + 2
+                    left = 0
+        finally:
+            self._chunk_left, self._chunk_crlf = left, crlf
+            self.buffered += added
 
     # -- the reader's side ---------------------------------------------------------------------------------------
 
@@ -235,6 +295,7 @@ class _Conn(asyncio.Protocol):
         self.pieces.clear()
         self.buffered = 0
         self.eof = self._in_body = self._done_trailers = False
+        self._dechunker = None
         self._chunked, self._length, self._chunk_left, self._chunk_crlf = False, -1, 0, 0
         self._buf = b""
         self.error = None

@@ -147,18 +147,19 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
         log.info("upstream %s: POST /responses probe answered HTTP %s -> %s", self.name, status, self.api_mode)
         return self.api_mode
 
-    async def generate(self, request: GenerationRequest) -> AsyncGenerator[Chunk, None]:
-        """Stream chunks ending with one ``Finish``. Raises :class:`UpstreamError` (codes as Chat Completions)."""
+    async def generate_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+        """Chunks ending with one ``Finish``, one list per read of the body (``generate()`` yields them one by one).
+        Raises :class:`UpstreamError` (codes as Chat Completions)."""
         if self.api_mode == "auto":
             await self.detect_api()
         if self.api_mode != "responses":
-            async for chunk in super().generate(request):
-                yield chunk
+            async for batch in super().generate_batches(request):
+                yield batch
             return
-        async for chunk in self._with_retries(request, self._responses_attempt):
-            yield chunk
+        async for batch in self._with_retries(request, self._responses_attempt):
+            yield batch
 
-    def _responses_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[Chunk]:
+    def _responses_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[list[Chunk]]:
         return self._native_attempt(request, ResponsesTranslator(name=self.name), deadline_at)
 
     def _retryable(self, exc: UpstreamError) -> bool:
@@ -169,7 +170,7 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
 
     async def _native_attempt(
         self, request: GenerationRequest, translator: ResponsesTranslator, deadline_at: float
-    ) -> AsyncGenerator[Chunk, None]:
+    ) -> AsyncGenerator[list[Chunk], None]:
         loop = asyncio.get_running_loop()
         body = msgspec.json.encode(build_responses_body(request, model=self.upstream_model_id(request.model)))
         response = await self._open("/responses", body, deadline_at)
@@ -193,12 +194,14 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
                     raise self._tagged(translator, error) from None
                 if not raw:
                     break
-                for chunk in translator.feed(raw):
-                    yield chunk
+                batch = translator.feed(raw)
+                if batch:
+                    yield batch
                 if translator.failure is not None:
                     raise translator.failure
-            for chunk in translator.finish():
-                yield chunk
+            batch = translator.finish()
+            if batch:
+                yield batch
             if translator.failure is not None:
                 raise translator.failure
         finally:

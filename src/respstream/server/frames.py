@@ -1,0 +1,92 @@
+"""SSE framing of log entries, and the terminal a reader gets when its stream cannot go on.
+
+Why a module of its own: the writer makes log entries, the transports (SSE in ``sse_response.py``, WebSocket in
+``websocket.py``) put them on the wire; both sides share only this: the bytes of one entry in a dialect, the error
+codes a stream can end with, and what a terminal entry says about the response.
+
+Frames: ``id: <seq>\nevent: message|<type>\ndata: <json>\n\n`` (Open Responses: no ``id:`` line, and
+``data: [DONE]`` right after the terminal). A compact delta entry is formatted in one step from its part's template.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from respstream.server.dialects import Dialect
+from respstream.server.store.base import DeltaEntry, Entry, LogEntry
+
+__all__ = ["ERROR_CODES", "frame", "reader_terminal_data", "reader_terminal_frame", "terminal_outcome"]
+
+# Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
+ERROR_CODES: dict[str, str] = {
+    "internal_error": "server_error",
+    "upstream_timeout": "server_error",
+    "upstream_error": "server_error",
+    "upstream_unavailable": "server_error",
+    "tool_error": "server_error",
+    "rate_limited": "rate_limit_error",
+    "cancelled": "cancelled",
+    "server_shutdown": "server_error",
+    "worker_lost": "server_error",
+    "store_unavailable": "server_error",
+    "event_too_large": "server_error",
+    "slow_reader": "server_error",  # one reader cut for not reading (server/sse_response.py); not in the log
+}
+
+
+_encode = msgspec.json.Encoder().encode
+
+_DONE = b"data: [DONE]\n\n"
+
+
+def frame(dialect: Dialect, entry: Entry) -> bytes:
+    """The SSE frame for one log entry in ``dialect`` (one formatting step for a compact delta). Open Responses:
+    no ``id:`` line, and ``data: [DONE]`` right after the terminal."""
+    if entry.__class__ is DeltaEntry:
+        seq, template = entry.sequence_number, entry.template  # type: ignore[union-attr]
+        if not dialect.id_lines:
+            return template.frame_bare % (seq, entry.piece)  # type: ignore[union-attr,no-any-return]
+        fmt = template.frame_typed if dialect.event_line_is_type else template.frame_message
+        return fmt % (seq, seq, entry.piece)  # type: ignore[union-attr,no-any-return]
+    name = entry.type.encode() if dialect.event_line_is_type else b"message"
+    if dialect.id_lines:
+        return b"id: %d\nevent: %b\ndata: %b\n\n" % (entry.sequence_number, name, entry.data)
+    body = b"event: %b\ndata: %b\n\n" % (name, entry.data)
+    return body + _DONE if entry.terminal and dialect.done_sentinel else body
+
+
+def reader_terminal_data(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
+    """The JSON of :func:`reader_terminal_frame` (what a WebSocket sends as its message)."""
+    if dialect.separate_terminal_types:
+        err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
+        return _encode({"type": "error", "sequence_number": sequence_number, "error": err})
+    return _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
+                    "param": None})
+
+
+def reader_terminal_frame(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
+    """A terminal ``error`` frame for ONE reader whose stream cannot go on (the store failed, or the response was
+    deleted before its terminal reached this reader). It is not in the log, so it has no ``id:`` line: an
+    EventSource reconnect resumes from the last real event. Numbered ``last sent + 1`` so the sequence stays whole."""
+    if dialect.separate_terminal_types:
+        err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
+        data = _encode({"type": "error", "sequence_number": sequence_number, "error": err})
+    else:
+        data = _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
+                        "param": None})
+    name = b"error" if dialect.event_line_is_type else b"message"
+    body = b"event: %b\ndata: %b\n\n" % (name, data)
+    return body + _DONE if dialect.done_sentinel else body
+
+
+def terminal_outcome(entry: LogEntry) -> tuple[str, dict[str, Any] | None]:
+    """``(record status, error)`` that a terminal log entry stands for (any dialect)."""
+    data = msgspec.json.decode(entry.data)
+    if entry.type == "error":
+        err = data.get("error") if isinstance(data.get("error"), dict) else data
+        code, message = err.get("code"), err.get("message")
+        return ("cancelled" if code == "cancelled" else "failed"), {"code": code, "message": message}
+    response = data.get("response") or {}
+    return str(response.get("status") or "failed"), response.get("error")

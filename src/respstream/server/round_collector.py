@@ -1,0 +1,93 @@
+"""What one round's upstream chunks do to the writer, and what the round ends with.
+
+How this works: :meth:`RoundCollector.take` hands one chunk to the writer (text, reasoning and refusal deltas become
+events at once; tool call fragments are gathered per call index; a native Responses upstream's own items go through
+:class:`~respstream.server.item_relay.ItemRelay`) and says when the round's ``Finish`` came. The pipeline feeds it
+chunk by chunk from ``Upstream.generate``, or a batch at a time from ``generate_batches`` (an upstream that reads
+several chunks at once, the Chat Completions adapter: everything one read of the body held); both make the same
+writer calls in the same order, so the events, their sequence numbers and their bytes are the same. Chunks after
+``Finish`` in a batch are ignored, as the chunk-by-chunk loop stops reading there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from respstream.server.item_relay import ItemRelay
+from respstream.server.tool_rounds import RoundResult, ToolCall
+from respstream.server.upstream.base import (
+    Finish,
+    PassedItemAdded,
+    PassedItemDone,
+    PassedItemEvent,
+    ReasoningDelta,
+    RefusalDelta,
+    TextDelta,
+    ToolCallDelta,
+)
+from respstream.server.writer import ResponseWriter
+
+__all__ = ["RoundCollector"]
+
+
+class RoundCollector:
+    """One round's chunks into ``writer``; ``on_first(kind)`` is called with the type of the round's first chunk."""
+
+    __slots__ = ("_calls", "_first", "_on_first", "_relay", "_text", "finish", "writer")
+
+    def __init__(self, writer: ResponseWriter, on_first: Callable[[type], None]) -> None:
+        self.writer = writer
+        self.finish = Finish("stop")
+        self._text: list[str] = []
+        self._calls: dict[int, ToolCall] = {}
+        self._relay = ItemRelay(writer)  # a native Responses upstream's hosted-tool and reasoning items
+        self._first = True
+        self._on_first = on_first
+
+    def take(self, chunk: Any) -> bool:
+        """Apply one chunk; True when it was the round's ``Finish`` (read no further)."""
+        kind = type(chunk)
+        w = self.writer
+        if self._first:
+            self._first = False
+            self._on_first(kind)
+        if kind is TextDelta:
+            if chunk.text:
+                self._text.append(chunk.text)
+                w.text_delta(chunk.text, chunk.logprobs)
+        elif kind is ReasoningDelta:
+            if chunk.text:
+                w.reasoning_delta(chunk.text)
+        elif kind is RefusalDelta:
+            if chunk.text:
+                w.refusal_delta(chunk.text)
+        elif kind is ToolCallDelta:
+            call = self._calls.get(chunk.index)
+            if call is None:
+                call = self._calls[chunk.index] = ToolCall(chunk.call_id or f"call_{w.record.id[-8:]}_{chunk.index}",
+                                                           chunk.name or "")
+            call.arguments.append(chunk.arguments)
+        elif kind is PassedItemEvent:
+            self._relay.event(chunk)
+        elif kind is PassedItemAdded:
+            self._relay.added(chunk)
+        elif kind is PassedItemDone:
+            self._relay.done(chunk)
+        elif kind is Finish:
+            self.finish = chunk
+            w.note_repairs(chunk.repairs)
+            return True
+        return False
+
+    def take_all(self, chunks: Iterable[Any]) -> bool:
+        """Apply a batch in order, as :meth:`take` one by one; True when it held the ``Finish``."""
+        take = self.take
+        for chunk in chunks:  # noqa: SIM110  (a plain loop: any() over a generator costs more per chunk)
+            if take(chunk):
+                return True
+        return False
+
+    def result(self, offer_tools: bool) -> RoundResult:
+        calls = self._calls
+        return RoundResult(self.finish, "".join(self._text), [calls[i] for i in sorted(calls)] if offer_tools else [])
