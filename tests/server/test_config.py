@@ -6,6 +6,8 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
+
 from respstream.server.app import create_app
 from respstream.server.config import Config, load_config, stable_instance_id
 from respstream.server.rewrite import _CONFIG_KEYS as rewrite_config_keys
@@ -66,3 +68,23 @@ def test_every_router_tools_and_rewrite_key_is_documented() -> None:
     Router([], {"categories": {"fast": ["m"]}, "rules": {}, "failure_threshold": 1, "open_seconds": 1.0})
     missing = [k for k in keys if k not in _documented()]
     assert missing == [], f"docs/configuration.md has no table row for: {missing}"
+
+
+def test_the_young_gc_threshold_is_set_by_serve_and_validated() -> None:
+    import gc
+
+    from respstream.commands.serve import tune_collector
+    from respstream.server.config import ConfigError
+
+    before = gc.get_threshold()
+    try:
+        tune_collector(Config(gc_young_threshold=12345))
+        assert gc.get_threshold() == (12345, *before[1:])
+        gc.set_threshold(*before)
+        tune_collector(Config(gc_young_threshold=0))  # 0: Python's own thresholds stay
+        assert gc.get_threshold() == before
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+    with pytest.raises(ConfigError, match="gc_young_threshold"):
+        Config(gc_young_threshold=-1).validate()

@@ -86,6 +86,7 @@ class Config:
     max_connections: int = 1000
     keep_alive_seconds: float = 5.0  # idle keep-alive connections are closed after this
     listen_backlog: int = 1024
+    gc_young_threshold: int = 50000  # `serve`: net allocations between young collections (0: Python's default)
     max_header_bytes: int = 16384  # uvicorn h11_max_incomplete_event_size: larger request heads -> 400
     # Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or CIDRs); empty: none, the rate
     # limit keys on the real peer address.
@@ -119,6 +120,8 @@ class Config:
                 raise ConfigError(f"{name} must be at least 1")
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"port must be between 0 and 65535, not {self.port}")
+        if self.gc_young_threshold < 0:
+            raise ConfigError(f"gc_young_threshold must not be negative, not {self.gc_young_threshold}")
         if self.request_timeout_seconds < 0 or self.keep_alive_seconds <= 0:
             raise ConfigError("request_timeout_seconds must not be negative and keep_alive_seconds must be positive")
         if self.keepalive_seconds <= 0 or self.websocket_max_connection_seconds <= 0:
