@@ -36,8 +36,6 @@ slow) so the connection goes back to the pool instead of being dropped.
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any, TypeVar
@@ -51,6 +49,12 @@ from respstream.server.telemetry.observation import mark_upstream_phase
 from respstream.server.telemetry.tracing import trace_headers
 from respstream.server.upstream.answer_filters import answer_filters
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
+from respstream.server.upstream.chat_wire import (
+    build_request_body,
+    error_message,
+    parse_retry_after,
+    simple_data_events,
+)
 from respstream.server.upstream.chunks import ChunkTranslator
 from respstream.server.upstream.http_stream import (
     ConnectError,
@@ -73,77 +77,6 @@ _T = TypeVar("_T")
 _DRAIN_TIMEOUT = 2.0  # seconds a finished response may take to end its body before its connection is dropped
 _MAX_DRAIN = 64 * 1024
 _DRAIN_INLINE = 0.005
-
-
-def build_request_body(
-    request: GenerationRequest, *, include_usage: bool = True, model: str | None = None
-) -> dict[str, Any]:
-    """The JSON body for a streaming Chat Completions call (``model`` overrides ``request.model``)."""
-    body: dict[str, Any] = {"model": model or request.model, "messages": request.messages, "stream": True}
-    if include_usage:
-        body["stream_options"] = {"include_usage": True}
-    if request.tools:
-        body["tools"] = request.tools
-        if request.tool_choice is not None:
-            body["tool_choice"] = request.tool_choice
-    if request.max_output_tokens is not None:
-        body["max_tokens"] = request.max_output_tokens
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    if request.options:
-        body.update(request.options)
-    return body
-
-
-def simple_data_events(raw: bytes) -> list[bytes] | None:
-    """The payloads of a read made only of whole one-line ``data: X`` events (LF framing), else ``None``.
-
-    Servers write one such event per token, so nearly every read is this shape; anything else (comments, ``event:``
-    lines, CR framing, multi-line data, a partial event) returns ``None`` and goes through the full SSE decoder. Only
-    valid when no partial event is pending from an earlier read.
-    """
-    if not raw.startswith(b"data: ") or not raw.endswith(b"\n\n") or b"\r" in raw:
-        return None
-    payloads = raw[6:-2].split(b"\n\ndata: ")
-    # Each event is its payload plus exactly two LFs: any other LF (a comment, an `event:` line, multi-line data, a
-    # blank line too many) makes the count differ, and then the full decoder reads it.
-    if raw.count(b"\n") != 2 * len(payloads):
-        return None
-    return payloads
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """``Retry-After`` as seconds (delta-seconds or an HTTP date); ``None`` when absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _error_message(body: bytes) -> str:
-    """The human part of an upstream error body (OpenAI ``{"error": {"message"}}``, ``{"detail"}``, or text)."""
-    try:
-        data = msgspec.json.decode(body)
-    except msgspec.DecodeError:
-        return body[:300].decode("utf-8", "replace").strip()
-    if isinstance(data, dict):
-        err = data.get("error")
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-        for key in ("message", "detail"):
-            if isinstance(data.get(key), str):
-                return str(data[key])
-    return body[:300].decode("utf-8", "replace").strip()
 
 
 class ChatCompletionsUpstream:
@@ -275,7 +208,7 @@ class ChatCompletionsUpstream:
         if response.status_code != 200:
             raise UpstreamError(
                 "upstream_error",
-                f"{self.name}: GET /models: HTTP {response.status_code}: {_error_message(content)}",
+                f"{self.name}: GET /models: HTTP {response.status_code}: {error_message(content)}",
                 status=response.status_code,
             )
         try:
@@ -470,7 +403,7 @@ class ChatCompletionsUpstream:
         payloads: list[bytes] = []
         for message in decoder.events():
             if message.event == "error":
-                return payloads, _error_message(message.data)
+                return payloads, error_message(message.data)
             payloads.append(message.data)
         return payloads, None
 
@@ -507,7 +440,7 @@ class ChatCompletionsUpstream:
     async def _status_error(self, response: StreamResponse) -> UpstreamError:
         body = await response.read_all(_MAX_ERROR_BODY)
         status = response.status_code
-        message = f"{self.name}: HTTP {status}: {_error_message(body)}"
+        message = f"{self.name}: HTTP {status}: {error_message(body)}"
         if status == 429:
             return UpstreamError(
                 "rate_limited",

@@ -1,0 +1,85 @@
+"""The Chat Completions wire, both ways, without IO: the streaming request body, the one-line ``data:`` events most
+reads are made of, ``Retry-After``, and the readable message of an error body."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Any
+
+import msgspec
+
+from respstream.server.upstream.base import GenerationRequest
+
+__all__ = ["build_request_body", "error_message", "parse_retry_after", "simple_data_events"]
+
+
+def build_request_body(
+    request: GenerationRequest, *, include_usage: bool = True, model: str | None = None
+) -> dict[str, Any]:
+    """The JSON body for a streaming Chat Completions call (``model`` overrides ``request.model``)."""
+    body: dict[str, Any] = {"model": model or request.model, "messages": request.messages, "stream": True}
+    if include_usage:
+        body["stream_options"] = {"include_usage": True}
+    if request.tools:
+        body["tools"] = request.tools
+        if request.tool_choice is not None:
+            body["tool_choice"] = request.tool_choice
+    if request.max_output_tokens is not None:
+        body["max_tokens"] = request.max_output_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.options:
+        body.update(request.options)
+    return body
+
+
+def simple_data_events(raw: bytes) -> list[bytes] | None:
+    """The payloads of a read made only of whole one-line ``data: X`` events (LF framing), else ``None``.
+
+    Servers write one such event per token, so nearly every read is this shape; anything else (comments, ``event:``
+    lines, CR framing, multi-line data, a partial event) returns ``None`` and goes through the full SSE decoder. Only
+    valid when no partial event is pending from an earlier read.
+    """
+    if not raw.startswith(b"data: ") or not raw.endswith(b"\n\n") or b"\r" in raw:
+        return None
+    payloads = raw[6:-2].split(b"\n\ndata: ")
+    # Each event is its payload plus exactly two LFs: any other LF (a comment, an `event:` line, multi-line data, a
+    # blank line too many) makes the count differ, and then the full decoder reads it.
+    if raw.count(b"\n") != 2 * len(payloads):
+        return None
+    return payloads
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """``Retry-After`` as seconds (delta-seconds or an HTTP date); ``None`` when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def error_message(body: bytes) -> str:
+    """The human part of an upstream error body (OpenAI ``{"error": {"message"}}``, ``{"detail"}``, or text)."""
+    try:
+        data = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return body[:300].decode("utf-8", "replace").strip()
+    if isinstance(data, dict):
+        err = data.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+        for key in ("message", "detail"):
+            if isinstance(data.get(key), str):
+                return str(data[key])
+    return body[:300].decode("utf-8", "replace").strip()
