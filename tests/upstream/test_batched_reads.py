@@ -20,7 +20,7 @@ from fakes.chat_server import Done, FakeChatCompletionsServer, Raw, Sleep, finis
 from respstream.server.upstream.base import Chunk, GenerationRequest, TextDelta
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream, simple_data_events
 from respstream.server.upstream.chunks import ChunkTranslator
-from respstream.server.upstream.http_stream import ProtocolError, _Conn, _Dechunker
+from respstream.server.upstream.http_connection import Dechunker, ProtocolError, UpstreamConnection
 
 REQUEST = GenerationRequest(model="fake-model", messages=[{"role": "user", "content": "hi"}])
 
@@ -52,16 +52,16 @@ def _chunked(pieces: list[bytes], extension: bool, trailers: bool) -> bytes:
     return out + b"0\r\n" + (b"x-trailer: 1\r\n" if trailers else b"") + b"\r\n"
 
 
-def _body_conn(fast: bool) -> _Conn:
+def _body_conn(fast: bool) -> UpstreamConnection:
     """A connection past a ``chunked`` response head: de-chunking with httptools (``fast``) or the Python loop."""
-    conn = _Conn(("http", "x", 1), max_buffer=1 << 30)
+    conn = UpstreamConnection(("http", "x", 1), max_buffer=1 << 30)
     conn._in_body = True
     conn._chunked = True
-    conn._dechunker = _Dechunker(conn) if fast else None
+    conn._dechunker = Dechunker(conn) if fast else None
     return conn
 
 
-def _feed(data: bytes, cuts: list[int], fast: bool) -> tuple[bytes, _Conn]:
+def _feed(data: bytes, cuts: list[int], fast: bool) -> tuple[bytes, UpstreamConnection]:
     conn = _body_conn(fast)
     out = b""
     start = 0
@@ -98,7 +98,7 @@ def test_a_bad_chunk_size_is_a_protocol_error(size_line: bytes, fast: bool) -> N
 
 
 def test_a_chunked_response_is_dechunked_by_httptools_when_installed() -> None:
-    conn = _Conn(("http", "x", 1), max_buffer=1 << 20)
+    conn = UpstreamConnection(("http", "x", 1), max_buffer=1 << 20)
     conn.data_received(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
     assert conn._dechunker is not None  # the fast extra is in the default install
     assert conn.take() == b"abc" and conn.eof
