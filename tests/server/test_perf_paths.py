@@ -261,15 +261,8 @@ async def test_a_reader_stuck_in_send_is_cut_and_aborted(monkeypatch: pytest.Mon
     assert cycle.aborted  # it would not even take its terminal: the connection is dropped
 
 
-@pytest.mark.parametrize(("events", "sends"), [(5, 1), (400, None)])
-async def test_frames_ready_together_go_out_in_few_sends_with_the_same_bytes(events: int, sends: int | None) -> None:
-    dialect = get_dialect("platform")
-    store = MemoryStore()
-    await store.create(ResponseRecord(id="r1", status="in_progress", created_at=0.0))
-    log = [_created(i) for i in range(events - 1)] + [_completed(events - 1)]
-    await store.append("r1", log)
-    response = EventStreamResponse(store=store, response_id="r1", after=-1, dialect=dialect,
-                                   keepalive_seconds=10, headers=[], slow_reader_timeout=5.0)
+async def _served(response: EventStreamResponse) -> list[dict[str, Any]]:
+    """The ASGI messages ``response`` sends to a client that never disconnects."""
     sent: list[dict[str, Any]] = []
 
     async def send(message: dict[str, Any]) -> None:
@@ -280,6 +273,18 @@ async def test_frames_ready_together_go_out_in_few_sends_with_the_same_bytes(eve
         return {}
 
     await asyncio.wait_for(response({"type": "http", "state": {}}, receive, send), 5)
+    return sent
+
+
+@pytest.mark.parametrize(("events", "sends"), [(5, 1), (400, None)])
+async def test_frames_ready_together_go_out_in_few_sends_with_the_same_bytes(events: int, sends: int | None) -> None:
+    dialect = get_dialect("platform")
+    store = MemoryStore()
+    await store.create(ResponseRecord(id="r1", status="in_progress", created_at=0.0))
+    log = [_created(i) for i in range(events - 1)] + [_completed(events - 1)]
+    await store.append("r1", log)
+    sent = await _served(EventStreamResponse(store=store, response_id="r1", after=-1, dialect=dialect,
+                                             keepalive_seconds=10, headers=[], slow_reader_timeout=5.0))
     bodies = [m["body"] for m in sent[1:-1]]
     assert b"".join(bodies) == b"".join(frame(dialect, e) for e in log)  # the same bytes, in order
     biggest = max(len(frame(dialect, e)) for e in log)
@@ -302,18 +307,8 @@ async def test_a_tailed_store_sends_what_is_queued_together_with_the_same_bytes(
         await store.create(ResponseRecord(id="r1", status="in_progress", created_at=0.0))
         log = [_created(i) for i in range(events - 1)] + [_completed(events - 1)]
         await store.append("r1", log)
-        response = EventStreamResponse(store=store, response_id="r1", after=-1, dialect=dialect,
-                                       keepalive_seconds=10, headers=[], slow_reader_timeout=5.0)
-        sent: list[dict[str, Any]] = []
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-
-        async def receive() -> dict[str, Any]:
-            await asyncio.Event().wait()
-            return {}
-
-        await asyncio.wait_for(response({"type": "http", "state": {}}, receive, send), 5)
+        sent = await _served(EventStreamResponse(store=store, response_id="r1", after=-1, dialect=dialect,
+                                                 keepalive_seconds=10, headers=[], slow_reader_timeout=5.0))
     finally:
         await store.aclose()
     bodies = [m["body"] for m in sent[1:-1]]

@@ -31,13 +31,7 @@ class ToolCallItems:
     def client_tool_call(self, *, call_id: str, name: str, arguments: str) -> None:
         """A call of a client function tool: the whole item, for the caller to run."""
         self._close_current_item()
-        item = {"id": self.dialect.new_id("fc"), "type": "function_call", "status": "in_progress",
-                "call_id": call_id, "name": name, "arguments": ""}
-        index = self._add_item(item)
-        where = {"item_id": item["id"], "output_index": index}
-        if arguments:
-            self._emit("response.function_call_arguments.delta", {**where, "delta": arguments})
-        self._emit("response.function_call_arguments.done", {**where, "arguments": arguments, "name": name})
+        item, index = self._function_call(call_id, name, arguments)
         self._done_item(index, {**item, "arguments": arguments, "status": "completed"})
         self._tool_summary.append(
             {"call_id": call_id, "name": name, "arguments": arguments, "status": "completed", "output": None}
@@ -73,6 +67,12 @@ class ToolCallItems:
             self._emit("response.mcp_call_arguments.done", {**where, "arguments": arguments})
             self._output[index] = {**item, "arguments": arguments}
             return index
+        item, index = self._function_call(call_id, name, arguments)
+        self._output[index] = {**item, "arguments": arguments}
+        return index
+
+    def _function_call(self, call_id: str, name: str, arguments: str) -> tuple[dict[str, Any], int]:
+        """A ``function_call`` item added with its whole arguments (one delta, then done); (the item, its index)."""
         item = {"id": self.dialect.new_id("fc"), "type": "function_call", "status": "in_progress",
                 "call_id": call_id, "name": name, "arguments": ""}
         index = self._add_item(item)
@@ -80,8 +80,7 @@ class ToolCallItems:
         if arguments:
             self._emit("response.function_call_arguments.delta", {**where, "delta": arguments})
         self._emit("response.function_call_arguments.done", {**where, "arguments": arguments, "name": name})
-        self._output[index] = {**item, "arguments": arguments}
-        return index
+        return item, index
 
     def server_tool_finished(
         self, index: int, *, output: str, status: str, sources: list[str] | None = None
