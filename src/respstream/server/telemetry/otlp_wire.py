@@ -156,17 +156,9 @@ def _status(status: Any) -> bytes:
     if status is None:
         return b""
     description = status.description
-    if not description:  # the common case, one of three values
-        code = status.status_code
-        encoded = _CODES.get(id(code))
-        if encoded is None:
-            encoded = _CODES[id(code)] = _field(15, b"\x18" + _varint(code.value) if code.value else b"")
-        return encoded
     code = status.status_code.value
-    return _field(15, _field(2, _text(description)) + (b"\x18" + _varint(code) if code else b""))
-
-
-_CODES: dict[int, bytes] = {}  # id() of a status code (an enum member) -> the status field without description
+    return _field(15, (_field(2, _text(description)) if description else b"") + (b"\x18" + _varint(code) if code
+                                                                                   else b""))
 
 
 _TIMES = struct.Struct("<BQBQ").pack  # fields 7 and 8 (fixed64): start and end time

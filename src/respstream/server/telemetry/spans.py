@@ -105,10 +105,6 @@ class LeanSpan:
     def instrumentation_scope(self) -> Any:
         return self._recorder.scope
 
-    @property
-    def recording(self) -> bool:
-        return self.attributes is not None
-
     # Once ended, a span belongs to the export thread, which may be encoding its attributes: changes are ignored.
 
     def set_attribute(self, key: str, value: Any) -> None:
@@ -188,10 +184,8 @@ class SpanRecorder:
         if parent_span is not None:  # a child: same trace, same decision
             if parent_span.attributes is None:
                 return NO_SPAN_CM
-            clean = {k: (tuple(v) if v.__class__ is list else v) for k, v in attributes.items()
-                     if v is not None} if attributes else {}
             return LeanSpan(self, name, kind, parent_span.trace_id, self._span_id(), parent_span.trace_flags,
-                            parent_span.trace_state, parent_span, clean)
+                            parent_span.trace_state, parent_span, _clean(attributes))
         clean = _clean(attributes)
         parent, sampled, state, trace_id = self._root_decision(name, kind, clean, parent_headers)
         flags = self._flags[_SAMPLED if sampled else 0]
