@@ -171,15 +171,22 @@ def test_the_lane_hands_over_to_the_full_path() -> None:
     assert read(chunks, None) == read([b"".join(chunks)], None)
 
 
-def test_a_long_answer_one_token_per_read_is_compacted_and_equal() -> None:
+def _long_answer(event_lines: bool) -> list[bytes]:
+    """9,000 one-token deltas, one per read, between a created/item head and an incomplete terminal."""
+    line = b"event: response.output_text.delta\n" if event_lines else b""
     chunks = [
         b'data: {"type":"response.created","sequence_number":0,"response":{"id":"r"}}\n\n',
         b'data: {"type":"response.output_item.added","sequence_number":1,"output_index":0,'
         b'"item":{"id":"m","type":"message","content":[]}}\n\n',
     ]
-    chunks += [b'data: {"type":"response.output_text.delta","sequence_number":%d,"item_id":"m","output_index":0,'
-               b'"content_index":0,"delta":"t%d "}\n\n' % (n + 2, n) for n in range(9000)]
+    chunks += [line + b'data: {"type":"response.output_text.delta","sequence_number":%d,"item_id":"m",'
+               b'"output_index":0,"content_index":0,"delta":"t%d "}\n\n' % (n + 2, n) for n in range(9000)]
     chunks.append(b'data: {"type":"response.incomplete","sequence_number":9002,"response":{"id":"r"}}\n\n')
+    return chunks
+
+
+def test_a_long_answer_one_token_per_read_is_compacted_and_equal() -> None:
+    chunks = _long_answer(event_lines=False)
     one_by_one, whole = read(chunks, None), read([b"".join(chunks)], None)
     assert one_by_one == whole
     assert whole[2]["output_text"].startswith("t0 t1 ")  # type: ignore[index]
@@ -230,15 +237,7 @@ def test_take_text_delta_declines_while_the_sequencer_waits_or_numbers_are_mixed
 
 
 def test_a_long_answer_taken_by_take_text_delta_is_compacted_and_equal() -> None:
-    chunks = [
-        b'data: {"type":"response.created","sequence_number":0,"response":{"id":"r"}}\n\n',
-        b'data: {"type":"response.output_item.added","sequence_number":1,"output_index":0,'
-        b'"item":{"id":"m","type":"message","content":[]}}\n\n',
-    ]
-    chunks += [b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":%d,'
-               b'"item_id":"m","output_index":0,"content_index":0,"delta":"t%d "}\n\n' % (n + 2, n)
-               for n in range(9000)]
-    chunks.append(b'data: {"type":"response.incomplete","sequence_number":9002,"response":{"id":"r"}}\n\n')
+    chunks = _long_answer(event_lines=True)
     lane, whole = read_text_first(chunks, None), read_whole(b"".join(chunks), None)
     assert lane == whole
     assert whole[2]["output_text"].startswith("t0 t1 ")  # type: ignore[index]
