@@ -27,7 +27,7 @@ from respstream.server.frames import frame
 from respstream.server.pipeline import Pipeline
 from respstream.server.requests import parse_request
 from respstream.server.response_object import new_response
-from respstream.server.store.base import LogEntry, ResponseRecord, Store, StoreUnavailable
+from respstream.server.store.base import LogEntry, ResponseRecord, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.sqlite import SQLiteStore
 from respstream.server.upstream.base import (
@@ -292,5 +292,35 @@ async def test_group_commit_retries_a_write_the_store_refused(tmp_path: Path) ->
         deltas = [json.loads(e.data)["delta"] for e in entries if e.type == "response.output_text.delta"]
         assert "".join(deltas) == "".join(f"{i}," for i in range(50))  # every event once, in order
         assert store.appends >= 3  # the refused write happened, and was retried
+    finally:
+        await store.aclose()
+
+
+class _LosingSQLite(SQLiteStore):
+    """Real SQLite whose second append is refused with ``SequenceGap`` (a SIMULATED store that lost events)."""
+
+    appends = 0
+
+    async def append(self, response_id: str, entries: list[LogEntry]) -> None:
+        self.appends += 1
+        if self.appends == 2:
+            raise SequenceGap("simulated: the log lost events", entries[0].sequence_number - 1)
+        await super().append(response_id, entries)
+
+
+async def test_a_store_that_lost_events_is_passed_up_not_turned_into_an_internal_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The service ends such a log right after what it holds (store_unavailable); the pipeline must not first try
+    an internal_error terminal of its own (refused the same way) nor log a crash."""
+    store = _LosingSQLite(str(tmp_path / "gap.db"))
+    try:
+        upstream = _SimulatedChunks([[TextDelta("a")], [TextDelta("b")], [Finish("stop")]])
+        with pytest.raises(SequenceGap):
+            await _run(upstream, store, "openai")
+        assert store.appends == 2  # no third try with a terminal
+        entries = await store.read("resp_sim")
+        assert entries and not any(e.terminal for e in entries)
+        assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
     finally:
         await store.aclose()

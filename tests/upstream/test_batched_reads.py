@@ -7,7 +7,6 @@ real loopback HTTP, against the chunks a fresh translator makes of the same payl
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any
@@ -193,8 +192,10 @@ async def test_generate_is_the_batches_flattened(fake: FakeChatCompletionsServer
         batched = [c async for b in upstream.generate_batches(REQUEST) for c in b]
     finally:
         await upstream.aclose()
-    assert one_by_one == batched and one_by_one[-1].reason == "stop"  # type: ignore[union-attr]
-    await asyncio.sleep(0)
+    assert one_by_one == batched
+    assert [type(c).__name__ for c in one_by_one] == ["TextDelta", "TextDelta", "Finish"]
+    assert [c.text for c in one_by_one[:2]] == ["a", "b"]  # type: ignore[union-attr]
+    assert one_by_one[-1].reason == "stop"  # type: ignore[union-attr]
 
 
 _payload_choice = st.sampled_from([

@@ -41,7 +41,7 @@ from respstream.server.grounded_answer import Fact, GroundedFacts
 from respstream.server.mcp_tools import McpToolbox, McpToolError
 from respstream.server.requests import ResponseRequest
 from respstream.server.round_collector import RoundCollector
-from respstream.server.store.base import SequenceConflict, StoreUnavailable
+from respstream.server.store.base import SequenceConflict, SequenceGap, StoreUnavailable
 from respstream.server.structured_output import check_output
 from respstream.server.telemetry.observation import current_attempt
 from respstream.server.telemetry.response import NULL_TELEMETRY, ResponseTelemetry
@@ -179,6 +179,11 @@ class Pipeline(GroundFirst, ToolRounds):
                 w.fail("tool_error", str(exc))
             except StoreUnavailable as exc:  # the log could not take our events; the terminal is retried later
                 w.fail("store_unavailable", f"The response store failed while generating: {exc}")
+            except SequenceGap:
+                # The store lost events it had acknowledged and cannot take more: the service ends the log right
+                # after what it really holds (a terminal from here would be refused the same way).
+                w.abandon()
+                raise
             except (SequenceConflict, ResponseDeleted):
                 # The log was ended behind our back (lease lost -> worker_lost) or deleted (perhaps from another
                 # instance): there is nothing left to write to, so stop.
@@ -311,9 +316,7 @@ class Pipeline(GroundFirst, ToolRounds):
                             break
                         if group:
                             await w.flush_behind()
-        except asyncio.CancelledError:
-            raise  # the terminal's flush waits for the write in flight
-        except BaseException:
+        except Exception:  # (a cancellation passes: the terminal's flush waits for the write in flight)
             if group:
                 await w.settle()  # a write that failed meanwhile (the log was taken from us) says so first
             raise

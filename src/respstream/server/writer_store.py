@@ -53,7 +53,8 @@ class LogFlushing:
 
     @property
     def needs_flush_await(self) -> bool:
-        """True when the store has no synchronous append, so the pipeline must ``await flush()`` per chunk."""
+        """True when the store has no synchronous append, so the pipeline group-commits (``flush_behind``) and awaits
+        ``flush()`` at the end of each round."""
         return self._append_nowait is None
 
     def _flush_now(self) -> None:

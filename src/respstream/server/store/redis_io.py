@@ -52,6 +52,9 @@ async def bounded(call: Awaitable[T], seconds: float = CALL_BOUND) -> T:
     except TimeoutError:
         task.add_done_callback(_consume)
         raise StoreUnavailable(f"Redis did not answer within {seconds:g} s") from None
+    except BaseException:  # our caller was cancelled: the call goes on, and its outcome is still retrieved
+        task.add_done_callback(_consume)
+        raise
 
 
 def _consume(task: asyncio.Future[Any]) -> None:

@@ -48,10 +48,12 @@ class ResendBuffer:
         if recent is None:
             recent = _Recent()
         self._recent[response_id] = recent
+        added = 0
         for entry in entries:
             recent.entries.append(entry)
-            recent.size += len(entry.data)
-        self.bytes += sum(len(e.data) for e in entries)
+            added += len(entry.data)
+        recent.size += added
+        self.bytes += added
         while len(recent.entries) > self.per_response:
             self._drop_oldest_entry(recent)
         while len(self._recent) > self.responses or (self.bytes > self.max_bytes and len(self._recent) > 1):
