@@ -251,3 +251,24 @@ def test_feed_plain_takes_a_whole_plain_read_including_finish_usage_and_done() -
     out, taken = translator.feed_plain(payloads)
     assert taken == len(payloads) and translator.done
     assert out == [TextDelta("a"), TextDelta("b"), TextDelta("c")]
+
+
+def test_feed_plain_takes_reasoning_tool_calls_think_tags_and_logprobs_whole() -> None:
+    """Every chunk of a read is decoded once (in the one list decode), whatever it carries: only an error chunk
+    ends the part, so the one-by-one path raises it with its number."""
+    payloads = [
+        _payload({"choices": [{"index": 0, "delta": {"reasoning_content": "r"}}]}),
+        _payload(_content("a <think>b")), _payload(_content("</think>c")),
+        _payload({"choices": [{"index": 0, "delta": {"content": "x"}, "logprobs": {"content": []}}]}),
+        _payload({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c", "function": {
+            "name": "f", "arguments": "{}"}}]}}]}),
+        _payload({"choices": [{"index": 0, "delta": {"refusal": "no"}}]}),
+    ]
+    translator = ChunkTranslator()
+    out, taken = translator.feed_plain(payloads)
+    assert taken == len(payloads)
+    reference = ChunkTranslator()
+    assert out == [chunk for payload in payloads for chunk in reference.feed(payload)]
+    assert len(out) == 7 and not translator.done
+    error = _payload({"error": {"message": "boom"}})
+    assert ChunkTranslator().feed_plain([payloads[0], error, payloads[1]])[1] == 1

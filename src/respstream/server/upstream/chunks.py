@@ -162,15 +162,20 @@ class ChunkTranslator:
             err = chunk.error
             message = err.get("message") if isinstance(err, dict) else err
             raise ValueError(f"upstream sent an error chunk: {message}")
+        out: list[Chunk] = []
+        self._translate(chunk, out)
+        return out
+
+    def _translate(self, chunk: _WireChunk, out: list[Chunk]) -> None:
+        """What one decoded chunk (not an error) says, appended to ``out``; usage and finish reason kept."""
         if chunk.usage is not None:
             usage = map_usage(chunk.usage)
             if usage is not None:
                 self._usage = usage
         choices = chunk.choices
         if not choices:
-            return []
+            return
         choice = choices[0]
-        out: list[Chunk] = []
         delta = choice.delta
         if delta is not None:
             reasoning = delta.reasoning_content or delta.reasoning
@@ -194,15 +199,13 @@ class ChunkTranslator:
                         self._tool_fragment(fragment, position, out)
         if choice.finish_reason:
             self._finish_reason = choice.finish_reason
-        return out
 
     def feed_plain(self, payloads: list[bytes]) -> tuple[list[Chunk], int]:
-        """The plain leading part of ``payloads``, decoded in one call: ``(chunks, n)`` where ``chunks`` is what
-        ``feed`` would return for the first ``n`` payloads in turn, concatenated. Plain: answer text (nothing a
-        ``<think>`` split would touch), a finish reason, usage, ``[DONE]`` last; the first payload that is anything
-        else (reasoning, refusal, tool calls, logprobs, an error, not JSON...) ends the part, and the caller feeds it
-        and the rest one by one. ``n`` is 0 when the batch could not be decoded as a whole."""
-        if self.done or not payloads or not self._think.idle:
+        """The leading part of ``payloads`` decoded in one call: ``(chunks, n)`` where ``chunks`` is what ``feed``
+        would return for the first ``n`` payloads in turn, concatenated. The part ends before the first error chunk
+        (the caller feeds it and the rest one by one, which raises with its number); ``[DONE]`` counts when last.
+        ``n`` is 0 when the batch could not be decoded as a whole (then every payload goes through ``feed``)."""
+        if self.done or not payloads:
             return [], 0
         done = payloads[-1] == b"[DONE]"
         body = payloads[:-1] if done else payloads
@@ -214,28 +217,11 @@ class ChunkTranslator:
             return [], 0
         out: list[Chunk] = []
         taken = 0
+        translate = self._translate
         for chunk in chunks:
             if chunk.error:
                 break
-            choices = chunk.choices
-            choice = choices[0] if choices else None
-            delta = choice.delta if choice is not None else None
-            content = None
-            if delta is not None:
-                if (delta.reasoning_content or delta.reasoning or delta.refusal or delta.tool_calls
-                        or choice.logprobs is not None):  # type: ignore[union-attr]
-                    break
-                content = delta.content
-                if content and "<" in content:
-                    break
-            if chunk.usage is not None:
-                usage = map_usage(chunk.usage)
-                if usage is not None:
-                    self._usage = usage
-            if content:
-                out.append(TextDelta(content))
-            if choice is not None and choice.finish_reason:
-                self._finish_reason = choice.finish_reason
+            translate(chunk, out)
             taken += 1
         if taken == len(body) and done:
             taken += 1
