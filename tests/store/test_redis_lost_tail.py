@@ -148,10 +148,18 @@ async def test_a_real_replication_loss_is_repaired(tmp_path: Path) -> None:
         replica.stop()
 
 
-def _replica_of(cluster: RedisCluster, primary: int) -> int:
-    nodes = [line.split() for line in _cli(cluster.ports[0], "CLUSTER", "NODES").splitlines() if line.strip()]
-    primary_id = next(f[0] for f in nodes if f[1].split("@")[0].endswith(f":{primary}"))
-    return next(int(f[1].split("@")[0].rsplit(":", 1)[1]) for f in nodes if f[3] == primary_id)
+def _replica_of(cluster: RedisCluster, primary: int, timeout: float = 15) -> int:
+    """The port of ``primary``'s online replica, as the primary itself reports it (another node's CLUSTER NODES
+    can lag behind the gossip just after the cluster formed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for line in _cli(primary, "INFO", "replication").splitlines():
+            if line.startswith("slave") and "state=online" in line:
+                fields = dict(part.split("=", 1) for part in line.split(":", 1)[1].split(","))
+                return int(fields["port"])
+        if time.monotonic() > deadline:
+            pytest.fail(f"primary {primary} of the test cluster ({cluster.ports}) has no online replica")
+        time.sleep(0.1)
 
 
 async def _read_when_up(store: RedisStore, response_id: str, deadline_s: float = 30) -> list[int]:
