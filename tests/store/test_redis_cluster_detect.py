@@ -4,6 +4,7 @@ Real servers: the local 3+3 cluster and a standalone ``redis-server`` the plugin
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 
@@ -66,3 +67,34 @@ def test_an_unreachable_server_is_taken_as_standalone(caplog: pytest.LogCaptureF
     with caplog.at_level(logging.WARNING, logger="respstream.server.store"):
         assert detect_cluster(url) == url
     assert any("could not ask whether it is a Redis Cluster" in r.getMessage() for r in caplog.records)
+
+
+async def test_more_calls_at_once_than_a_nodes_connections_wait_their_turn(redis_cluster: RedisCluster) -> None:
+    """redis-py's cluster pool raises MaxConnectionsError instead of waiting once a node's connections are all in
+    use, and its pipeline "retries" that by closing every connection to every node and sleeping 0.25 s (under load
+    the retry fails too: store_unavailable). Hundreds of readers resuming at once must queue instead."""
+    from respstream.server.store.redis_client import COMMAND_CONNECTIONS
+
+    store = RedisStore(redis_cluster.url, prefix=f"q{uuid.uuid4().hex[:8]}:", instance_id="q")
+    resets = 0
+    close = store._r.aclose
+
+    async def counted_close() -> None:
+        nonlocal resets
+        resets += 1
+        await close()
+
+    store._r.aclose = counted_close  # the client-wide reset redis-py does on an exhausted pool
+    try:
+        record = new_record()
+        await store.create(record)
+        await store.append(record.id, entries(0, 5, last_terminal=True))
+        calls = 6 * COMMAND_CONNECTIONS  # one response: one slot, one node
+        reads = await asyncio.gather(*(store.read(record.id, after=i % 4) for i in range(calls)))
+        assert [len(r) for r in reads] == [4 - i % 4 for i in range(calls)]
+        tails = await asyncio.gather(*(collect(store.tail(record.id, after=-1)) for _ in range(calls)))
+        assert all([e.sequence_number for e in t] == [0, 1, 2, 3, 4] for t in tails)
+        assert resets == 0
+    finally:
+        store._r.aclose = close
+        await store.aclose()

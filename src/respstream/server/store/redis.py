@@ -34,7 +34,7 @@ from redis.exceptions import ResponseError
 from respstream.server.store import redis_scripts as lua
 from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, SequenceGap, StoreUnavailable
 from respstream.server.store.lease import lost_record, renewing, worker_lost_entries
-from respstream.server.store.redis_client import open_clients
+from respstream.server.store.redis_client import COMMAND_CONNECTIONS, open_clients
 from respstream.server.store.redis_conversations import RedisConversations
 from respstream.server.store.redis_io import CALL_BOUND, bounded, guard
 from respstream.server.store.redis_keys import RedisKeys
@@ -91,6 +91,9 @@ class RedisStore(RedisConversations):
         # `max_tails`; their socket timeout must exceed the block time (half a lease).
         self._r, self._rb, self.cluster = open_clients(url, block_ms=self._block_ms, max_tails=max_tails)
         self._closed = False
+        # A plain Redis pool waits for a free connection by itself (redis_client.py).
+        self._calls: contextlib.AbstractAsyncContextManager[Any] = (
+            asyncio.Semaphore(COMMAND_CONNECTIONS) if self.cluster else contextlib.nullcontext())
         self._watches: dict[str, StreamWatch] = {}
         # Our last `resend_entries` acknowledged entries per unfinished response: a failover that lost them is
         # repaired by resending them (see redis_resend.py). `resent` counts the entries resent so.
@@ -103,8 +106,16 @@ class RedisStore(RedisConversations):
         self._renew = self._r.register_script(lua.RENEW)
         self._release = self._r.register_script(lua.RELEASE)
 
+    @contextlib.asynccontextmanager
+    async def _io(self) -> AsyncIterator[None]:
+        """One call on the command client: at most ``COMMAND_CONNECTIONS`` at once on a cluster, whose pool raises
+        instead of waiting when a node's connections are all in use (hundreds of readers resuming at once)."""
+        async with self._calls:
+            with self._guarded():
+                yield
+
     @contextlib.contextmanager
-    def _io(self) -> Iterator[None]:
+    def _guarded(self) -> Iterator[None]:
         if self._closed:  # a closed client would quietly reconnect; a closed store must not
             raise StoreUnavailable("the Redis store is closed")
         with guard():
@@ -132,7 +143,7 @@ class RedisStore(RedisConversations):
     async def create(self, record: ResponseRecord) -> None:
         rec, _, _ = self._keys(record.id)
         ttl = int(self.retention_seconds * 1000)
-        with self._io():
+        async with self._io():
             # The indexes first (a crash in between leaves an index member without a record, which every index
             # reader skips), then the record in one transaction on its own slot.
             async with self._r.pipeline(transaction=False) as pipe:
@@ -148,18 +159,18 @@ class RedisStore(RedisConversations):
                 await pipe.execute()
 
     async def get(self, response_id: str) -> ResponseRecord | None:
-        with self._io():
+        async with self._io():
             data = await self._r.hget(self._keys(response_id)[0], "json")
         return None if data is None else _decode_record(data)
 
     async def update(self, record: ResponseRecord) -> None:
         """Replace the record; a no-op when it was deleted meanwhile."""
-        with self._io():
+        async with self._io():
             await self._update(keys=[self._keys(record.id)[0]], args=[_encode(record)])
 
     async def delete(self, response_id: str) -> bool:
         self._resend.forget(response_id)
-        with self._io():
+        async with self._io():
             existed = await self._delete(keys=list(self._keys(response_id)))
             await self._r.zrem(self._by_age, response_id)
         return bool(existed)
@@ -171,7 +182,7 @@ class RedisStore(RedisConversations):
         args: list[Any] = [mode, expect_last, record_json, response_id]
         for e in entries:
             args += [e.sequence_number, e.type, e.data, "1" if e.terminal else "0"]
-        with self._io():
+        async with self._io():
             # Bounded: during a cluster failover redis-py's retries could otherwise keep a writer waiting for good.
             result = await bounded(self._append(keys=list(self._keys(response_id)), args=args))
             if result == b"ok" and entries[-1].terminal:  # ended: no longer a candidate for lost-log checks
@@ -223,29 +234,27 @@ class RedisStore(RedisConversations):
 
     async def read(self, response_id: str, after: int = -1, limit: int | None = None) -> list[LogEntry]:
         rec, log, _ = self._keys(response_id)
-        with self._io():
-            async with self._r.pipeline(transaction=False) as pipe:
-                pipe.exists(rec)
-                pipe.xrange(log, min=f"0-{after + 2}", max="+", count=limit)
-                exists, raw = await pipe.execute()
+        async with self._io(), self._r.pipeline(transaction=False) as pipe:
+            pipe.exists(rec)
+            pipe.xrange(log, min=f"0-{after + 2}", max="+", count=limit)
+            exists, raw = await pipe.execute()
         if not exists:
             return []
         return _entries(raw)[0]
 
     async def _state(self, response_id: str) -> tuple[bool, int | None]:
         """(exists, terminal sequence number)."""
-        with self._io():
+        async with self._io():
             term = await self._r.hmget(self._keys(response_id)[0], ["last", "term"])
         return term[0] is not None, None if term[1] is None else int(term[1])
 
     async def _step(self, response_id: str, after: int) -> tuple[bool, int | None, list[LogEntry], bool]:
         """One round trip: (exists, terminal seq, entries after ``after``, tombstone seen)."""
         rec, log, _ = self._keys(response_id)
-        with self._io():
-            async with self._r.pipeline(transaction=False) as pipe:
-                pipe.hmget(rec, ["last", "term"])
-                pipe.xrange(log, min=f"0-{after + 2}", max="+", count=_TAIL_BATCH)
-                (last, term), raw = await pipe.execute()
+        async with self._io(), self._r.pipeline(transaction=False) as pipe:
+            pipe.hmget(rec, ["last", "term"])
+            pipe.xrange(log, min=f"0-{after + 2}", max="+", count=_TAIL_BATCH)
+            (last, term), raw = await pipe.execute()
         if last is None:  # deleted or expired: the stream may linger a little with its tombstone
             return False, None, [], True
         batch, gone = _entries(raw)
@@ -283,7 +292,7 @@ class RedisStore(RedisConversations):
             log = self._keys(response_id)[1]
 
             async def read(top: int) -> tuple[list[LogEntry], bool] | None:
-                with self._io():
+                with self._guarded():  # the blocking client: its own connections, one per blocked read
                     try:
                         reply: Any = await self._rb.xread({log: f"0-{top + 1}"}, count=_TAIL_BATCH,
                                                           block=self._block_ms)
@@ -313,11 +322,10 @@ class RedisStore(RedisConversations):
         """Append ``worker_lost`` when the log is lost (or, with ``force``, merely unfinished). True if we did."""
         rec, _, lease = self._keys(response_id)
         for _ in range(5):  # only loops when the writer moved between our look and the script
-            with self._io():
-                async with self._r.pipeline(transaction=False) as pipe:
-                    pipe.hmget(rec, ["json", "last", "term", "leased"])
-                    pipe.exists(lease)
-                    (data, last, term, leased), held = await pipe.execute()
+            async with self._io(), self._r.pipeline(transaction=False) as pipe:
+                pipe.hmget(rec, ["json", "last", "term", "leased"])
+                pipe.exists(lease)
+                (data, last, term, leased), held = await pipe.execute()
             if data is None or term is not None:
                 return False
             if not force and (leased != b"1" or held):
@@ -336,14 +344,14 @@ class RedisStore(RedisConversations):
     async def hold_lease(self, response_id: str) -> AsyncIterator[None]:
         """See ``Store.hold_lease``. Raises ``KeyError`` when the response does not exist."""
         rec, _, lease = self._keys(response_id)
-        with self._io():
+        async with self._io():
             await self._r.sadd(self._leased, response_id)  # index first: a leased log is always findable
             taken = await self._take(keys=[rec, lease], args=[self.instance_id, self._lease_ms])
         if not taken:
             raise KeyError(response_id)
 
         async def renew() -> None:  # bounded well inside the lease, so a retry still comes before it runs out
-            with self._io():
+            async with self._io():
                 await bounded(self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms]),
                                min(CALL_BOUND, self.lease_seconds / 4))
 
@@ -351,25 +359,26 @@ class RedisStore(RedisConversations):
             async with renewing(renew, self.lease_seconds / 3):
                 yield
         finally:
-            with contextlib.suppress(StoreUnavailable), self._io():
-                await self._release(keys=[lease], args=[self.instance_id])
+            with contextlib.suppress(StoreUnavailable):
+                async with self._io():
+                    await self._release(keys=[lease], args=[self.instance_id])
 
     async def recover(self, instance_id: str) -> int:
         key = self._instance(instance_id)
-        with self._io():
+        async with self._io():
             members: set[bytes] = await self._r.smembers(key)  # type: ignore[assignment]
         ended = 0
         for raw in members:
             response_id = raw.decode()
             if await self._end_if_lost(response_id, force=True):
                 ended += 1
-            with self._io():
+            async with self._io():
                 await self._r.srem(key, response_id)  # finished, ended now, or gone: nothing left to recover
         return ended
 
     async def expire(self, now: float | None = None) -> int:
         cutoff = (time.time() if now is None else now) - self.retention_seconds
-        with self._io():
+        async with self._io():
             old: list[bytes] = await self._r.zrangebyscore(self._by_age, "-inf", f"({cutoff}")  # type: ignore[assignment]
             leased: set[bytes] = await self._r.smembers(self._leased)  # type: ignore[assignment]
         deleted = 0
@@ -380,7 +389,7 @@ class RedisStore(RedisConversations):
             await self._end_if_lost(raw.decode())
             exists, term = await self._state(raw.decode())
             if not exists or term is not None:
-                with self._io():
+                async with self._io():
                     await self._r.srem(self._leased, raw)
         return deleted
 

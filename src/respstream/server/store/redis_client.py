@@ -23,7 +23,8 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-__all__ = ["CLUSTER_SCHEMES", "cluster_nodes", "detect_cluster", "is_cluster_url", "open_clients"]
+__all__ = ["CLUSTER_SCHEMES", "COMMAND_CONNECTIONS", "cluster_nodes", "detect_cluster", "is_cluster_url",
+           "open_clients"]
 
 CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
 log = logging.getLogger("respstream.server.store")
@@ -107,6 +108,9 @@ def _redact(url: str) -> str:
     return f"{scheme}{sep}{netloc}{slash}{path}"
 
 
+COMMAND_CONNECTIONS = 64  # per node (cluster) or in all (plain Redis), for the command client
+
+
 def open_clients(url: str, *, block_ms: int, max_tails: int) -> tuple[Any, Any, bool]:
     """(command client, blocking-read client, is_cluster). Connects lazily, on the first command (after the
     one-time cluster probe of a plain ``redis://`` URL)."""
@@ -125,11 +129,11 @@ def open_clients(url: str, *, block_ms: int, max_tails: int) -> tuple[Any, Any, 
                                 max_connections=max_connections, require_full_coverage=True,
                                 reinitialize_steps=0, **common, **options)
 
-        return cluster(2.0, 64), cluster(block_timeout, max_tails), True
+        return cluster(2.0, COMMAND_CONNECTIONS), cluster(block_timeout, max_tails), True
     # Waiting for a free pooled connection is not Redis being down (that is the 1 s connect timeout): hundreds of
     # readers resuming at once on a loaded machine may queue for one a few seconds.
-    pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=64, timeout=4.0, socket_timeout=2.0,
-                                                    **common)
+    pool = aioredis.BlockingConnectionPool.from_url(url, max_connections=COMMAND_CONNECTIONS, timeout=4.0,
+                                                    socket_timeout=2.0, **common)
     commands = aioredis.Redis(connection_pool=pool, **common)
     commands.auto_close_connection_pool = True  # closing the client closes the pool it was handed
     blocking = aioredis.from_url(url, socket_timeout=block_timeout, max_connections=max_tails, **common)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -32,10 +31,8 @@ class RedisConversations:
     history_limit: int | None
     _r: Any
 
-    @contextlib.contextmanager
-    def _io(self) -> Iterator[None]:
+    def _io(self) -> contextlib.AbstractAsyncContextManager[None]:
         raise NotImplementedError
-        yield
 
     def _conv_keys(self, conversation_id: str) -> tuple[str, str]:
         return self.k.conversation(conversation_id), self.k.conversation_meta(conversation_id)
@@ -54,7 +51,7 @@ class RedisConversations:
         await self._r.zadd(self._conversations_by_age, {conversation_id: time.time()})
 
     async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
-        with self._io():
+        async with self._io():
             raw = await self._r.lrange(self._conv_keys(conversation_id)[0], 0, -1)
         return [_decode_item(item) for item in raw]
 
@@ -62,7 +59,7 @@ class RedisConversations:
         if not items:
             return
         key = self._conv_keys(conversation_id)[0]
-        with self._io():
+        async with self._io():
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.rpush(key, *[_encode(item) for item in items])
                 if self.history_limit is not None:
@@ -72,7 +69,7 @@ class RedisConversations:
             await self._index(conversation_id)
 
     async def create_conversation(self, record: ConversationRecord) -> None:
-        with self._io():
+        async with self._io():
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.set(self._conv_keys(record.id)[1], _encode(record))
                 self._touch(pipe, record.id)
@@ -80,12 +77,12 @@ class RedisConversations:
             await self._index(record.id)
 
     async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
-        with self._io():
+        async with self._io():
             raw = await self._r.get(self._conv_keys(conversation_id)[1])
         return None if raw is None else _decode_conversation(raw)
 
     async def update_conversation(self, record: ConversationRecord) -> None:
-        with self._io():
+        async with self._io():
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.set(self._conv_keys(record.id)[1], _encode(record), xx=True)  # only if it exists
                 self._touch(pipe, record.id)
@@ -94,7 +91,7 @@ class RedisConversations:
 
     async def delete_conversation(self, conversation_id: str) -> bool:
         items, meta = self._conv_keys(conversation_id)
-        with self._io():
+        async with self._io():
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.delete(meta)
                 pipe.delete(items)
@@ -104,7 +101,7 @@ class RedisConversations:
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
         key = self._conv_keys(conversation_id)[0]
-        with self._io():
+        async with self._io():
             raw: list[bytes] = await self._r.lrange(key, 0, -1)
             for blob in raw:
                 if _decode_item(blob).get("id") == item_id:
@@ -112,7 +109,7 @@ class RedisConversations:
         return False
 
     async def expire_conversations(self, cutoff: float) -> None:
-        with self._io():
+        async with self._io():
             stale: list[bytes] = await self._r.zrangebyscore(self._conversations_by_age, "-inf", f"({cutoff}")
             for raw in stale:
                 await self._r.delete(*self._conv_keys(raw.decode()))
