@@ -117,6 +117,18 @@ class Assembler(ToolItems):
         self.streamed.append(delta)
         return True
 
+    def feed_text_deltas(self, first_sequence_number: int, output_index: int, content_index: int,
+                         deltas: list[str]) -> bool:
+        """:meth:`feed_text_delta` for each of ``deltas`` (numbered from ``first_sequence_number``, one apart), in
+        one step: True when applied, False (nothing done) when they are not deltas to the previous text delta's part."""
+        if self.terminal is not None or output_index != self._c_oi or content_index != self._c_ci or not deltas:
+            return False
+        self.events += len(deltas)
+        self.last_sequence_number = first_sequence_number + len(deltas) - 1
+        self._c_chunks.extend(deltas)
+        self.streamed.extend(deltas)
+        return True
+
     def compact(self) -> None:
         """Join the deltas that arrived since the last call into one block per list, so a long stream costs about
         its text in memory, not a Python object per delta. Only the new tail is joined (never the whole text

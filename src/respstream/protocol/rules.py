@@ -236,6 +236,19 @@ class RuleChecker:
             return False
         return not self._own or self.assembler.feed_text_delta(sequence_number, output_index, content_index, delta)
 
+    def check_text_deltas(
+        self, first_sequence_number: int, item_id: str | None, output_index: int, content_index: int,
+        deltas: list[str],
+    ) -> bool:
+        """:meth:`check_text_delta` for a run of deltas numbered from ``first_sequence_number`` (one apart), in one
+        step: True when all were such clean deltas and the state was updated as ``check`` of each would; False:
+        nothing was done."""
+        ok = self._ok
+        if ok is None or ok[0] != item_id or ok[1] != output_index or ok[2] != content_index:
+            return False
+        return not self._own or self.assembler.feed_text_deltas(first_sequence_number, output_index, content_index,
+                                                                deltas)
+
     def finish(self) -> tuple[Violation, ...]:
         """EOF: the stream must have had a terminal event."""
         if self.terminal is not None:

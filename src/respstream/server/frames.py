@@ -17,7 +17,7 @@ import msgspec
 from respstream.server.dialects import Dialect
 from respstream.server.store.base import DeltaEntry, Entry, LogEntry
 
-__all__ = ["ERROR_CODES", "frame", "reader_terminal_data", "reader_terminal_frame", "terminal_outcome"]
+__all__ = ["ERROR_CODES", "frame", "frames", "reader_terminal_data", "reader_terminal_frame", "terminal_outcome"]
 
 # Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
 ERROR_CODES: dict[str, str] = {
@@ -55,6 +55,27 @@ def frame(dialect: Dialect, entry: Entry) -> bytes:
         return b"id: %d\nevent: %b\ndata: %b\n\n" % (entry.sequence_number, name, entry.data)
     body = b"event: %b\ndata: %b\n\n" % (name, entry.data)
     return body + _DONE if entry.terminal and dialect.done_sentinel else body
+
+
+def frames(dialect: Dialect, entries: list[Entry]) -> list[bytes]:
+    """:func:`frame` of each entry, in one call (the formatting inlined for a run of compact deltas)."""
+    out: list[bytes] = []
+    append = out.append
+    if not dialect.id_lines:
+        for entry in entries:
+            if entry.__class__ is DeltaEntry:
+                append(entry.template.frame_bare % (entry.sequence_number, entry.piece))  # type: ignore[union-attr]
+            else:
+                append(frame(dialect, entry))
+        return out
+    typed = dialect.event_line_is_type
+    for entry in entries:
+        if entry.__class__ is DeltaEntry:
+            template, seq = entry.template, entry.sequence_number  # type: ignore[union-attr]
+            append((template.frame_typed if typed else template.frame_message) % (seq, seq, entry.piece))  # type: ignore[union-attr]
+        else:
+            append(frame(dialect, entry))
+    return out
 
 
 def reader_terminal_data(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:

@@ -81,11 +81,24 @@ class RoundCollector:
         return False
 
     def take_all(self, chunks: Iterable[Any]) -> bool:
-        """Apply a batch in order, as :meth:`take` one by one; True when it held the ``Finish``."""
+        """Apply a batch in order, as :meth:`take` one by one; True when it held the ``Finish``. A run of plain
+        text deltas (no logprobs) goes to the writer in one call: the same events, one step for the run."""
         take = self.take
-        for chunk in chunks:  # noqa: SIM110  (a plain loop: any() over a generator costs more per chunk)
+        run: list[str] = []
+        for chunk in chunks:
+            if chunk.__class__ is TextDelta and not chunk.logprobs and not self._first:
+                if chunk.text:
+                    run.append(chunk.text)
+                continue
+            if run:
+                self._text.extend(run)
+                self.writer.text_deltas(run)
+                run = []
             if take(chunk):
                 return True
+        if run:
+            self._text.extend(run)
+            self.writer.text_deltas(run)
         return False
 
     def result(self, offer_tools: bool) -> RoundResult:

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from respstream.server.dialects import Dialect
-from respstream.server.frames import frame, reader_terminal_frame
+from respstream.server.frames import frame, frames, reader_terminal_frame
 from respstream.server.store.base import Entry, Store, StoreUnavailable
 
 __all__ = ["SLOW_READER_TIMEOUT_SECONDS", "SSE_HEADERS", "EventStreamResponse"]
@@ -300,24 +300,17 @@ class EventStreamResponse:
         """The SSE frames of ``entries`` (ready together) in as few ASGI sends as ``COALESCE_BYTES`` allows: the
         same bytes in the same order, fewer HTTP chunks (each send costs the server its own chunk framing, flow
         control check and transport write). True once the terminal was sent."""
-        parts: list[bytes] = []
-        size = 0
-        for entry in entries:
-            body = frame(dialect, entry)
-            parts.append(body)
+        bodies = frames(dialect, entries)
+        first, size = 0, 0
+        for i, body in enumerate(bodies):
             size += len(body)
-            if entry.terminal or size >= COALESCE_BYTES:
-                await send({"type": "http.response.body", "body": b"".join(parts) if len(parts) > 1 else body,
-                            "more_body": True})
-                self.last = entry.sequence_number
-                if entry.terminal:
-                    return True
-                parts, size = [], 0
-        if parts:
-            await send({"type": "http.response.body", "body": b"".join(parts) if len(parts) > 1 else parts[0],
-                        "more_body": True})
-            self.last = entries[-1].sequence_number
-        return False
+            if size >= COALESCE_BYTES or i == len(bodies) - 1:
+                await send({"type": "http.response.body", "more_body": True,
+                            "body": body if i == first else b"".join(bodies[first:i + 1])})
+                self.last = entries[i].sequence_number
+                first, size = i + 1, 0
+        # A log ends with its terminal: only the last entry of a read can be one.
+        return bool(entries) and entries[-1].terminal
 
     async def _follow_tail(self, send: Any) -> bool:
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=1024)

@@ -263,6 +263,36 @@ class ResponseWriter(ToolCallItems, LogFlushing):
             return
         self._delta("message", "output_text", delta)
 
+    def text_deltas(self, deltas: list[str]) -> None:
+        """:meth:`text_delta` for each of ``deltas`` in order (no logprobs): the same events, bytes, checks and
+        state, with the run after the first delta done in one step (one encode each, one append for all)."""
+        if not deltas:
+            return
+        self._delta("message", "output_text", deltas[0])
+        rest = deltas[1:]
+        if not rest:
+            return
+        item = self._item
+        assert item is not None and item.part is not None and item.template is not None  # opened by _delta
+        part, template = item.part, item.template
+        seq = self._seq
+        pieces = [_encode(d) for d in rest]
+        checker = self._checker
+        if template.fixed_len + max(map(len, pieces)) + 20 > self._max_event_bytes or (
+            checker is not None
+            and not checker.check_text_deltas(seq, item.id, item.output_index, part.content_index, rest)
+        ):
+            for delta in rest:  # one of them needs the whole path (size limit, a checker that objects)
+                self._delta("message", "output_text", delta)
+            return
+        part.parts.extend(rest)
+        if self._compact:
+            self._pending.extend([DeltaEntry(n, piece, template) for n, piece in enumerate(pieces, seq)])
+        else:
+            fmt, kind = template.data_fmt, template.type
+            self._pending.extend([LogEntry(n, kind, fmt % (n, piece)) for n, piece in enumerate(pieces, seq)])
+        self._seq = seq + len(rest)
+
     def _logprobs_delta(self, delta: str, logprobs: list[Any]) -> None:
         """A text delta with token logprobs (only when the request asked for them): encoded whole, not from the
         part's byte template; the part's ``done`` and its final content carry all of them."""

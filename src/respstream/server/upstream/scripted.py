@@ -33,8 +33,9 @@ Spec: ``scripted:N[?delay_ms=D&tool=NAME&fail_at=K&reasoning=R&text=T]``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -57,6 +58,18 @@ __all__ = ["ScriptedUpstream", "parse_scripted_spec", "split_text"]
 _WORDS = ("The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "and", "runs", "far", "away.")
 _YIELD_EVERY = 64
 _WORDISH = re.compile(r"\s*\S+")
+
+
+class _Pause:
+    """A point where the script waits ``seconds`` (0: one turn of the event loop)."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+
+_TURN = _Pause(0)
 
 
 def parse_scripted_spec(spec: str) -> dict[str, Any]:
@@ -244,6 +257,42 @@ class ScriptedUpstream:
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[Chunk, None]:
         """Yield the scripted chunks. Raises :class:`UpstreamError` at ``fail_at``."""
+        for step in self._script(request):
+            if step.__class__ is _Pause:
+                await asyncio.sleep(step.seconds)  # type: ignore[union-attr]
+            else:
+                yield step  # type: ignore[misc]
+
+    async def generate_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+        """The chunks of :meth:`generate`, one list per stretch between its pauses (as one read of a real
+        upstream holds what arrived meanwhile): one chunk a list with ``delay_ms``, up to 64 without. What came
+        before a simulated failure is yielded before it is raised. A subclass with its own ``generate`` (tests that
+        record requests) gets that one's chunks, one a list."""
+        if type(self).generate is not ScriptedUpstream.generate:
+            async with contextlib.aclosing(self.generate(request)) as chunks:
+                async for chunk in chunks:
+                    yield [chunk]
+            return
+        batch: list[Chunk] = []
+        try:
+            for step in self._script(request):
+                if step.__class__ is _Pause:
+                    if batch:
+                        yield batch
+                        batch = []
+                    await asyncio.sleep(step.seconds)  # type: ignore[union-attr]
+                else:
+                    batch.append(step)  # type: ignore[arg-type]
+        except UpstreamError:
+            if batch:
+                yield batch
+            raise
+        if batch:
+            yield batch
+
+    def _script(self, request: GenerationRequest) -> Iterator[Chunk | _Pause]:
+        """The chunks in order, with a :class:`_Pause` wherever the stream waits (``delay_ms``, or a turn of the
+        event loop every 64 chunks)."""
         self._calls += 1
         input_tokens = sum(len(str(m.get("content") or "")) for m in request.messages) // 4 + 1
         arguments = self.tool_call_arguments(request)
@@ -254,25 +303,25 @@ class ScriptedUpstream:
             yield ToolCallDelta(0, arguments=arguments[half:])
             yield Finish("tool_calls", Usage(input_tokens=input_tokens, output_tokens=1))
             return
+        delay = _Pause(self.delay) if self.delay else None
         for i in range(self.reasoning):
-            if self.delay:
-                await asyncio.sleep(self.delay)
+            if delay is not None:
+                yield delay
             yield ReasoningDelta(("" if i == 0 else " ") + "thinking")
         limit = self.deltas
         reason = "stop"
         if request.max_output_tokens is not None and request.max_output_tokens < limit:
             limit, reason = max(0, request.max_output_tokens), "length"
-        delay = self.delay
         fail_at = self.fail_at
         for i, chunk in enumerate(self._text[:limit]):
             if fail_at is not None and i >= fail_at:
                 raise UpstreamError(
                     "upstream_error", f"{self.name}: simulated failure after {i} deltas", before_first_token=i == 0
                 )
-            if delay:
-                await asyncio.sleep(delay)
+            if delay is not None:
+                yield delay
             elif i % _YIELD_EVERY == _YIELD_EVERY - 1:
-                await asyncio.sleep(0)
+                yield _TURN
             yield chunk
         if fail_at is not None and fail_at == limit:
             raise UpstreamError(
