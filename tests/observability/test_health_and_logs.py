@@ -179,3 +179,52 @@ def test_bad_logging_table_is_a_config_error(bad: dict[str, object]) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(None, {"logging": bad})
     assert "logging" in str(info.value)
+
+
+def test_log_timestamps_are_the_records_time_to_the_millisecond() -> None:
+    import datetime as dt
+    import logging
+    import random
+
+    from respstream.server.telemetry.logs import _timestamp
+
+    rng = random.Random(7)
+    for created in [0.0, 59.9995, 1796150036.2591, *(rng.uniform(0, 2e9) for _ in range(2000))]:
+        record = logging.makeLogRecord({})
+        record.created, record.msecs = created, int((created - int(created)) * 1000) + 0.0  # as LogRecord sets them
+        text = _timestamp(record)
+        assert text.endswith("Z") and len(text) == 24
+        parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        assert 0 <= created - parsed < 0.001 + 1e-6, (created, text)  # truncated, never rounded up
+
+
+def test_the_direct_access_line_is_the_json_formatters_line() -> None:
+    from respstream.server.telemetry.logs import log_access
+    from respstream.server.telemetry.observation import RequestObservation
+
+    out = io.StringIO()
+    handler = configure_logging(LoggingSettings(format="json"), stream=out)
+    try:
+        obs = RequestObservation(request_id="r1", method="POST", path="/v1/responses", client="127.0.0.1")
+        obs.status, obs.route, obs.response_id, obs.first_token_seconds = 200, "/v1/responses", "resp_1", 0.012
+        log_access(obs)  # the only destination: written directly
+        handler.addFilter(lambda record: True)  # something that must see the record: through logging
+        log_access(obs)
+        handler.filters.clear()
+        extra = logging.StreamHandler(io.StringIO())  # a second destination: through logging too
+        logging.getLogger("respstream.access").addHandler(extra)
+        log_access(obs)
+        logging.getLogger("respstream.access").removeHandler(extra)
+        assert extra.stream.getvalue().startswith("POST /v1/responses 200 ")  # type: ignore[attr-defined]
+    finally:
+        root = logging.getLogger("respstream")
+        root.removeHandler(handler)
+        root.propagate = True
+        root.setLevel(logging.NOTSET)
+    direct, through_logging, with_extra = (json.loads(line) for line in out.getvalue().splitlines())
+    for entry in (direct, through_logging, with_extra):
+        entry.pop("ts"), entry.pop("duration_ms")
+        entry["message"] = entry["message"].rsplit(" ", 2)[0]  # without the duration
+    assert direct == through_logging == with_extra
+    assert list(direct)[:4] == ["level", "logger", "message", "request_id"]
+    assert direct["ttft_ms"] == 12.0 and direct["status"] == 200

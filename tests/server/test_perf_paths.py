@@ -315,3 +315,18 @@ async def test_a_tailed_store_sends_what_is_queued_together_with_the_same_bytes(
     assert b"".join(bodies) == b"".join(frame(dialect, e) for e in log)  # the same bytes, in order
     assert len(bodies) < events or events <= 3  # fewer sends than events on a long log
     assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+def test_platform_ids_are_random_version_4_uuids() -> None:
+    import uuid
+
+    from respstream.server.dialects import uuid4_text
+
+    seen = set()
+    for _ in range(2000):
+        text = uuid4_text()
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        seen.add(text)
+    assert len(seen) == 2000
+    assert uuid.UUID(get_dialect("platform").new_id("resp")).version == 4

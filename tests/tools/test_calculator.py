@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from respstream.server.tools import ToolRegistry, ToolResult
 from respstream.server.tools.calculator import CalculatorError, evaluate, format_number
@@ -84,3 +86,29 @@ async def test_calculator_through_registry() -> None:
     assert failed.status == "failed" and "too large" in failed.output
     missing = await tools.run("calculator", "{}")
     assert missing.status == "failed" and "expression" in missing.output
+
+
+def _spoken_unguarded(text: str) -> str:
+    """spoken_to_expression's passes without its digit-or-")" guard: the reference the guard must agree with."""
+    from respstream.server.tools import arith_words as w
+
+    out = text.translate(w._SIGNS)
+    out = w._ROOT.sub(lambda m: f"sqrt({m.group(1) or m.group(2)})", out)
+    out = w._PERCENT_OF.sub(lambda m: f"({m.group(1)}/100)*", out)
+    out = w._SQUARED.sub("^2", out)
+    for pattern, op in w._OPERATORS:
+        out = pattern.sub(op, out)
+    return w._PERCENT.sub(lambda m: f"({m.group(1)}/100)", out)
+
+
+_SPOKEN = st.lists(st.sampled_from(["12", "3.5", "(", ")", " ", "times", "plus", "squared", "square root of", "%",
+                                    "percent of", "√", "keer", "x", "٣", "hello", "over", "²", "minus", "et"]),
+                   max_size=10).map(" ".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.one_of(_SPOKEN, st.text(max_size=30)))
+def test_spoken_arithmetic_guard_changes_nothing(text: str) -> None:
+    from respstream.server.tools.arith_words import spoken_to_expression
+
+    assert spoken_to_expression(text) == _spoken_unguarded(text)

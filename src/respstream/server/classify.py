@@ -130,6 +130,8 @@ def arithmetic_expression(text: str) -> str | None:
     if len(text) > 4000:
         return None
     text = spoken_to_expression(text)  # "15% of 80", "12 keer 12", "square root of 144"
+    if _OPERATION.search(text) is None:  # a span below can only match where the whole text does
+        return None
     spans = sorted((m.group(0).strip() for m in _ARITH_SPAN.finditer(text)), key=len, reverse=True)
     for span in spans:
         span = span.rstrip(".").strip()

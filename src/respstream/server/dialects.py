@@ -28,13 +28,24 @@ When ``stream`` is absent from a request, ``openai`` and ``openresponses`` answe
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass
 
-__all__ = ["DIALECTS", "DIALECT_NAMES", "EXTENSION_PREFIX", "Dialect", "get_dialect"]
+__all__ = ["DIALECTS", "DIALECT_NAMES", "EXTENSION_PREFIX", "Dialect", "get_dialect", "uuid4_text"]
 
 # The implementor slug Open Responses asks extensions (events, items, hosted tools) to carry.
 EXTENSION_PREFIX = "respstream:"
+
+
+_VERSION_4 = (0x4000 << 64) | (0x8000 << 48)  # RFC 9562: version 4, variant 10
+_VERSION_MASK = ~((0xF000 << 64) | (0xC000 << 48))
+
+
+def uuid4_text() -> str:
+    """``str(uuid.uuid4())`` without the UUID object (ids are made several times a request)."""
+    x = "%032x" % ((int.from_bytes(os.urandom(16)) & _VERSION_MASK) | _VERSION_4)
+    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +68,7 @@ class Dialect:
         """A fresh id: ``<prefix>_<hex>`` in the openai dialects, a UUID in the platform dialect."""
         if self.prefixed_ids:
             return f"{prefix}_{uuid.uuid4().hex}"
-        return str(uuid.uuid4())
+        return uuid4_text()
 
     def created_at(self, unix_seconds: float) -> int:
         """A Response timestamp (``created_at``, ``completed_at``) in this dialect's unit."""

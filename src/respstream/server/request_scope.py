@@ -3,7 +3,7 @@ open-gateway Host/Origin policy, and its access-log line and request metrics whe
 
 from __future__ import annotations
 
-import uuid
+import os
 
 from starlette.applications import Starlette
 from starlette.types import Message, Receive, Scope, Send
@@ -34,7 +34,8 @@ class GatewayApp(Starlette):
             return
         headers = dict(scope["headers"])
         given = headers.get(b"x-request-id", b"")
-        rid = given if 0 < len(given) <= 128 and given.isascii() and b"\n" not in given else uuid.uuid4().hex.encode()
+        sane = 0 < len(given) <= 128 and given.isascii() and b"\n" not in given
+        rid = given if sane else os.urandom(16).hex().encode()
         state = scope.setdefault("state", {})
         state["request_id"] = rid.decode()
         state["raw_send"] = send

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping
+from functools import lru_cache
 
 from respstream.server.http_errors import HTTPError
 
@@ -53,6 +54,12 @@ def _split_host(host: str) -> str:
 
 
 def is_loopback_host(host: str) -> bool:
+    if len(host) <= 300:  # every request asks: a real Host header is short and one of a few
+        return _is_loopback_cached(host)
+    return _is_loopback(host)
+
+
+def _is_loopback(host: str) -> bool:
     name = _split_host(host).rstrip(".")
     if name == "localhost" or name.endswith(".localhost"):
         return True
@@ -60,6 +67,9 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+_is_loopback_cached = lru_cache(maxsize=256)(_is_loopback)
 
 
 def _check_host(host: str, status: int) -> None:

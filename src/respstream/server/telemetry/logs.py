@@ -22,14 +22,33 @@ ACCESS_LOGGER = "respstream.access"
 access_log = logging.getLogger(ACCESS_LOGGER)
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 _encode = msgspec.json.Encoder().encode
+_FIELDS = "_respstream_fields"
+_tree = logging.getLogger("respstream")
+_json_handler: logging.StreamHandler[Any] | None = None  # set by configure_logging() when it writes JSON lines
+
+
+_last_second: tuple[int, str] = (-1, "")  # the last whole second and its text (one tuple: swapped whole)
 
 
 def _timestamp(record: logging.LogRecord) -> str:
-    return _dt.datetime.fromtimestamp(record.created, _dt.UTC).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z")
+    return _utc_text(record.created)
+
+
+def _utc_text(created: float) -> str:
+    """``2026-12-01T18:28:58.123Z`` (milliseconds truncated, as ``LogRecord.msecs``); the date and time up to the
+    second formatted once a second."""
+    global _last_second
+    whole = int(created)
+    cached = _last_second
+    if cached[0] != whole:
+        cached = _last_second = (whole, _dt.datetime.fromtimestamp(whole, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{cached[1]}.{int((created - whole) * 1000):03d}Z"
 
 
 def _extra(record: logging.LogRecord) -> dict[str, Any]:
+    fields = record.__dict__.get(_FIELDS)
+    if fields is not None:  # an access line: its extra fields are known
+        return fields  # type: ignore[no-any-return]
     return {k: v for k, v in record.__dict__.items() if k not in _STANDARD and not k.startswith("_")}
 
 
@@ -69,6 +88,8 @@ def configure_logging(settings: LoggingSettings, *, stream: TextIO | None = None
     for old in [h for h in root.handlers if getattr(h, "_respstream", False)]:
         root.removeHandler(old)
     handler._respstream = True  # type: ignore[attr-defined]
+    global _json_handler
+    _json_handler = handler if use_json else None
     root.addHandler(handler)
     root.propagate = False
     root.setLevel(settings.level.upper())
@@ -89,7 +110,38 @@ def access_fields(obs: RequestObservation) -> dict[str, Any]:
     }
 
 
+def _only_destination() -> logging.StreamHandler[Any] | None:
+    """The JSON-lines handler :func:`configure_logging` installed, when an access line can go nowhere else and
+    nothing may filter it; else None (then the line goes through ``logging`` as usual)."""
+    handler = _json_handler
+    parent = _tree
+    if (handler is None or access_log.handlers or access_log.filters or not access_log.propagate
+            or access_log.disabled or len(parent.handlers) != 1 or parent.handlers[0] is not handler
+            or parent.filters or handler.filters or handler.level > logging.INFO):
+        return None
+    return handler
+
+
 def log_access(obs: RequestObservation) -> None:
     if access_log.isEnabledFor(logging.INFO):
         fields = access_fields(obs)
-        access_log.info("%s %s %s %.1f ms", obs.method, obs.path, obs.status, fields["duration_ms"], extra=fields)
+        handler = _only_destination()
+        if handler is not None:
+            # What JsonFormatter writes for this record, without building the LogRecord (a line per request).
+            created = time.time()
+            message = "%s %s %s %.1f ms" % (obs.method, obs.path, obs.status, fields["duration_ms"])  # noqa: UP031
+            line = _encode({"ts": _utc_text(created), "level": "info", "logger": ACCESS_LOGGER,
+                            "message": message, **fields}).decode() + handler.terminator
+            with handler.lock:  # type: ignore[union-attr]
+                try:
+                    handler.stream.write(line)
+                    handler.flush()
+                except Exception:  # as StreamHandler.emit: logging never breaks the request
+                    handler.handleError(logging.makeLogRecord({"msg": message, "name": ACCESS_LOGGER}))
+            return
+        # Logger.info without its caller lookup (a walk up the stack per line; the caller is always this line).
+        record = access_log.makeRecord(ACCESS_LOGGER, logging.INFO, __file__, 0, "%s %s %s %.1f ms",
+                                       (obs.method, obs.path, obs.status, fields["duration_ms"]), None,
+                                       func="log_access", extra=fields)
+        record.__dict__[_FIELDS] = fields
+        access_log.handle(record)

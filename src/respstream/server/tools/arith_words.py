@@ -35,12 +35,15 @@ _OPERATORS: list[tuple[re.Pattern[str], str]] = [
     )
 ]
 _SQUARED = re.compile(r"(?<=[\d)])\s*(?:squared|kwadraat|au\s+carr[ée]|zum\s+quadrat)\b", re.IGNORECASE)
+_ANCHOR = re.compile(r"[\d)]")
 _SIGNS = str.maketrans({"\u00d7": "*", "\u00f7": "/", "\u2212": "-", "\u00b7": "*"})  # x, divide, minus, dot
 
 
 def spoken_to_expression(text: str) -> str:
     """``text`` with spoken arithmetic rewritten (see the module docstring); everything else unchanged."""
     out = text.translate(_SIGNS)
+    if _ANCHOR.search(out) is None:  # every rewrite needs a digit or ")" next to its words: prose stays as it is
+        return out
     out = _ROOT.sub(lambda m: f"sqrt({m.group(1) or m.group(2)})", out)
     out = _PERCENT_OF.sub(lambda m: f"({m.group(1)}/100)*", out)
     out = _SQUARED.sub("^2", out)
