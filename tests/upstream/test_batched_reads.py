@@ -208,6 +208,9 @@ _payload_choice = st.sampled_from([
     _payload({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c", "function": {
         "name": "f", "arguments": "{}"}}]}}]}),
     _payload(usage(1, 2).obj), _payload({"error": {"message": "boom"}}),
+    _payload({**usage(3, 4).obj, "choices": [{"index": 0, "delta": {"content": "u"}}]}),  # text and usage at once
+    _payload({"choices": [{"index": 0, "delta": {"content": "e</think>f", "reasoning": ""}}]}),
+    _payload({"choices": [{"index": 0, "delta": {"content": "g", "reasoning_content": "h"}}]}),
     _payload({"choices": [{"index": 0, "delta": {"content": 5}}]}),  # a wrong type: the lenient path
     b"[DONE]", b" [DONE] ", b'{"choices":[]},{"choices":[]}', b"not json", b"",
 ])

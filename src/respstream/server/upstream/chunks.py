@@ -216,13 +216,29 @@ class ChunkTranslator:
         if len(chunks) != len(body):  # a payload that is two values (`{..},{..}`): not one chunk each
             return [], 0
         out: list[Chunk] = []
+        append = out.append
         taken = 0
         translate = self._translate
+        idle = self._think.idle
         for chunk in chunks:
             if chunk.error:
                 break
-            translate(chunk, out)
             taken += 1
+            choices = chunk.choices
+            # The bulk of a stream, inline: one choice whose delta is plain answer text and nothing else (what
+            # _translate does with it, without the call and its checks for what is not there).
+            if choices and idle and chunk.usage is None:
+                choice = choices[0]
+                delta = choice.delta
+                if (delta is not None and choice.finish_reason is None and choice.logprobs is None
+                        and delta.reasoning_content is None and delta.reasoning is None and delta.refusal is None
+                        and delta.tool_calls is None):
+                    content = delta.content
+                    if content and "<" not in content:
+                        append(TextDelta(content))
+                        continue
+            translate(chunk, out)
+            idle = self._think.idle
         if taken == len(body) and done:
             taken += 1
             self.done = True
