@@ -252,23 +252,12 @@ class EventStreamResponse:
         store: Any = self.store
         rid, after = self.response_id, self.last
         loop = asyncio.get_running_loop()
-        # The SSE encoding inline (the hot path: one call less per event); any other transport through its method.
-        sse = type(self).entry_message is EventStreamResponse.entry_message
-        dialect = self.dialect
-        encode = self.entry_message
         while True:
             entries: list[Entry] = store.read_entries(rid, after)
             if entries:
                 self._sending = True
-                if sse:
-                    if await self._send_frames(send, dialect, entries):
-                        return True
-                else:
-                    for entry in entries:
-                        await send(encode(entry))
-                        self.last = entry.sequence_number
-                        if entry.terminal:
-                            return True
+                if await self._send_entries(send, entries):
+                    return True
                 self._sending = False
                 self._active = loop.time()
                 after = self.last
@@ -295,6 +284,18 @@ class EventStreamResponse:
                     await send(keepalive)
                     self._sending = False
                 self._active = loop.time()
+
+    async def _send_entries(self, send: Any, entries: list[Entry]) -> bool:
+        """One read's entries, in order; True once the terminal was sent. SSE frames go out together
+        (:meth:`_send_frames`); a transport with its own ``entry_message`` (WebSocket) sends one message each."""
+        if type(self).entry_message is EventStreamResponse.entry_message:
+            return await self._send_frames(send, self.dialect, entries)
+        for entry in entries:
+            await send(self.entry_message(entry))
+            self.last = entry.sequence_number
+            if entry.terminal:
+                return True
+        return False
 
     async def _send_frames(self, send: Any, dialect: Dialect, entries: list[Entry]) -> bool:
         """The SSE frames of ``entries`` (ready together) in as few ASGI sends as ``COALESCE_BYTES`` allows: the
@@ -323,7 +324,6 @@ class EventStreamResponse:
                 await queue.put(_END)
 
         task = asyncio.create_task(pump())
-        sse = type(self).entry_message is EventStreamResponse.entry_message
         try:
             while True:
                 if queue.empty():  # caught up: wait, with the keep-alive as the bound (no timer per entry)
@@ -348,15 +348,8 @@ class EventStreamResponse:
                 entries = ready[:-1] if item is _END else ready
                 if entries:
                     self._sending = True
-                    if sse:
-                        if await self._send_frames(send, self.dialect, entries):
-                            return True
-                    else:
-                        for entry in entries:
-                            await send(self.entry_message(entry))
-                            self.last = entry.sequence_number
-                            if entry.terminal:
-                                return True
+                    if await self._send_entries(send, entries):
+                        return True
                     self._sending = False
                 if item is _END:
                     task.result() if task.done() else None  # surface a store failure
