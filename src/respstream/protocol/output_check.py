@@ -27,6 +27,7 @@ def output_problems(response: JSONObject, items: OutputItems, whole: set[int] | 
     if not final and not (isinstance(text, str) and text):
         return []  # absent or empty output is fine
     problems: list[str] = []
+    assembled: list[JSONObject] | None = None
     if whole is None:
         assembled = items.materialize()
         if final:
@@ -45,7 +46,7 @@ def output_problems(response: JSONObject, items: OutputItems, whole: set[int] | 
             _item_problems(oi, final[oi], items.materialize_item(oi), problems)
         judge_text = sorted(whole) == list(range(len(final)))
     if judge_text and isinstance(text, str) and text and text != "".join(
-        output_texts(items.materialize(), "output_text", "text")
+        output_texts(items.materialize() if assembled is None else assembled, "output_text", "text")
     ):
         problems.append("output_text differs")
     return problems
