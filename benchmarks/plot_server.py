@@ -72,7 +72,9 @@ def bars(report: dict[str, Any], out: str) -> int:
     right.set_yticklabels([])
     for ax in (left, right):
         ax.grid(True, axis="x", alpha=0.3)
-    fig.suptitle(f"SSE server throughput, {report['events_per_request']} events per response, one run")
+    runs = len(report["servers"][kinds[0]][0].get("events_per_s_runs") or [1])
+    fig.suptitle(f"SSE server throughput, {report['events_per_request']} events per response, "
+                 + ("one run" if runs == 1 else f"the median of {runs} runs"))
     fig.tight_layout()
     fig.savefig(out)
     print(out)

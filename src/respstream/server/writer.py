@@ -16,10 +16,12 @@ writer in an error state: it ends the stream with an ``internal_error`` terminal
 
 Frames are built by :func:`frame` when sending: ``id: <seq>\\nevent: message|<type>\\ndata: <json>\\n\\n``.
 
-Hot path (a text delta to the part that is open, the previous event a clean delta to the same part): the checker's
-:meth:`~respstream.protocol.rules.RuleChecker.check_text_delta` keeps its state and its assembler's exactly as
-``check(OutputTextDelta(...))`` would, without building the event; into the memory store the delta goes as a compact
-:class:`~respstream.server.store.base.DeltaEntry` (its JSON string and the part's template, not the event's JSON).
+Hot path (a text delta to the part that is open, the previous event a clean delta to the same part; the deltas are
+in ``writer_deltas.py``): the checker's :meth:`~respstream.protocol.rules.RuleChecker.check_text_delta` keeps its
+state and its assembler's exactly as ``check(OutputTextDelta(...))`` would, without building the event; into the
+memory store the delta goes as a compact :class:`~respstream.server.store.base.DeltaEntry` (its JSON string and the
+part's template, not the event's JSON). A run of such deltas (what one upstream read held) goes through
+``text_deltas`` in one step: the same events and bytes as one call each.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 
 import msgspec
 
-from respstream.protocol.events import OutputTextDelta, decode_event
+from respstream.protocol.events import decode_event
 from respstream.protocol.rules import RuleChecker
 from respstream.server.content_parts import OpenItem, OpenPart, closing_events, part_object
 from respstream.server.dialects import Dialect
@@ -43,8 +45,9 @@ from respstream.server.frames import (
     terminal_outcome,
 )
 from respstream.server.response_object import mark_completed
-from respstream.server.store.base import DeltaEntry, DeltaTemplate, Entry, LogEntry, ResponseRecord, Store
+from respstream.server.store.base import DeltaTemplate, Entry, LogEntry, ResponseRecord, Store
 from respstream.server.upstream.base import Usage
+from respstream.server.writer_deltas import DeltaWriting, WriterClosed
 from respstream.server.writer_store import LogFlushing, ResponseDeleted
 from respstream.server.writer_tools import ToolCallItems
 
@@ -55,10 +58,6 @@ __all__ = ["ERROR_CODES", "REPAIRS_FIELD", "ResponseDeleted", "ResponseWriter", 
 _encode = msgspec.json.Encoder().encode
 # The Response extension field that reports what the gateway repaired in a native Responses upstream's stream.
 REPAIRS_FIELD = "respstream:repairs"
-
-
-class WriterClosed(RuntimeError):
-    """An event was offered after the terminal, or after a rule violation ended the stream."""
 
 
 def usage_object(usage: Usage | None) -> dict[str, Any] | None:
@@ -73,7 +72,7 @@ def usage_object(usage: Usage | None) -> dict[str, Any] | None:
     }
 
 
-class ResponseWriter(ToolCallItems, LogFlushing):
+class ResponseWriter(DeltaWriting, ToolCallItems, LogFlushing):
     """Emits one response's events. Not thread-safe; one task drives it (the pipeline)."""
 
     def __init__(
@@ -227,99 +226,6 @@ class ResponseWriter(ToolCallItems, LogFlushing):
     @staticmethod
     def _where(item: OpenItem, part: OpenPart) -> dict[str, Any]:
         return {"item_id": item.id, "output_index": item.output_index, "content_index": part.content_index}
-
-    def _delta(self, item_kind: str, part_kind: str, delta: str) -> None:
-        if self._closed:
-            raise WriterClosed(f"{part_kind} delta after the terminal event")
-        item = self._item if self._item is not None and self._item.kind == item_kind else self._open_item(item_kind)
-        part = item.part if item.part is not None and item.part.kind == part_kind else self._open_part(item, part_kind)
-        template = item.template
-        assert template is not None  # set with the part
-        seq = self._seq
-        part.parts.append(delta)  # before the checks, as the failure path's snapshot has always included it
-        piece = _encode(delta)  # the one encode: the template has the rest of the event's bytes
-        checker = self._checker
-        # Fast path: surely under the size limit (+20: the sequence number's digits) and, when checking, a delta the
-        # checker has just seen the like of (same part, clean): it updates its state without the event object.
-        if template.fixed_len + len(piece) + 20 > self._max_event_bytes or (
-            checker is not None
-            and not (part_kind == "output_text"
-                     and checker.check_text_delta(seq, item.id, item.output_index, part.content_index, delta))
-        ):
-            typed = None
-            if part_kind == "output_text" and checker is not None:  # typed directly: no decode of our own bytes
-                typed = OutputTextDelta(sequence_number=seq, item_id=item.id, output_index=item.output_index,
-                                        content_index=part.content_index, delta=delta, logprobs=[])
-            self._admit(template.type, template.data_fmt % (seq, piece), typed)
-        self._pending.append(DeltaEntry(seq, piece, template) if self._compact
-                             else LogEntry(seq, template.type, template.data_fmt % (seq, piece)))
-        self._seq = seq + 1
-        if self._soon is None and self._append_nowait is not None:
-            self._soon = asyncio.get_running_loop().call_soon(self._flush_now)
-
-    def text_delta(self, delta: str, logprobs: list[Any] | None = None) -> None:
-        if logprobs:
-            self._logprobs_delta(delta, logprobs)
-            return
-        self._delta("message", "output_text", delta)
-
-    def text_deltas(self, deltas: list[str]) -> None:
-        """:meth:`text_delta` for each of ``deltas`` in order (no logprobs): the same events, bytes, checks and
-        state, with the run after the first delta done in one step (one encode each, one append for all)."""
-        if not deltas:
-            return
-        self._delta("message", "output_text", deltas[0])
-        rest = deltas[1:]
-        if not rest:
-            return
-        item = self._item
-        assert item is not None and item.part is not None and item.template is not None  # opened by _delta
-        part, template = item.part, item.template
-        seq = self._seq
-        pieces = [_encode(d) for d in rest]
-        checker = self._checker
-        if template.fixed_len + max(map(len, pieces)) + 20 > self._max_event_bytes or (
-            checker is not None
-            and not checker.check_text_deltas(seq, item.id, item.output_index, part.content_index, rest)
-        ):
-            for delta in rest:  # one of them needs the whole path (size limit, a checker that objects)
-                self._delta("message", "output_text", delta)
-            return
-        part.parts.extend(rest)
-        if self._compact:
-            self._pending.extend([DeltaEntry(n, piece, template) for n, piece in enumerate(pieces, seq)])
-        else:
-            fmt, kind = template.data_fmt, template.type
-            self._pending.extend([LogEntry(n, kind, fmt % (n, piece)) for n, piece in enumerate(pieces, seq)])
-        self._seq = seq + len(rest)
-
-    def _logprobs_delta(self, delta: str, logprobs: list[Any]) -> None:
-        """A text delta with token logprobs (only when the request asked for them): encoded whole, not from the
-        part's byte template; the part's ``done`` and its final content carry all of them."""
-        if self._closed:
-            raise WriterClosed("output_text delta after the terminal event")
-        item = self._item if self._item is not None and self._item.kind == "message" else self._open_item("message")
-        part = item.part if item.part is not None and item.part.kind == "output_text" else self._open_part(
-            item, "output_text")
-        part.parts.append(delta)
-        part.logprobs.extend(logprobs)
-        self._emit("response.output_text.delta", {**self._where(item, part), "delta": delta, "logprobs": logprobs})
-        if self._soon is None and self._append_nowait is not None:
-            self._soon = asyncio.get_running_loop().call_soon(self._flush_now)
-
-    def refusal_delta(self, delta: str) -> None:
-        self._delta("message", "refusal", delta)
-
-    def reasoning_delta(self, delta: str) -> None:
-        self._delta("reasoning", "reasoning_text", delta)
-
-    @property
-    def open_message_text(self) -> str | None:
-        """The streamed text of the open message's current output_text part (what a rewrite pass would change)."""
-        item = self._item
-        if item is None or item.kind != "message" or item.part is None or item.part.kind != "output_text":
-            return None
-        return item.part.joined()
 
     def _close_part(self, item: OpenItem, final_text: str | None = None, *, rewritten: bool = False,
                     annotations: list[dict[str, Any]] | None = None) -> None:

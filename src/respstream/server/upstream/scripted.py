@@ -4,7 +4,8 @@ Spec: ``scripted:N[?delay_ms=D&tool=NAME&fail_at=K&reasoning=R&text=T]``
 
 - ``N`` text deltas (short words, the first without a leading space), ``D`` ms apart. With ``D = 0`` the chunks are
   prebuilt and yielded with no timer: this is the benchmark backend, so per-chunk cost is one ``yield`` (plus a
-  ``sleep(0)`` every 64 chunks so one stream cannot starve the event loop).
+  ``sleep(0)`` every 64 chunks so one stream cannot starve the event loop). ``generate_batches`` gives the same
+  chunks cut at those pauses, as one read of a real upstream holds what arrived meanwhile (the pipeline's path).
 - ``text=T`` (URL-encoded, e.g. ``text=%3Cimg%20src%3Dx%3E`` or ``text=**bold**+and+more``): the answer is exactly
   ``T``, split into ``N`` deltas of near-equal length (at most one character each when ``T`` is shorter than ``N``),
   or, when ``N`` is 0 or absent, into word-ish pieces (each word with the whitespace before it; trailing whitespace

@@ -1,0 +1,146 @@
+"""Text, reasoning and refusal deltas of a response: the writer's hot path (a mixin of
+:class:`~respstream.server.writer.ResponseWriter`, sharing its state).
+
+How this works: a delta goes to the message (or reasoning) item and content part that is open, opening them first if
+needed. Each part has a byte template (:class:`~respstream.server.store.base.DeltaTemplate`), so a delta costs one
+encode of its string; the rule checker's ``check_text_delta`` keeps its state as ``check`` of the event would,
+without building it. A run of plain text deltas (what one upstream read held) goes through :meth:`text_deltas` in one
+step: the same events, bytes, checks and state as one :meth:`text_delta` call each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from respstream.protocol.events import OutputTextDelta
+from respstream.protocol.rules import RuleChecker
+from respstream.server.content_parts import OpenItem, OpenPart
+from respstream.server.store.base import DeltaEntry, Entry, LogEntry
+
+__all__ = ["DeltaWriting", "WriterClosed"]
+
+_encode = msgspec.json.Encoder().encode
+
+
+class WriterClosed(RuntimeError):
+    """An event was offered after the terminal, or after a rule violation ended the stream."""
+
+
+class DeltaWriting:
+    """The delta half of the writer (a mixin: it shares the writer's state)."""
+
+    _closed: bool
+    _item: OpenItem | None
+    _checker: RuleChecker | None
+    _max_event_bytes: int
+    _seq: int
+    _pending: list[Entry]
+    _compact: bool
+    _soon: asyncio.Handle | None
+    _append_nowait: Callable[[str, list[Entry]], None] | None
+
+    if TYPE_CHECKING:
+        def _open_item(self, kind: str) -> OpenItem: ...
+        def _open_part(self, item: OpenItem, kind: str) -> OpenPart: ...
+        def _admit(self, event_type: str, data: bytes, event: Any) -> None: ...
+        def _emit(self, event_type: str, fields: dict[str, Any], *, terminal: bool = False) -> None: ...
+        def _flush_now(self) -> None: ...
+        @staticmethod
+        def _where(item: OpenItem, part: OpenPart) -> dict[str, Any]: ...
+
+    def _delta(self, item_kind: str, part_kind: str, delta: str) -> None:
+        if self._closed:
+            raise WriterClosed(f"{part_kind} delta after the terminal event")
+        item = self._item if self._item is not None and self._item.kind == item_kind else self._open_item(item_kind)
+        part = item.part if item.part is not None and item.part.kind == part_kind else self._open_part(item, part_kind)
+        template = item.template
+        assert template is not None  # set with the part
+        seq = self._seq
+        part.parts.append(delta)  # before the checks, as the failure path's snapshot has always included it
+        piece = _encode(delta)  # the one encode: the template has the rest of the event's bytes
+        checker = self._checker
+        # Fast path: surely under the size limit (+20: the sequence number's digits) and, when checking, a delta the
+        # checker has just seen the like of (same part, clean): it updates its state without the event object.
+        if template.fixed_len + len(piece) + 20 > self._max_event_bytes or (
+            checker is not None
+            and not (part_kind == "output_text"
+                     and checker.check_text_delta(seq, item.id, item.output_index, part.content_index, delta))
+        ):
+            typed = None
+            if part_kind == "output_text" and checker is not None:  # typed directly: no decode of our own bytes
+                typed = OutputTextDelta(sequence_number=seq, item_id=item.id, output_index=item.output_index,
+                                        content_index=part.content_index, delta=delta, logprobs=[])
+            self._admit(template.type, template.data_fmt % (seq, piece), typed)
+        self._pending.append(DeltaEntry(seq, piece, template) if self._compact
+                             else LogEntry(seq, template.type, template.data_fmt % (seq, piece)))
+        self._seq = seq + 1
+        if self._soon is None and self._append_nowait is not None:
+            self._soon = asyncio.get_running_loop().call_soon(self._flush_now)
+
+    def text_delta(self, delta: str, logprobs: list[Any] | None = None) -> None:
+        if logprobs:
+            self._logprobs_delta(delta, logprobs)
+            return
+        self._delta("message", "output_text", delta)
+
+    def text_deltas(self, deltas: list[str]) -> None:
+        """:meth:`text_delta` for each of ``deltas`` in order (no logprobs): the same events, bytes, checks and
+        state, with the run after the first delta done in one step (one encode each, one append for all)."""
+        if not deltas:
+            return
+        self._delta("message", "output_text", deltas[0])
+        rest = deltas[1:]
+        if not rest:
+            return
+        item = self._item
+        assert item is not None and item.part is not None and item.template is not None  # opened by _delta
+        part, template = item.part, item.template
+        seq = self._seq
+        pieces = [_encode(d) for d in rest]
+        checker = self._checker
+        if template.fixed_len + max(map(len, pieces)) + 20 > self._max_event_bytes or (
+            checker is not None
+            and not checker.check_text_deltas(seq, item.id, item.output_index, part.content_index, rest)
+        ):
+            for delta in rest:  # one of them needs the whole path (size limit, a checker that objects)
+                self._delta("message", "output_text", delta)
+            return
+        part.parts.extend(rest)
+        if self._compact:
+            self._pending.extend([DeltaEntry(n, piece, template) for n, piece in enumerate(pieces, seq)])
+        else:
+            fmt, kind = template.data_fmt, template.type
+            self._pending.extend([LogEntry(n, kind, fmt % (n, piece)) for n, piece in enumerate(pieces, seq)])
+        self._seq = seq + len(rest)
+
+    def _logprobs_delta(self, delta: str, logprobs: list[Any]) -> None:
+        """A text delta with token logprobs (only when the request asked for them): encoded whole, not from the
+        part's byte template; the part's ``done`` and its final content carry all of them."""
+        if self._closed:
+            raise WriterClosed("output_text delta after the terminal event")
+        item = self._item if self._item is not None and self._item.kind == "message" else self._open_item("message")
+        part = item.part if item.part is not None and item.part.kind == "output_text" else self._open_part(
+            item, "output_text")
+        part.parts.append(delta)
+        part.logprobs.extend(logprobs)
+        self._emit("response.output_text.delta", {**self._where(item, part), "delta": delta, "logprobs": logprobs})
+        if self._soon is None and self._append_nowait is not None:
+            self._soon = asyncio.get_running_loop().call_soon(self._flush_now)
+
+    def refusal_delta(self, delta: str) -> None:
+        self._delta("message", "refusal", delta)
+
+    def reasoning_delta(self, delta: str) -> None:
+        self._delta("reasoning", "reasoning_text", delta)
+
+    @property
+    def open_message_text(self) -> str | None:
+        """The streamed text of the open message's current output_text part (what a rewrite pass would change)."""
+        item = self._item
+        if item is None or item.kind != "message" or item.part is None or item.part.kind != "output_text":
+            return None
+        return item.part.joined()
