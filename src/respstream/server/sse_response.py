@@ -302,6 +302,11 @@ class EventStreamResponse:
         same bytes in the same order, fewer HTTP chunks (each send costs the server its own chunk framing, flow
         control check and transport write). True once the terminal was sent."""
         bodies = frames(dialect, entries)
+        if sum(map(len, bodies)) < COALESCE_BYTES:  # the usual read: one send
+            await send({"type": "http.response.body", "more_body": True,
+                        "body": bodies[0] if len(bodies) == 1 else b"".join(bodies)})
+            self.last = entries[-1].sequence_number
+            return entries[-1].terminal
         first, size = 0, 0
         for i, body in enumerate(bodies):
             size += len(body)

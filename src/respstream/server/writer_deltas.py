@@ -100,21 +100,22 @@ class DeltaWriting:
         assert item is not None and item.part is not None and item.template is not None  # opened by _delta
         part, template = item.part, item.template
         seq = self._seq
-        pieces = [_encode(d) for d in rest]
         checker = self._checker
-        if template.fixed_len + max(map(len, pieces)) + 20 > self._max_event_bytes or (
+        # Surely under the size limit: a character is at most 6 bytes of JSON (\u escape), plus the quotes and the
+        # sequence number's digits. Else (a huge delta) each takes the exact path, as does a checker that objects.
+        if template.fixed_len + 6 * max(map(len, rest)) + 22 > self._max_event_bytes or (
             checker is not None
             and not checker.check_text_deltas(seq, item.id, item.output_index, part.content_index, rest)
         ):
-            for delta in rest:  # one of them needs the whole path (size limit, a checker that objects)
+            for delta in rest:
                 self._delta("message", "output_text", delta)
             return
         part.parts.extend(rest)
         if self._compact:
-            self._pending.extend([DeltaEntry(n, piece, template) for n, piece in enumerate(pieces, seq)])
+            self._pending.extend([DeltaEntry(n, _encode(d), template) for n, d in enumerate(rest, seq)])
         else:
             fmt, kind = template.data_fmt, template.type
-            self._pending.extend([LogEntry(n, kind, fmt % (n, piece)) for n, piece in enumerate(pieces, seq)])
+            self._pending.extend([LogEntry(n, kind, fmt % (n, _encode(d))) for n, d in enumerate(rest, seq)])
         self._seq = seq + len(rest)
 
     def _logprobs_delta(self, delta: str, logprobs: list[Any]) -> None:
