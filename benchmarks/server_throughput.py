@@ -51,6 +51,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -451,8 +452,37 @@ def ratios(report: dict[str, Any], level: int = 100) -> list[str]:
                    f"(goal >= 20x); server CPU per "
                    f"event litellm / gateway-http: {cpu('litellm') / max(cpu('gateway-http'), 1e-9):.1f}x "
                    "(their stream has its own event count)")
+    out += paired(report, level)
     for kind, why in report.get("skipped", {}).items():
         out.append(f"{kind}: skipped ({why})")
+    return out
+
+
+def paired(report: dict[str, Any], level: int = 100) -> list[str]:
+    """The goal ratios taken within each repeat (its servers ran back to back), then their median: on a shared
+    machine whose speed drifts over minutes, a fairer figure than the ratio of two medians from different repeats."""
+    runs: dict[str, list[list[dict[str, Any]]]] = report.get("runs", {})
+
+    def rows(kind: str) -> list[dict[str, Any] | None]:
+        return [{r["concurrency"]: r for r in run}.get(level) for run in runs.get(kind, [])]
+
+    def line(name: str, num: str, den: str, field: str, goal: str) -> str | None:
+        pairs = [(a, b) for a, b in zip(rows(num), rows(den), strict=False) if a and b and a.get(field)
+                 and b.get(field)]
+        if len(pairs) < 2:
+            return None
+        values = sorted(float(a[field]) / float(b[field]) for a, b in pairs)
+        return (f"{name}, paired within each of {len(values)} repeats: median {statistics.median(values):.2f} "
+                f"(from {values[0]:.2f} to {values[-1]:.2f}; goal {goal})")
+
+    out = []
+    for suffix in ("", "-pure"):
+        for found in (line(f"gateway{suffix} / floor{suffix} events/s", f"gateway{suffix}", f"floor{suffix}",
+                           "events_per_s", ">= 0.90"),
+                      line(f"gateway-http{suffix} / gateway{suffix} CPU per event", f"gateway-http{suffix}",
+                           f"gateway{suffix}", "cpu_us_per_event", "<= 1.5")):
+            if found is not None:
+                out.append(found)
     return out
 
 
