@@ -45,8 +45,9 @@ def simple_data_events(raw: bytes) -> list[bytes] | None:
         return None
     payloads = raw[6:-2].split(b"\n\ndata: ")
     # Each event is its payload plus exactly two LFs: any other LF (a comment, an `event:` line, multi-line data, a
-    # blank line too many) makes the count differ, and then the full decoder reads it.
-    if raw.count(b"\n") != 2 * len(payloads):
+    # blank line too many) lands inside a payload, and then the full decoder reads it. (Joined and searched: one
+    # copy and a memchr, faster than counting the LFs of the read.)
+    if b"\n" in b"".join(payloads):
         return None
     return payloads
 
