@@ -216,15 +216,24 @@ def test_the_direct_access_line_is_the_json_formatters_line() -> None:
         log_access(obs)
         logging.getLogger("respstream.access").removeHandler(extra)
         assert extra.stream.getvalue().startswith("POST /v1/responses 200 ")  # type: ignore[attr-defined]
+        above = logging.StreamHandler(io.StringIO())  # the tree propagating to a root handler (pytest's caplog)
+        logging.getLogger().addHandler(above)
+        logging.getLogger("respstream").propagate = True
+        try:
+            log_access(obs)
+        finally:
+            logging.getLogger("respstream").propagate = False
+            logging.getLogger().removeHandler(above)
+        assert above.stream.getvalue().startswith("POST /v1/responses 200 ")  # type: ignore[attr-defined]
     finally:
         root = logging.getLogger("respstream")
         root.removeHandler(handler)
         root.propagate = True
         root.setLevel(logging.NOTSET)
-    direct, through_logging, with_extra = (json.loads(line) for line in out.getvalue().splitlines())
-    for entry in (direct, through_logging, with_extra):
+    direct, through_logging, with_extra, propagated = (json.loads(line) for line in out.getvalue().splitlines())
+    for entry in (direct, through_logging, with_extra, propagated):
         entry.pop("ts"), entry.pop("duration_ms")
         entry["message"] = entry["message"].rsplit(" ", 2)[0]  # without the duration
-    assert direct == through_logging == with_extra
+    assert direct == through_logging == with_extra == propagated
     assert list(direct)[:4] == ["level", "logger", "message", "request_id"]
     assert direct["ttft_ms"] == 12.0 and direct["status"] == 200

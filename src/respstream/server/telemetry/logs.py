@@ -117,7 +117,7 @@ def _only_destination() -> logging.StreamHandler[Any] | None:
     parent = _tree
     if (handler is None or access_log.handlers or access_log.filters or not access_log.propagate
             or access_log.disabled or len(parent.handlers) != 1 or parent.handlers[0] is not handler
-            or parent.filters or handler.filters or handler.level > logging.INFO):
+            or parent.filters or parent.propagate or handler.filters or handler.level > logging.INFO):
         return None
     return handler
 
