@@ -21,8 +21,11 @@ from hypothesis import strategies as st
 
 from respstream.protocol import events as ev
 from respstream.protocol.rules import RuleChecker
+from respstream.protocol.stream import StreamCore
 from respstream.server.dialects import Dialect, get_dialect
 from respstream.server.frames import frame, frames
+from respstream.server.requests import parse_request
+from respstream.server.response_object import new_response
 from respstream.server.store.base import DeltaEntry, LogEntry, ResponseRecord
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.sqlite import SQLiteStore
@@ -38,7 +41,8 @@ async def _log(store: Any, runs: list[list[str]], *, batched: bool, dialect: str
     """The frames a writer logs for ``runs`` (text deltas, a reasoning delta between runs), and the error it hit."""
     d = get_dialect(dialect)
     record = ResponseRecord(id="resp_run", status="in_progress", created_at=0.0, dialect=dialect)
-    response = {"id": "resp_run", "object": "response", "status": "in_progress", "model": "m", "output": []}
+    request = parse_request({"model": "m", "input": "hi", "stream": True}, server_tool_names=set(), dialect=dialect)
+    response = new_response(record.id, request, created=1.0, model="m", dialect=d)  # a whole Response object
     await store.create(record)
     writer = ResponseWriter(record, dialect=d, store=store, response=response, max_event_bytes=max_event_bytes)
     ids = iter(f"id_{i}" for i in range(100))
@@ -71,8 +75,15 @@ def test_a_run_logs_what_the_deltas_one_by_one_log(runs: list[list[str]], dialec
             one = make()
             other = make()
             try:
-                assert await _log(one, runs, batched=False, dialect=dialect) == await _log(
-                    other, runs, batched=True, dialect=dialect)
+                expected = await _log(one, runs, batched=False, dialect=dialect)
+                assert await _log(other, runs, batched=True, dialect=dialect) == expected
+                core = StreamCore(dialect=dialect)  # and it is a clean stream with every delta's text
+                core.feed(b"".join(expected[0]))
+                core.close()
+                core.events()
+                assert core.violations == [] and expected[1] is None
+                assert core.result.status == "completed"
+                assert core.result.output_text == "".join(delta for run in runs for delta in run)
             finally:
                 for store in (one, other):
                     if isinstance(store, SQLiteStore):
@@ -84,12 +95,12 @@ def test_a_run_logs_what_the_deltas_one_by_one_log(runs: list[list[str]], dialec
 @pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
 async def test_a_delta_over_the_size_limit_inside_a_run_fails_where_it_would_alone(store_kind: str,
                                                                                    tmp_path: Path) -> None:
-    run = ["small", "also small", "x" * 400, "never sent"]
+    run = ["small", "also small", "x" * 3000, "never sent"]
     results = []
     for batched in (False, True):
         store: Any = MemoryStore() if store_kind == "memory" else SQLiteStore(str(tmp_path / f"{batched}.db"))
         try:
-            results.append(await _log(store, [run], batched=batched, max_event_bytes=300))
+            results.append(await _log(store, [run], batched=batched, max_event_bytes=2000))
         finally:
             if isinstance(store, SQLiteStore):
                 await store.aclose()

@@ -289,7 +289,7 @@ class EventStreamResponse:
         """One read's entries, in order; True once the terminal was sent. SSE frames go out together
         (:meth:`_send_frames`); a transport with its own ``entry_message`` (WebSocket) sends one message each."""
         if type(self).entry_message is EventStreamResponse.entry_message:
-            return await self._send_frames(send, self.dialect, entries)
+            return await self._send_frames(send, entries)
         for entry in entries:
             await send(self.entry_message(entry))
             self.last = entry.sequence_number
@@ -297,11 +297,11 @@ class EventStreamResponse:
                 return True
         return False
 
-    async def _send_frames(self, send: Any, dialect: Dialect, entries: list[Entry]) -> bool:
+    async def _send_frames(self, send: Any, entries: list[Entry]) -> bool:
         """The SSE frames of ``entries`` (ready together) in as few ASGI sends as ``COALESCE_BYTES`` allows: the
         same bytes in the same order, fewer HTTP chunks (each send costs the server its own chunk framing, flow
         control check and transport write). True once the terminal was sent."""
-        bodies = frames(dialect, entries)
+        bodies = frames(self.dialect, entries)
         if sum(map(len, bodies)) < COALESCE_BYTES:  # the usual read: one send
             await send({"type": "http.response.body", "more_body": True,
                         "body": bodies[0] if len(bodies) == 1 else b"".join(bodies)})
