@@ -82,6 +82,7 @@ export class Timeline {
     this.count = 0;
     this.violations = [];
     this.selected = null;
+    this.painted = new Map(); // entry -> its row in the DOM and the entry version it shows
     this.dirty = true;
     this.pendingViolations = document.createDocumentFragment();
     $("inspector").hidden = true;
@@ -151,6 +152,7 @@ export class Timeline {
         target.classes.add("violation");
         if (!target.codes.includes(vio.code)) target.codes.push(vio.code);
         target.messages.push(vio.message);
+        target.version += 1;
         if (this.filter === "violation" && target.codes.length === 1) this.setFilter("violation");
         this.dirty = true;
       }
@@ -201,13 +203,27 @@ export class Timeline {
     const top = Math.max(0, wrap.scrollTop - header);
     const first = Math.max(0, Math.floor(top / h) - OVERSCAN);
     const last = Math.min(this.shown.length, Math.ceil((top + wrap.clientHeight) / h) + OVERSCAN);
+    // Rows still in the window are kept as they are (same node, not even detached): a row rebuilt under the pointer
+    // between mousedown and mouseup would turn a click on it into a click on the list, and lose it.
+    const painted = new Map();
     const rows = [];
     for (let i = first; i < last; i += 1) {
-      const row = this._row(this.shown[i]);
-      row.style.top = `${i * h}px`;
+      const entry = this.shown[i];
+      const kept = this.painted.get(entry);
+      const row = kept && kept.version === entry.version ? kept.row : this._row(entry);
+      const top = `${i * h}px`;
+      if (row.style.top !== top) row.style.top = top;
+      painted.set(entry, { row, version: entry.version });
       rows.push(row);
     }
-    this.body.replaceChildren(...rows);
+    const keep = new Set(rows);
+    for (const node of [...this.body.children]) if (!keep.has(node)) node.remove();
+    let cursor = this.body.firstElementChild;
+    for (const row of rows) {
+      if (row === cursor) cursor = cursor.nextElementSibling;
+      else this.body.insertBefore(row, cursor);
+    }
+    this.painted = painted;
   }
 
   _row(entry) {
