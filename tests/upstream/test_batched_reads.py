@@ -103,6 +103,40 @@ def test_a_chunked_response_is_dechunked_by_httptools_when_installed() -> None:
     assert conn.take() == b"abc" and conn.eof
 
 
+class _Transport:
+    """Records pause/resume (a connection's back-pressure), nothing else."""
+
+    def __init__(self) -> None:
+        self.paused = False
+        self.pauses = 0
+
+    def pause_reading(self) -> None:
+        self.paused = True
+        self.pauses += 1
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_reading_pauses_past_max_buffer_and_resumes_on_take(fast: bool) -> None:
+    conn = UpstreamConnection(("http", "x", 1), max_buffer=100)
+    transport = _Transport()
+    conn.transport = transport  # type: ignore[assignment]
+    conn.data_received(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+    if not fast:
+        conn._dechunker = None
+    conn.data_received(b"28\r\n" + b"x" * 40 + b"\r\n")
+    conn.data_received(b"28\r\n" + b"y" * 40 + b"\r\n")
+    assert not transport.paused  # 80 body bytes (and their framing) are under the bound
+    conn.data_received(b"28\r\n" + b"z" * 40 + b"\r\n")
+    assert transport.paused and conn.paused
+    assert conn.take() == b"x" * 40 + b"y" * 40 + b"z" * 40
+    assert not transport.paused and conn.buffered == 0
+    conn.data_received(b"3\r\n")  # framing alone holds nothing for the reader
+    assert conn.buffered == 0 and not transport.paused and transport.pauses == 1
+
+
 def _payload(obj: dict[str, Any]) -> bytes:
     return json.dumps(obj).encode()
 

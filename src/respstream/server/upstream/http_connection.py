@@ -50,20 +50,19 @@ _CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
 
 class Dechunker:
     """A ``chunked`` body through httptools' parser: it is fed a head saying so, then the body bytes as they come;
-    the de-chunked data lands in the connection's ``pieces``, the last chunk (and trailers) ends the body."""
+    the de-chunked data lands in the connection's ``pieces``, the last chunk (and trailers) ends the body.
 
-    __slots__ = ("conn", "parser")
+    ``on_body`` is the deque's own ``append`` (httptools looks its callbacks up once, when the parser is made): a
+    C call per chunk instead of a Python frame. The connection counts what it buffers from the raw reads instead."""
+
+    __slots__ = ("conn", "on_body", "parser")
 
     def __init__(self, conn: UpstreamConnection) -> None:
         self.conn = conn
+        self.on_body = conn.pieces.append
         assert _httptools is not None
         self.parser: Any = _httptools.HttpResponseParser(self)
         self.parser.feed_data(_CHUNKED_HEAD)
-
-    def on_body(self, body: bytes) -> None:
-        conn = self.conn
-        conn.pieces.append(body)
-        conn.buffered += len(body)
 
     def on_message_complete(self) -> None:
         self.conn.eof = True
@@ -194,11 +193,14 @@ class UpstreamConnection(asyncio.Protocol):
                 self.buffered += len(data)
             return
         if self._dechunker is not None:
+            self.buffered += len(data)  # the chunk framing too: a bound a few bytes a chunk early
             try:
                 self._dechunker.parser.feed_data(data)
             except _httptools.HttpParserError as exc:  # type: ignore[union-attr]
                 if not self.eof:  # (bytes after the body's end are not ours to judge)
                     self._fail(f"bad chunked body: {exc}")
+            if not self.pieces:  # only framing came: nothing is waiting for the reader
+                self.buffered = 0
             return
         if self._buf:
             data, self._buf = self._buf + data, b""
