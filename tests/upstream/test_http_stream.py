@@ -179,3 +179,13 @@ async def test_refused_connection_and_a_non_http_answer_are_clear_errors() -> No
     with pytest.raises(ConnectError):
         await client.post(url, b"{}", {})  # the server is gone: nothing listens on that port now
     await client.aclose()
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1/v1", "127.0.0.1:9/v1", "http:///v1", "http://127.0.0.1:abc/v1",
+                                 "http://127.0.0.1:99999/v1", "http://127.0.0.1:0/v1"])
+async def test_a_url_that_is_not_http_is_a_connect_error_saying_so(url: str) -> None:
+    client = LeanHTTP(connect_timeout=2, idle_timeout=5)
+    for _ in range(2):  # (parsed URLs are cached: the second call must fail the same way)
+        with pytest.raises(ConnectError, match="not an http\\(s\\) URL"):
+            await client.post(url, b"{}", {})
+    await client.aclose()

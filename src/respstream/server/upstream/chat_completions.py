@@ -301,9 +301,16 @@ class ChatCompletionsUpstream:
         traced = trace_headers()
         if traced:
             headers = {**headers, **traced}
+        lean = self._lean()
+        url = f"{self.base_url}{path}"
         try:
-            async with asyncio.timeout_at(deadline_at):
-                response = await self._lean().post(f"{self.base_url}{path}", body, headers)
+            # The post ends within two connects and two head waits (a stale kept-alive connection is retried once):
+            # when the deadline is further off than that, it cannot pass here and needs no timer of its own.
+            if deadline_at - asyncio.get_running_loop().time() > 2 * (self.connect_timeout + self.idle_timeout):
+                response = await lean.post(url, body, headers)
+            else:
+                async with asyncio.timeout_at(deadline_at):
+                    response = await lean.post(url, body, headers)
         except TimeoutError:
             raise UpstreamError("upstream_timeout", f"{self.name}: generation deadline exceeded") from None
         except HTTPStreamError as exc:
@@ -384,10 +391,7 @@ class ChatCompletionsUpstream:
                 yield final
         finally:
             if translator.done:
-                drain = self._close_after_body(response)
-                # Usually the body's end is already here: wait a moment so a follow-up request (the next tool
-                # round) finds the connection back in the pool; a slower server finishes in the background.
-                await asyncio.wait((drain,), timeout=_DRAIN_INLINE)
+                await self._release(response)
             else:
                 await response.aclose()  # mid-stream: drop the connection, the server is still sending
 
@@ -406,6 +410,15 @@ class ChatCompletionsUpstream:
                 return payloads, error_message(message.data)
             payloads.append(message.data)
         return payloads, None
+
+    async def _release(self, response: StreamResponse) -> None:
+        """After the stream's last event: give the connection back. Usually the body's end came in the same read
+        (closed at once, no task); else wait a moment so a follow-up request (the next tool round) finds the
+        connection back in the pool, while a slower server finishes in the background."""
+        if response.complete:
+            await response.aclose()
+            return
+        await asyncio.wait((self._close_after_body(response),), timeout=_DRAIN_INLINE)
 
     def _close_after_body(self, response: StreamResponse) -> asyncio.Task[None]:
         """After ``[DONE]``: read the rest of the body (normally just the chunked-encoding end) in the background,

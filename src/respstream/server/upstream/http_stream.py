@@ -22,6 +22,7 @@ Errors are :class:`HTTPStreamError` subclasses, each saying what happened; the a
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 import time
 import zlib
@@ -38,6 +39,22 @@ from respstream.server.upstream.http_connection import (
 
 __all__ = ["ConnectError", "ConnectTimeout", "HTTPStreamError", "IdleTimeout", "LeanHTTP", "ProtocolError",
            "StreamResponse"]
+
+@functools.lru_cache(maxsize=256)
+def _target(url: str) -> tuple[tuple[str, str, int], str, str]:
+    """``((scheme, host, port), request target, Host header)`` of ``url`` (an upstream's few URLs, parsed once)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        given = parts.port
+    except ValueError:  # a port that is not a number, or out of range
+        given = 0
+    port = (443 if scheme == "https" else 80) if given is None else given
+    if scheme not in ("http", "https") or not parts.hostname or not port:
+        raise ConnectError(f"not an http(s) URL: {url!r}")
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return (scheme, parts.hostname, port), target, parts.netloc.rsplit("@", 1)[-1]
+
 
 class StreamResponse:
     """A response whose body is read with ``await read()`` (``b""`` at its end). Always ``await aclose()``."""
@@ -94,6 +111,12 @@ class StreamResponse:
                 await conn.waiter
             finally:
                 conn.waiter = None
+
+    @property
+    def complete(self) -> bool:
+        """The whole body has been read (its end parsed, nothing left to take): closing gives the connection back."""
+        conn = self._conn
+        return conn.eof and conn.error is None and not conn.pieces and (self._inflate is None or self._inflate.eof)
 
     async def read_all(self, limit: int) -> bytes:
         """The rest of the body, at most about ``limit`` bytes (an error body); never raises."""
@@ -186,14 +209,7 @@ class LeanHTTP:
 
     async def request(self, method: str, url: str, body: bytes, headers: dict[str, str]) -> StreamResponse:
         """Send ``method url`` (with ``body``) and wait for the response head. Raises :class:`HTTPStreamError`."""
-        parts = urlsplit(url)
-        scheme = parts.scheme.lower()
-        if scheme not in ("http", "https") or not parts.hostname:
-            raise ConnectError(f"not an http(s) URL: {url!r}")
-        port = parts.port or (443 if scheme == "https" else 80)
-        key = (scheme, parts.hostname, port)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        host_header = parts.netloc.rsplit("@", 1)[-1]
+        key, target, host_header = _target(url)
         lines = [f"{method} {target} HTTP/1.1", f"host: {host_header}"]
         if body or method not in ("GET", "HEAD"):
             lines.append(f"content-length: {len(body)}")

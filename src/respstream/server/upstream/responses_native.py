@@ -206,8 +206,7 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
                 raise translator.failure
         finally:
             if translator.done and translator.failure is None:
-                drain = self._close_after_body(response)
-                await asyncio.wait((drain,), timeout=0.005)
+                await self._release(response)
             else:
                 await response.aclose()
 
