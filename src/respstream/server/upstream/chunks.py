@@ -30,6 +30,7 @@ from respstream.server.upstream.base import (
     ToolCallDelta,
     Usage,
 )
+from respstream.server.upstream.chunk_template import PlainTemplate, learn_template
 from respstream.server.upstream.think import ThinkSplitter
 
 __all__ = ["ChunkTranslator", "map_finish_reason", "map_usage", "usage_from"]
@@ -72,6 +73,34 @@ class _WireChunk(msgspec.Struct):
 _decode_wire = msgspec.json.Decoder(_WireChunk)
 _decode_wire_list = msgspec.json.Decoder(list[_WireChunk])
 _decode = msgspec.json.Decoder()
+
+
+_MAX_TEMPLATE_MISSES = 3
+_LEARN_FROM = 8  # payloads in a read before a template is worth learning from its first ones
+_TEMPLATE_RUN = 4  # fitting payloads in a row before the template reads them
+
+
+def _plain_content(chunk: _WireChunk) -> str | None:
+    """The text of a chunk that is one choice's plain answer text and nothing else (no usage, finish, logprobs,
+    reasoning, refusal or tool calls), else None."""
+    choices = chunk.choices
+    if not choices or chunk.usage is not None or chunk.error is not None:
+        return None
+    choice = choices[0]
+    delta = choice.delta
+    if (delta is None or choice.finish_reason is not None or choice.logprobs is not None
+            or delta.reasoning_content is not None or delta.reasoning is not None or delta.refusal is not None
+            or delta.tool_calls is not None):
+        return None
+    return delta.content
+
+
+def _plain_text(payload: bytes) -> str | None:
+    """:func:`_plain_content` of one payload through the typed decoder; None when it is not that (or not JSON)."""
+    try:
+        return _plain_content(_decode_wire.decode(payload))
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
 
 
 def _logprobs(value: Any) -> list[Any] | None:
@@ -144,6 +173,8 @@ class ChunkTranslator:
         self._usage: Usage | None = None
         self._payloads = 0
         self.done = False  # ``[DONE]`` seen
+        self._template: PlainTemplate | None = None  # this stream's plain chunk, learned (see chunk_template)
+        self._misses = 0
 
     def feed(self, payload: bytes) -> list[Chunk]:
         self._payloads += 1
@@ -204,11 +235,39 @@ class ChunkTranslator:
         """The leading part of ``payloads`` decoded in one call: ``(chunks, n)`` where ``chunks`` is what ``feed``
         would return for the first ``n`` payloads in turn, concatenated. The part ends before the first error chunk
         (the caller feeds it and the rest one by one, which raises with its number); ``[DONE]`` counts when last.
-        ``n`` is 0 when the batch could not be decoded as a whole (then every payload goes through ``feed``)."""
+        ``n`` is 0 when the batch could not be decoded as a whole (then every payload goes through ``feed``).
+
+        The plain-text run of a read (after the odd first chunk, before the finish and usage) is read through this
+        stream's :class:`PlainTemplate` when it has one: only the content strings are decoded."""
         if self.done or not payloads:
             return [], 0
         done = payloads[-1] == b"[DONE]"
         body = payloads[:-1] if done else payloads
+        if self._template is None and len(body) >= _LEARN_FROM and self._misses < _MAX_TEMPLATE_MISSES:
+            self._learn_early(body)
+        template = self._template
+        if template is not None:
+            start, end = template.run(body)
+            if end - start >= _TEMPLATE_RUN:
+                out, taken = self._ordinary(body[:start]) if start else ([], 0)
+                if taken < start:
+                    return self._took(out, taken, len(body), done)
+                if self._think.idle:
+                    texts = template.texts(body[start:end])
+                    if texts is None:
+                        self._drop_template()
+                    elif "<" not in "".join(texts):  # ("<": the think splitter must see it)
+                        self._misses = 0
+                        out += [TextDelta(text) for text in texts if text]
+                        start = end
+                rest, more = self._ordinary(body[start:])
+                return self._took(out + rest, start + more, len(body), done)
+        out, taken = self._ordinary(body, learn=not done)
+        return self._took(out, taken, len(body), done)
+
+    def _ordinary(self, body: list[bytes], *, learn: bool = False) -> tuple[list[Chunk], int]:
+        """Every payload of ``body`` decoded into chunk objects in one call (see :meth:`feed_plain`); ``learn``: take
+        a template from this read when it has none that fits."""
         try:
             chunks = _decode_wire_list.decode(b"[" + b",".join(body) + b"]")
         except (msgspec.ValidationError, msgspec.DecodeError):
@@ -239,11 +298,48 @@ class ChunkTranslator:
                         continue
             translate(chunk, out)
             idle = self._think.idle
-        if taken == len(body) and done:
+        if learn and chunks and taken == len(body) and self._misses < _MAX_TEMPLATE_MISSES:
+            for at in (-1, 0):  # (the stream's last read has nothing after it to read faster: not asked to learn)
+                content = _plain_content(chunks[at])
+                if content:
+                    if self._template is None or not self._template.fits(body[at]):
+                        self._drop_template()
+                        self._learn(body[at], content)
+                    break
+        return out, taken
+
+    def _took(self, out: list[Chunk], taken: int, whole: int, done: bool) -> tuple[list[Chunk], int]:
+        if done and taken == whole:
             taken += 1
             self.done = True
         self._payloads += taken
         return out, taken
+
+    def _learn_early(self, body: list[bytes]) -> None:
+        """A template from the first or second payload of a long read (the first is often a role-only chunk), so
+        the rest of this very read is read through it."""
+        for payload in body[:2]:
+            content = _plain_text(payload)
+            if content:
+                self._learn(payload, content)
+                return
+        self._misses += 1
+
+    def _learn(self, payload: bytes, content: str) -> None:
+        """A template from a plain chunk. A template that did not fit before it read anything, or one that could
+        not be learned, is a miss; after a few misses in a row (chunks that never repeat: a random field in each, or
+        an unusual way of writing strings) this stream stops learning."""
+        if self._misses >= _MAX_TEMPLATE_MISSES:
+            return
+        self._template = learn_template(payload, content, _plain_text)
+        if self._template is None:
+            self._misses += 1
+
+    def _drop_template(self) -> None:
+        """The template did not fit (a field changed): forget it, a miss when it never read anything."""
+        if self._template is not None and not self._template.used:
+            self._misses += 1
+        self._template = None
 
     def _lenient(self, payload: bytes) -> _WireChunk:
         """Decode generically and keep what has the expected type (a number where text belongs is ignored)."""
