@@ -11,18 +11,16 @@ refused whole when larger than ``max_bytes`` (a cut file is useless).
 from __future__ import annotations
 
 import asyncio
-import functools
 import ipaddress
-import ssl
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
 
-import certifi
 import httpx
 
+from respstream.server.tls import client_tls_context
 from respstream.server.tools.html_text import html_to_text
 from respstream.server.tools.netguard import AddressPolicy, resolve
 
@@ -63,12 +61,6 @@ class FetchedFile:
     data: bytes
 
 
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    # Built once: loading the CA bundle is the expensive part of making a client.
-    return ssl.create_default_context(cafile=certifi.where())
-
-
 def _pinned_url(parts: SplitResult, ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int) -> str:
     host = f"[{ip}]" if ip.version == 6 else str(ip)
     default = 443 if parts.scheme == "https" else 80
@@ -91,7 +83,7 @@ async def fetch_url(
     ``client``: a shared client to reuse (it must not follow redirects itself); one is made per call otherwise.
     """
     if client is None:
-        async with httpx.AsyncClient(verify=_tls_context(), follow_redirects=False, trust_env=False) as own:
+        async with httpx.AsyncClient(verify=client_tls_context(), follow_redirects=False, trust_env=False) as own:
             return await _fetch(url, own, policy, max_bytes, timeout, max_redirects, user_agent, _read)
     return await _fetch(url, client, policy, max_bytes, timeout, max_redirects, user_agent, _read)
 
@@ -102,7 +94,7 @@ async def fetch_bytes(
 ) -> FetchedFile:
     """Fetch ``url`` as bytes (any content type) through the same address policy. Raises :class:`FetchError` or
     ``netguard.FetchRefused``."""
-    async with httpx.AsyncClient(verify=_tls_context(), follow_redirects=False, trust_env=False) as own:
+    async with httpx.AsyncClient(verify=client_tls_context(), follow_redirects=False, trust_env=False) as own:
         return await _fetch(url, own, policy, max_bytes, timeout, max_redirects, user_agent, _read_bytes)
 
 

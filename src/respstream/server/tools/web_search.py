@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from respstream.server.tls import client_tls_context
 from respstream.server.tools.search_index import DEFAULT_CORPUS, SearchIndex
 
 __all__ = ["DdgsSearch", "EmbeddedSearch", "SearchError", "SearchProvider", "SearxngSearch"]
@@ -59,7 +60,7 @@ class SearxngSearch:
 
     async def search(self, query: str, limit: int) -> Results:
         try:
-            async with httpx.AsyncClient(timeout=self.timeout, trust_env=False) as client:
+            async with httpx.AsyncClient(timeout=self.timeout, trust_env=False, verify=client_tls_context()) as client:
                 response = await client.get(f"{self.url}/search", params={"q": query, "format": "json"})
         except httpx.HTTPError as exc:
             raise SearchError(f"SearxNG at {self.url}: {type(exc).__name__}: {exc}") from None

@@ -47,6 +47,7 @@ from respstream.errors import BadInputError
 from respstream.protocol.sse import SSEDecoder
 from respstream.server.telemetry.observation import mark_upstream_phase
 from respstream.server.telemetry.tracing import trace_headers
+from respstream.server.tls import client_tls_context
 from respstream.server.upstream.answer_filters import answer_filters
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chat_wire import (
@@ -175,7 +176,7 @@ class ChatCompletionsUpstream:
         """Prompt tokens by the server's tokenizer where it has llama.cpp's endpoints (see upstream/tokenize.py);
         None when it has not (the caller then estimates)."""
         # Rare (input_tokens requests), so a short-lived httpx client rather than the lean streaming one.
-        async with httpx.AsyncClient(headers=self._headers, trust_env=False,
+        async with httpx.AsyncClient(headers=self._headers, trust_env=False, verify=client_tls_context(),
                                      timeout=httpx.Timeout(10.0, connect=self.connect_timeout)) as client:
             return await count_with_llamacpp(client, server_root(self.base_url), messages, extra_text)
 

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from respstream.server.tls import client_tls_context
 from respstream.server.upstream.tokenize import server_root
 
 __all__ = ["CONTEXT_FIELDS", "context_from_model", "context_from_props", "discover_context"]
@@ -83,6 +84,7 @@ async def discover_context(upstream: Any, *, timeout: float = 3.0) -> dict[str, 
                if k.lower() not in ("accept", "accept-encoding", "content-type")}  # its key and custom headers
     try:
         async with httpx.AsyncClient(headers={**headers, "accept": "application/json"}, trust_env=False,
+                                     verify=client_tls_context(),
                                      timeout=httpx.Timeout(timeout)) as client:
             listing = await _get_json(client, f"{base_url}/models")
             items = listing.get("data") if isinstance(listing, dict) else None

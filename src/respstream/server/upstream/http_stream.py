@@ -28,6 +28,7 @@ import time
 import zlib
 from urllib.parse import urlsplit
 
+from respstream.server.tls import client_tls_context
 from respstream.server.upstream.http_connection import (
     ConnectError,
     ConnectTimeout,
@@ -159,12 +160,7 @@ class LeanHTTP:
 
     def _ssl_context(self) -> ssl.SSLContext:
         if self._ssl is None:
-            try:
-                import certifi
-
-                self._ssl = ssl.create_default_context(cafile=certifi.where())
-            except ImportError:
-                self._ssl = ssl.create_default_context()
+            self._ssl = client_tls_context()
         return self._ssl
 
     def _put_back(self, conn: UpstreamConnection) -> None:
