@@ -245,12 +245,12 @@ class ChatCompletionsUpstream:
             for chunk in batch:
                 yield chunk
 
-    async def generate_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+    def generate_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
         """The chunks of :meth:`generate`, one list per read of the upstream's body (every chunk that read
         completed; never empty): a consumer pays its per-step costs (a generator hop, a store append) once per read,
-        not once per chunk. Nothing is held back to fill a batch."""
-        async for batch in self._with_retries(request, self._chat_attempt):
-            yield batch
+        not once per chunk. Nothing is held back to fill a batch. (The retrying generator itself, not a generator
+        around it: every layer is one more hop per read, and a real model's stream is one read per token.)"""
+        return self._with_retries(request, self._chat_attempt)
 
     def _chat_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[list[Chunk]]:
         batches = self._attempt(request, ChunkTranslator(), deadline_at)

@@ -37,7 +37,7 @@ class PlainTemplate:
     def __init__(self, prefix: bytes, suffix: bytes) -> None:
         self.prefix = prefix
         self.suffix = suffix
-        self.used = False  # it has read a whole read at least once
+        self.used = False  # it has read a run at least once
 
     def fits(self, payload: bytes) -> bool:
         """``payload`` starts and ends as this template does (its slot is checked by :meth:`texts`)."""
@@ -45,15 +45,15 @@ class PlainTemplate:
 
     def run(self, payloads: list[bytes]) -> tuple[int, int]:
         """``(start, end)``: ``payloads[start:end]`` is the run that may fit, past at most a few leading and trailing
-        payloads that do not (a role-only first chunk; the finish and usage chunks); ``(0, 0)`` when there is no
-        such run."""
-        prefix, suffix = self.prefix, self.suffix
+        payloads that do not (a role-only first chunk; the finish and usage chunks). Whether the run really fits is
+        for :meth:`texts` to say."""
+        fits = self.fits
         start, end = 0, len(payloads)
         for _ in range(_EDGE):
-            if start < end and not (payloads[start].startswith(prefix) and payloads[start].endswith(suffix)):
+            if start < end and not fits(payloads[start]):
                 start += 1
         for _ in range(_EDGE):
-            if end > start and not (payloads[end - 1].startswith(prefix) and payloads[end - 1].endswith(suffix)):
+            if end > start and not fits(payloads[end - 1]):
                 end -= 1
         return start, end
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import Any, Final
 
 import msgspec
@@ -147,17 +148,25 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
         log.info("upstream %s: POST /responses probe answered HTTP %s -> %s", self.name, status, self.api_mode)
         return self.api_mode
 
-    async def generate_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+    def generate_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
         """Chunks ending with one ``Finish``, one list per read of the body (``generate()`` yields them one by one).
-        Raises :class:`UpstreamError` (codes as Chat Completions)."""
+        Raises :class:`UpstreamError` (codes as Chat Completions). Once the API is decided, the API's own retrying
+        generator (no layer around it)."""
         if self.api_mode == "auto":
-            await self.detect_api()
+            return self._detected_batches(request)
         if self.api_mode != "responses":
-            async for batch in super().generate_batches(request):
+            return super().generate_batches(request)
+        return self._with_retries(request, self._responses_attempt)
+
+    async def _detected_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+        await self.detect_api()  # ("auto" again when the probe failed: Chat Completions this time, probe next time)
+        if self.api_mode == "responses":
+            batches = self._with_retries(request, self._responses_attempt)
+        else:
+            batches = super().generate_batches(request)
+        async with aclosing(batches):
+            async for batch in batches:
                 yield batch
-            return
-        async for batch in self._with_retries(request, self._responses_attempt):
-            yield batch
 
     def _responses_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[list[Chunk]]:
         return self._native_attempt(request, ResponsesTranslator(name=self.name), deadline_at)
