@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -160,8 +161,11 @@ def test_prompt_from_stdin_and_request_fields(monkeypatch: pytest.MonkeyPatch,
 def _spawn(url: str, *args: str, env: dict[str, str] | None = None) -> pexpect.spawn:
     environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     environ.update(env or {})
+    # Ctrl-C as at a terminal: a runner started in the background of a non-interactive shell (`nohup make test &`)
+    # passes SIGINT on as ignored, and the child would never see it.
     child = pexpect.spawn(str(BIN), ["stream", "hi", "--url", url, *args], env=environ, encoding="utf-8",
-                          timeout=20, dimensions=(40, 120))
+                          timeout=20, dimensions=(40, 120),
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     child.logfile_read = io.StringIO()  # everything the terminal showed, for assertions after EOF
     return child
 
