@@ -129,9 +129,9 @@ def test_other_keys_get_404_everywhere(tmp_path: Path, capsys: pytest.CaptureFix
     for _ in range(2):
         assert main(["keys", "--file", str(path), "create", "--name", "k", "--json"]) == 0
         keys.append(json.loads(capsys.readouterr().out)["key"])
-    with ServerThread(make_app(dialect="openai", keys_file=str(path))) as srv:
-        mine = OpenAI(base_url=srv.base_url, api_key=keys[0], max_retries=0)
-        theirs = OpenAI(base_url=srv.base_url, api_key=keys[1], max_retries=0)
+    with (ServerThread(make_app(dialect="openai", keys_file=str(path))) as srv,
+          OpenAI(base_url=srv.base_url, api_key=keys[0], max_retries=0) as mine,
+          OpenAI(base_url=srv.base_url, api_key=keys[1], max_retries=0) as theirs):
         conv = mine.conversations.create(items=[{"type": "message", "role": "user", "content": "secret"}])
         item = mine.conversations.items.list(conv.id).data[0]
         for attempt in (lambda: theirs.conversations.retrieve(conv.id),

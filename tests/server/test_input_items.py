@@ -101,9 +101,10 @@ def test_other_keys_see_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[st
     for _ in range(2):
         assert main(["keys", "--file", str(path), "create", "--name", "k", "--json"]) == 0
         keys.append(json.loads(capsys.readouterr().out)["key"])
-    with ServerThread(make_app(dialect="openai", keys_file=str(path))) as srv:
-        mine = OpenAI(base_url=srv.base_url, api_key=keys[0], max_retries=0)
-        theirs = OpenAI(base_url=srv.base_url, api_key=keys[1], max_retries=0)
+    with (ServerThread(make_app(dialect="openai", keys_file=str(path))) as srv,
+          OpenAI(base_url=srv.base_url, api_key=keys[0], max_retries=0) as mine,
+          OpenAI(base_url=srv.base_url, api_key=keys[1], max_retries=0) as theirs,
+          OpenAI(base_url=srv.base_url, api_key="wrong", max_retries=0) as wrong):
         rid = mine.responses.create(model="scripted-a", input="secret").id
         assert len(mine.responses.input_items.list(rid).data) == 1
         with pytest.raises(openai.NotFoundError):
@@ -111,4 +112,4 @@ def test_other_keys_see_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[st
         with pytest.raises(openai.BadRequestError):
             theirs.responses.input_tokens.count(previous_response_id=rid)
         with pytest.raises(openai.AuthenticationError):
-            OpenAI(base_url=srv.base_url, api_key="wrong", max_retries=0).responses.input_tokens.count(input="x")
+            wrong.responses.input_tokens.count(input="x")

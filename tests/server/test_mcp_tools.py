@@ -97,8 +97,7 @@ def test_a_failing_tool_is_reported_and_the_model_goes_on(gateway: ServerThread,
 
 def test_approval_request_then_approve_or_deny(mcp_server: tuple[TestMcpServer, str]) -> None:
     server, url = mcp_server
-    with _gateway() as gw:
-        sdk = OpenAI(base_url=gw.base_url, api_key="x", max_retries=0)
+    with _gateway() as gw, OpenAI(base_url=gw.base_url, api_key="x", max_retries=0) as sdk:
         tools: Any = [_mcp(url)]  # require_approval defaults to "always"
         first = sdk.responses.create(model="adder", input="add", tools=tools)
         assert [i.type for i in first.output] == ["mcp_list_tools", "mcp_approval_request"]
@@ -122,8 +121,7 @@ def test_approval_request_then_approve_or_deny(mcp_server: tuple[TestMcpServer, 
 
 def test_per_tool_approval_rules(mcp_server: tuple[TestMcpServer, str]) -> None:
     _, url = mcp_server
-    with _gateway() as gw:
-        sdk = OpenAI(base_url=gw.base_url, api_key="x", max_retries=0)
+    with _gateway() as gw, OpenAI(base_url=gw.base_url, api_key="x", max_retries=0) as sdk:
         never_add: Any = [_mcp(url, require_approval={"never": {"tool_names": ["add"]}})]
         assert [i.type for i in sdk.responses.create(model="adder", input="x", tools=never_add).output] == [
             "mcp_list_tools", "mcp_call", "message"]

@@ -33,8 +33,9 @@ class City(BaseModel):
 def sdk() -> Iterator[tuple[OpenAI, str]]:
     upstream = EmbeddedUpstream(n_parallel=1, n_ctx=2048)
     config = Config(dialect="openai", upstreams=["embedded"], models={"aliases": {"gpt-4o-mini": "auto"}})
-    with ServerThread(create_app(config, Components(upstreams=[upstream])), start_timeout=120) as srv:
-        yield OpenAI(base_url=srv.base_url, api_key="unused", max_retries=0, timeout=120), upstream.models[0]
+    with (ServerThread(create_app(config, Components(upstreams=[upstream])), start_timeout=120) as srv,
+          OpenAI(base_url=srv.base_url, api_key="unused", max_retries=0, timeout=120) as client):
+        yield client, upstream.models[0]
 
 
 PROMPT = "Describe Paris as JSON with its name, country and population in millions."
