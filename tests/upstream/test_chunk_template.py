@@ -17,18 +17,9 @@ from respstream.server.upstream.base import Chunk, TextDelta
 from respstream.server.upstream.chunk_template import PlainTemplate, learn_template
 from respstream.server.upstream.chunks import ChunkTranslator, _plain_text
 
+from .test_batched_reads import _each
 
-def _one_by_one(payloads: list[bytes]) -> tuple[list[Chunk] | str, bool]:
-    translator = ChunkTranslator()
-    out: list[Chunk] = []
-    try:
-        for payload in payloads:
-            out += translator.feed(payload)
-            if translator.done:
-                break
-        return out + translator.finish(), translator.done
-    except ValueError as exc:
-        return str(exc), translator.done
+_one_by_one = _each  # a fresh translator fed payload by payload: the reference
 
 
 def _by_reads(reads: list[list[bytes]], translator: ChunkTranslator | None = None,
