@@ -192,9 +192,9 @@ def test_a_field_that_changes_in_every_chunk_stops_the_learning() -> None:
 def test_learning_finds_the_content_slot_not_a_lookalike_key() -> None:
     tricky = b'{"x\\"content":"hi","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}'
     assert _plain_text(tricky) == "hi"
-    template = learn_template(tricky, "hi", _plain_text)
-    if template is not None:  # whatever it found must put a new string into the content itself
-        assert _plain_text(template.prefix + b'"other"' + template.suffix) == "other"
+    # The first `"content":` is inside the key `x"content` (its value is "hi" too): the probe put there leaves the
+    # real content "hi", so no template is learned from it.
+    assert learn_template(tricky, "hi", _plain_text) is None
     simple = b'{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}],"id":"1"}'
     template = learn_template(simple, "hi", _plain_text)
     assert template is not None

@@ -283,19 +283,13 @@ class ChunkTranslator:
             if chunk.error:
                 break
             taken += 1
-            choices = chunk.choices
-            # The bulk of a stream, inline: one choice whose delta is plain answer text and nothing else (what
-            # _translate does with it, without the call and its checks for what is not there).
-            if choices and idle and chunk.usage is None:
-                choice = choices[0]
-                delta = choice.delta
-                if (delta is not None and choice.finish_reason is None and choice.logprobs is None
-                        and delta.reasoning_content is None and delta.reasoning is None and delta.refusal is None
-                        and delta.tool_calls is None):
-                    content = delta.content
-                    if content and "<" not in content:
-                        append(TextDelta(content))
-                        continue
+            # Plain answer text and nothing else (most of what a read without a template holds): what _translate
+            # does with it, without its checks for what is not there.
+            if idle:
+                content = _plain_content(chunk)
+                if content and "<" not in content:
+                    append(TextDelta(content))
+                    continue
             translate(chunk, out)
             idle = self._think.idle
         if learn and chunks and taken == len(body) and self._misses < _MAX_TEMPLATE_MISSES:

@@ -152,18 +152,18 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
         """Chunks ending with one ``Finish``, one list per read of the body (``generate()`` yields them one by one).
         Raises :class:`UpstreamError` (codes as Chat Completions). Once the API is decided, the API's own retrying
         generator (no layer around it)."""
-        if self.api_mode == "auto":
-            return self._detected_batches(request)
-        if self.api_mode != "responses":
-            return super().generate_batches(request)
-        return self._with_retries(request, self._responses_attempt)
+        return self._detected_batches(request) if self.api_mode == "auto" else self._batches_as_decided(request)
+
+    def _batches_as_decided(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+        """The Responses API's retrying generator when the probe said so, else Chat Completions' (also while the
+        API is still undecided: a failed probe)."""
+        if self.api_mode == "responses":
+            return self._with_retries(request, self._responses_attempt)
+        return super().generate_batches(request)
 
     async def _detected_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
         await self.detect_api()  # ("auto" again when the probe failed: Chat Completions this time, probe next time)
-        if self.api_mode == "responses":
-            batches = self._with_retries(request, self._responses_attempt)
-        else:
-            batches = super().generate_batches(request)
+        batches = self._batches_as_decided(request)
         async with aclosing(batches):
             async for batch in batches:
                 yield batch
