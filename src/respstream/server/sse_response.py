@@ -102,6 +102,7 @@ class EventStreamResponse:
         self._waiting: asyncio.Future[None] | None = None
         self._keepalive_due = False
         self._timer: asyncio.TimerHandle | None = None
+        self._ended = False  # the body's end went out with the terminal frame (no separate empty send)
 
     # -- what goes on the wire (a transport beside SSE overrides these three; server/websocket.py) -----------------
     def entry_message(self, entry: Entry) -> dict[str, Any]:
@@ -177,8 +178,9 @@ class EventStreamResponse:
                 send = scope.get("state", {}).get("raw_send", send)
                 self._sending = False
                 await self._follow(send)
-                self._sending = True
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                if not self._ended:
+                    self._sending = True
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
             except asyncio.CancelledError:
                 if not (self.disconnected or self.cut_slow):
                     raise
@@ -302,21 +304,25 @@ class EventStreamResponse:
         same bytes in the same order, fewer HTTP chunks (each send costs the server its own chunk framing, flow
         control check and transport write). True once the terminal was sent."""
         bodies = frames(self.dialect, entries)
+        # A log ends with its terminal: only the last entry of a read can be one. The body ends in the same send
+        # (one write of the terminal and the end of the chunked body, not two).
+        terminal = entries[-1].terminal
         if sum(map(len, bodies)) < COALESCE_BYTES:  # the usual read: one send
-            await send({"type": "http.response.body", "more_body": True,
+            await send({"type": "http.response.body", "more_body": not terminal,
                         "body": bodies[0] if len(bodies) == 1 else b"".join(bodies)})
             self.last = entries[-1].sequence_number
-            return entries[-1].terminal
-        first, size = 0, 0
+            self._ended = terminal
+            return terminal
+        first, size, last = 0, 0, len(bodies) - 1
         for i, body in enumerate(bodies):
             size += len(body)
-            if size >= COALESCE_BYTES or i == len(bodies) - 1:
-                await send({"type": "http.response.body", "more_body": True,
+            if size >= COALESCE_BYTES or i == last:
+                await send({"type": "http.response.body", "more_body": not (terminal and i == last),
                             "body": body if i == first else b"".join(bodies[first:i + 1])})
                 self.last = entries[i].sequence_number
                 first, size = i + 1, 0
-        # A log ends with its terminal: only the last entry of a read can be one.
-        return bool(entries) and entries[-1].terminal
+        self._ended = terminal
+        return terminal
 
     async def _follow_tail(self, send: Any) -> bool:
         queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=1024)
