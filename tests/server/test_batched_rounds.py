@@ -37,8 +37,10 @@ from respstream.server.upstream.base import (
     ReasoningDelta,
     RefusalDelta,
     TextDelta,
+    TextRun,
     UpstreamError,
     Usage,
+    singles,
 )
 from respstream.server.writer import ResponseWriter
 
@@ -57,7 +59,7 @@ class _SimulatedChunks:
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[Chunk, None]:
         for batch in self.batches:
-            for chunk in batch:
+            for chunk in singles(batch):  # (a run of text as its deltas one by one, as `generate` says them)
                 yield chunk
             await asyncio.sleep(0)  # a read boundary: the event loop runs (memory-store flushes, writes)
         if self.fail_after:
@@ -103,6 +105,7 @@ _piece = st.text(alphabet=st.sampled_from("ab <>\"\\\né☃"), max_size=6)
 _chunk = st.one_of(
     _piece.map(TextDelta),
     _piece.map(TextDelta),
+    st.lists(_piece.filter(bool), min_size=1, max_size=5).map(TextRun),  # what one read's template gives
     _piece.map(ReasoningDelta),
     _piece.map(RefusalDelta),
 )

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakes.chat_server import Done, FakeChatCompletionsServer, Raw, Sleep, finish, text, usage
-from respstream.server.upstream.base import Chunk, GenerationRequest, TextDelta
+from respstream.server.upstream.base import Chunk, GenerationRequest, TextDelta, singles
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream, simple_data_events
 from respstream.server.upstream.chunks import ChunkTranslator
 from respstream.server.upstream.http_connection import Dechunker, ProtocolError, UpstreamConnection
@@ -184,7 +184,7 @@ async def test_batches_hold_the_chunks_one_by_one_translation_gives(fake: FakeCh
     finally:
         await upstream.aclose()
     assert all(batches)  # never an empty batch
-    assert [c for b in batches for c in b] == _reference_chunks(payloads)
+    assert [c for b in batches for c in singles(b)] == _reference_chunks(payloads)
 
 
 async def test_a_batch_is_what_one_read_held_and_the_first_does_not_wait(fake: FakeChatCompletionsServer) -> None:
@@ -269,8 +269,9 @@ def test_feed_plain_then_one_by_one_is_feed_one_by_one(payloads: list[bytes]) ->
     translator = ChunkTranslator()
     got: list[Chunk] | str
     try:
-        out, taken = translator.feed_plain(payloads)
+        batch, taken = translator.feed_plain(payloads)
         assert 0 <= taken <= len(payloads)
+        out = list(singles(batch))
         for payload in payloads[taken:]:
             if translator.done:
                 break

@@ -24,6 +24,7 @@ from respstream.server.upstream.base import (
     ReasoningDelta,
     RefusalDelta,
     TextDelta,
+    TextRun,
     ToolCallDelta,
 )
 from respstream.server.writer import ResponseWriter
@@ -56,6 +57,9 @@ class RoundCollector:
             if chunk.text:
                 self._text.append(chunk.text)
                 w.text_delta(chunk.text, chunk.logprobs)
+        elif kind is TextRun:
+            self._text.extend(chunk.texts)
+            w.text_deltas(chunk.texts)
         elif kind is ReasoningDelta:
             if chunk.text:
                 w.reasoning_delta(chunk.text)
@@ -82,11 +86,17 @@ class RoundCollector:
 
     def take_all(self, chunks: Iterable[Any]) -> bool:
         """Apply a batch in order, as :meth:`take` one by one; True when it held the ``Finish``. A run of plain
-        text deltas (no logprobs) goes to the writer in one call: the same events, one step for the run."""
+        text deltas (no logprobs; :class:`TextRun` and single ones alike) goes to the writer in one call: the same
+        events, one step for the run."""
         take = self.take
         run: list[str] = []
         for chunk in chunks:
-            if chunk.__class__ is TextDelta and not chunk.logprobs and not self._first:
+            if self._first:
+                pass  # (the first goes through take: it reports the round's first chunk)
+            elif chunk.__class__ is TextRun:
+                run += chunk.texts
+                continue
+            elif chunk.__class__ is TextDelta and not chunk.logprobs:
                 if chunk.text:
                     run.append(chunk.text)
                 continue

@@ -11,7 +11,7 @@ upstream is still safe (nothing was shown to the client yet).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,10 +27,12 @@ __all__ = [
     "ReasoningDelta",
     "RefusalDelta",
     "TextDelta",
+    "TextRun",
     "ToolCallDelta",
     "Upstream",
     "UpstreamError",
     "Usage",
+    "singles",
 ]
 
 
@@ -40,6 +42,14 @@ class TextDelta(msgspec.Struct, frozen=True, gc=False):
 
     text: str
     logprobs: list[Any] | None = None
+
+
+class TextRun(msgspec.Struct, frozen=True, gc=False):
+    """Answer text deltas one upstream read held in a row (no logprobs, none empty): what ``[TextDelta(t) for t in
+    texts]`` says, as one object. Only in the batches of ``generate_batches`` (a stream's plain-text middle, read
+    through its chunk template); ``generate`` yields them as single :class:`TextDelta` (see :func:`singles`)."""
+
+    texts: list[str]
 
 
 class ReasoningDelta(msgspec.Struct, frozen=True, gc=False):
@@ -110,8 +120,19 @@ class PassedItemDone(msgspec.Struct, frozen=True, gc=False):
     item: dict[str, Any]
 
 
-Chunk = (TextDelta | ReasoningDelta | RefusalDelta | ToolCallDelta | PassedItemAdded | PassedItemEvent
+Chunk = (TextDelta | TextRun | ReasoningDelta | RefusalDelta | ToolCallDelta | PassedItemAdded | PassedItemEvent
          | PassedItemDone | Finish)
+
+
+def singles(batch: list[Chunk]) -> Iterator[Chunk]:
+    """The chunks of a batch one by one, a :class:`TextRun` as its :class:`TextDelta` each (what ``generate`` and
+    chunk-by-chunk consumers see)."""
+    for chunk in batch:
+        if chunk.__class__ is TextRun:
+            for text in chunk.texts:  # type: ignore[union-attr]
+                yield TextDelta(text)
+        else:
+            yield chunk
 
 
 @dataclass(slots=True)

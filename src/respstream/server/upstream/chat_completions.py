@@ -49,7 +49,7 @@ from respstream.server.telemetry.observation import mark_upstream_phase
 from respstream.server.telemetry.tracing import trace_headers
 from respstream.server.tls import client_tls_context
 from respstream.server.upstream.answer_filters import answer_filters
-from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
+from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError, singles
 from respstream.server.upstream.chat_wire import (
     build_request_body,
     error_message,
@@ -242,7 +242,7 @@ class ChatCompletionsUpstream:
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[Chunk, None]:
         """Stream chunks ending with one ``Finish``. Raises :class:`UpstreamError` (codes in the module docstring)."""
         async for batch in self.generate_batches(request):
-            for chunk in batch:
+            for chunk in singles(batch):
                 yield chunk
 
     def generate_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
@@ -482,7 +482,7 @@ class ChatCompletionsUpstream:
 async def _flatten(batches: AsyncIterator[list[Chunk]]) -> AsyncGenerator[Chunk, None]:
     async with aclosing(batches):  # type: ignore[type-var]
         async for batch in batches:
-            for chunk in batch:
+            for chunk in singles(batch):
                 yield chunk
 
 

@@ -32,12 +32,14 @@ _PROBE = 'probe "\\ é\n'  # quotes, a backslash, non-ASCII and a newline: escap
 class PlainTemplate:
     """``prefix`` + one JSON string + ``suffix``: a plain-text chunk of one stream."""
 
-    __slots__ = ("prefix", "suffix", "used")
+    __slots__ = ("_between", "prefix", "suffix", "used")
 
     def __init__(self, prefix: bytes, suffix: bytes) -> None:
+        assert suffix, "a template's slot is followed by the rest of the chunk"
         self.prefix = prefix
         self.suffix = suffix
         self.used = False  # it has read a run at least once
+        self._between = suffix + b"\0" + prefix  # see texts
 
     def fits(self, payload: bytes) -> bool:
         """``payload`` starts and ends as this template does (its slot is checked by :meth:`texts`)."""
@@ -61,9 +63,12 @@ class PlainTemplate:
         """The content strings of ``payloads`` when every one is this template around one JSON string, else None."""
         prefix, suffix = self.prefix, self.suffix
         start, end = len(prefix), -len(suffix)
-        # (slices compared rather than startswith/endswith: those parse their arguments on every call)
-        slots = [p[start:end] for p in payloads if p[:start] == prefix and p[end:] == suffix]
-        if len(slots) != len(payloads):
+        slots = [p[start:end] for p in payloads]
+        # Every payload is prefix + its slot + suffix exactly when the payloads rebuilt that way are the payloads,
+        # compared joined (two joins and one compare instead of two slices and compares a payload). Exact: a rebuilt
+        # payload is never shorter than its own and as long only when it is prefix + slot + suffix in length, so the
+        # two joins line up payload by payload (whatever the separator; a payload may contain it) or differ in length.
+        if prefix + self._between.join(slots) + suffix != b"\0".join(payloads):
             return None
         try:
             texts = _decode_strings.decode(b"[" + b",\n".join(slots) + b"]")

@@ -27,6 +27,7 @@ from respstream.server.upstream.base import (
     ReasoningDelta,
     RefusalDelta,
     TextDelta,
+    TextRun,
     ToolCallDelta,
     Usage,
 )
@@ -258,7 +259,9 @@ class ChunkTranslator:
                         self._drop_template()
                     elif "<" not in "".join(texts):  # ("<": the think splitter must see it)
                         self._misses = 0
-                        out += [TextDelta(text) for text in texts if text]
+                        texts = [text for text in texts if text]
+                        if texts:
+                            out.append(TextRun(texts))
                         start = end
                 rest, more = self._ordinary(body[start:])
                 return self._took(out + rest, start + more, len(body), done)
