@@ -164,6 +164,36 @@ async def test_a_stall_is_an_idle_timeout_and_a_drop_mid_body_a_protocol_error()
         await client.aclose()
 
 
+async def test_no_response_head_is_an_idle_timeout_and_the_connection_is_dropped() -> None:
+    """The head wait has its own timer (not a timeout scope): it fires once, says what was late, and the socket is
+    aborted (the server sees the connection go); a head that comes in time cancels it."""
+    gone = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await read_request(reader)
+        if n == 0:
+            await reader.read()  # nothing ever answered: returns when the client drops the connection
+            gone.set()
+            return
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        await asyncio.sleep(1)
+
+    async with raw_server(silent) as (url, _):
+        client = LeanHTTP(connect_timeout=2, idle_timeout=0.3)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(IdleTimeout, match=r"no response head for 0\.3 s"):
+            await client.post(url, b"{}", {})
+        assert 0.25 <= loop.time() - started < 1.5
+        await asyncio.wait_for(gone.wait(), 2)
+        response = await client.post(url, b"{}", {})  # a new connection; its head in time: no timer left behind
+        assert response.status_code == 200 and await response.read() == b"ok"
+        await asyncio.sleep(0.4)  # past the idle timeout: a timer not cancelled would fail the finished head
+        await response.aclose()
+        await client.aclose()
+
+
 async def test_refused_connection_and_a_non_http_answer_are_clear_errors() -> None:
     async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         await read_request(reader)

@@ -26,6 +26,7 @@ import functools
 import ssl
 import time
 import zlib
+from typing import Any
 from urllib.parse import urlsplit
 
 from respstream.server.tls import client_tls_context
@@ -144,6 +145,11 @@ class StreamResponse:
             conn.transport.abort()
 
 
+def _head_overdue(head: asyncio.Future[Any], seconds: float) -> None:
+    if not head.done():
+        head.set_exception(IdleTimeout(f"no response head for {seconds:g} s"))
+
+
 class LeanHTTP:
     """Keep-alive connections per (scheme, host, port), for streaming ``post`` requests."""
 
@@ -218,14 +224,17 @@ class LeanHTTP:
             if conn is None:
                 conn = await self._connect(key)
             conn.send(request)
-            assert conn.head is not None
+            head = conn.head
+            assert head is not None
+            # One timer on the head itself: a timeout scope (its context manager, its task bookkeeping) cost more
+            # than the rest of the wait, on every request.
+            timer = asyncio.get_running_loop().call_later(self.idle_timeout, _head_overdue, head, self.idle_timeout)
             try:
-                async with asyncio.timeout(self.idle_timeout):
-                    status, response_headers = await conn.head
-            except TimeoutError:
+                status, response_headers = await head
+            except IdleTimeout:
                 if conn.transport is not None:
                     conn.transport.abort()
-                raise IdleTimeout(f"no response head for {self.idle_timeout:g} s") from None
+                raise
             except ProtocolError:
                 if reused and attempt == 0 and not conn.received:
                     continue  # a stale kept-alive connection: nothing received, safe to send again
@@ -234,6 +243,8 @@ class LeanHTTP:
                 if conn.transport is not None:
                     conn.transport.abort()
                 raise
+            finally:
+                timer.cancel()
             try:
                 return StreamResponse(self, conn, status, response_headers, self.idle_timeout)
             except ProtocolError:
