@@ -110,14 +110,22 @@ def serve_floor(kind: str, frames_path: str, port: int, delay_ms: float, stack: 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", **options)  # type: ignore[arg-type]
 
 
-def serve_fake_upstream(port_file: str) -> None:
+def serve_fake_upstream(port_file: str, burst: int = 1) -> None:
+    """The SIMULATED Chat Completions upstream: DELTAS content chunks, finish, usage, [DONE], each chunk one write.
+    ``burst`` > 1 (hop_instructions.py only): the same bytes written ``burst`` chunks at a time, so that a server
+    slowed down by valgrind reads what it reads at full speed (tens of chunks a read), not one or two."""
     sys.path.insert(0, str(ROOT))
-    from tests.fakes.chat_server import Done, FakeChatCompletionsServer, finish, text, usage
+    from tests.fakes.chat_server import Chunk, Done, FakeChatCompletionsServer, Raw, finish, text, usage
 
     words = ("The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "and", "runs", "far", "away.")
     server = FakeChatCompletionsServer(models=["fake-model"])
-    server.script(*[text(("" if i == 0 else " ") + words[i % len(words)]) for i in range(DELTAS)],
-                  finish(), usage(5, DELTAS), Done())  # the last script repeats for every request
+    steps: list[Any] = [text(("" if i == 0 else " ") + words[i % len(words)]) for i in range(DELTAS)]
+    steps += [finish(), usage(5, DELTAS), Done()]
+    if burst > 1:  # (the bytes the server writes for each step: tests/fakes/chat_server.py)
+        wire = [b"data: " + json.dumps(s.obj).encode() + b"\n\n" if isinstance(s, Chunk) else b"data: [DONE]\n\n"
+                for s in steps]
+        steps = [Raw(b"".join(wire[at : at + burst])) for at in range(0, len(wire), burst)]
+    server.script(*steps)  # the last script repeats for every request
     server.start()
     Path(port_file).write_text(str(server.port))
     signal.sigwait({signal.SIGTERM, signal.SIGINT})
@@ -490,6 +498,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--serve", choices=["floor", "sse-starlette", "fake-upstream"], help=argparse.SUPPRESS)
     parser.add_argument("--frames", help=argparse.SUPPRESS)
+    parser.add_argument("--burst", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--delay-ms", type=float, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--levels", default="10,100,1000", help="concurrency levels (default 10,100,1000)")
@@ -505,7 +514,7 @@ def main() -> int:
     parser.add_argument("--json", default="/tmp/server_throughput.json", help="where to write the results")
     args = parser.parse_args()
     if args.serve == "fake-upstream":
-        serve_fake_upstream(args.frames)
+        serve_fake_upstream(args.frames, args.burst)
         return 0
     if args.serve:
         serve_floor(args.serve, args.frames, args.port, args.delay_ms, args.stack)
