@@ -69,9 +69,6 @@ def test_an_unreachable_server_is_taken_as_standalone(caplog: pytest.LogCaptureF
     assert any("could not ask whether it is a Redis Cluster" in r.getMessage() for r in caplog.records)
 
 
-# Hundreds of calls make the collector run inside this test: once in four CI runs it found a socket some earlier
-# test left unclosed (never reproduced alone, with tracemalloc, 3 runs of the Redis store files) and failed here.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_more_calls_at_once_than_a_nodes_connections_wait_their_turn(redis_cluster: RedisCluster) -> None:
     """redis-py's cluster pool raises MaxConnectionsError instead of waiting once a node's connections are all in
     use, and its pipeline "retries" that by closing every connection to every node and sleeping 0.25 s (under load
