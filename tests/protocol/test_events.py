@@ -180,3 +180,16 @@ def test_offending_field_reads_msgspec_paths() -> None:
     assert ev._offending_field("Expected `array`, got `str` - at `$.logprobs[0]`", fields) == "logprobs"
     assert ev._offending_field("Expected `str`, got `int` - at `$.other`", fields) is None
     assert ev._offending_field("no path in this message", fields) is None
+
+
+def test_every_event_class_type_is_its_tag_and_unknown_events_keep_their_own() -> None:
+    """``type`` is a plain class attribute of each event class (not the base's property, which builds a StructConfig
+    on every read); it must say what the tag says, for aliases too, and leave UnknownEvent's own ``type`` alone."""
+    for cls in ev.EVENT_CLASSES:
+        tag = str(cls.__struct_config__.tag)
+        assert cls.type == tag
+        event = ev.decode_event(msgspec.json.encode({"type": tag, "sequence_number": 3}))
+        assert event.__class__ is cls and event.type == tag
+    unknown = ev.decode_event(b'{"type":"response.something_new","sequence_number":1}')
+    assert isinstance(unknown, ev.UnknownEvent) and unknown.type == "response.something_new"
+    assert ev.decode_event(b'{"sequence_number":1}').type == ""
