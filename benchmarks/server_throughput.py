@@ -16,6 +16,10 @@ themselves to core 1, so server and client never share a core):
 - ``gateway-http`` (second figure): the gateway with ``--upstream http://127.0.0.1:P/v1`` in front of
   tests/fakes/chat_server.py's SIMULATED Chat Completions server streaming 200 content chunks. The fake upstream
   cannot have a core of its own on a 2-core machine; it shares core 1 with the load generator.
+- ``gateway-http-burst`` (explanatory, not in the default run): the same, with the fake upstream writing the same
+  bytes 26 chunks at a time (``--burst 26``). Its body then arrives in ~3 reads a response instead of 8-14, as ~9
+  HTTP chunks instead of ~210: against ``gateway-http`` it separates the hop's parsing and translation from the
+  per-read chain and the per-segment cost (docs/benchmarks.md, sixth pass).
 
 Variants (issue #16): ``-pure`` runs the same server on asyncio + h11 instead of uvloop + httptools (the default
 ``http_stack auto`` with the ``fast`` extra installed), so the floor and the gateway are always compared on the same
@@ -112,8 +116,8 @@ def serve_floor(kind: str, frames_path: str, port: int, delay_ms: float, stack: 
 
 def serve_fake_upstream(port_file: str, burst: int = 1) -> None:
     """The SIMULATED Chat Completions upstream: DELTAS content chunks, finish, usage, [DONE], each chunk one write.
-    ``burst`` > 1 (hop_instructions.py only): the same bytes written ``burst`` chunks at a time, so that a server
-    slowed down by valgrind reads what it reads at full speed (tens of chunks a read), not one or two."""
+    ``burst`` > 1 (hop_instructions.py, and the explanatory ``gateway-http-burst``): the same bytes written ``burst``
+    chunks at a time, so a response is a few HTTP chunks and TCP segments instead of one a chunk."""
     sys.path.insert(0, str(ROOT))
     from tests.fakes.chat_server import Chunk, Done, FakeChatCompletionsServer, Raw, finish, text, usage
 
@@ -222,7 +226,7 @@ class Proc:
         self.log.close()
 
 
-def start_server(kind: str, frames_file: str, *, delay_ms: int = 0, upstream_url: str = "",
+def start_server(kind: str, frames_file: str, *, delay_ms: int = 0, upstream_url: str = "", burst_url: str = "",
                  tmp: Path | None = None) -> Proc:
     port = free_port()
     base = kind.removesuffix("-pure")
@@ -234,8 +238,8 @@ def start_server(kind: str, frames_file: str, *, delay_ms: int = 0, upstream_url
     if kind == "litellm":
         return start_litellm(port, upstream_url)
     spec = f"scripted:{DELTAS}" + (f"?delay_ms={delay_ms}" if delay_ms else "")
-    argv = [str(VENV_BIN / "respstream"), "serve", "--port", str(port), "--http-stack", stack, "--upstream",
-            upstream_url if base == "gateway-http" else spec]
+    upstream = {"gateway-http": upstream_url, "gateway-http-burst": burst_url}.get(base, spec)
+    argv = [str(VENV_BIN / "respstream"), "serve", "--port", str(port), "--http-stack", stack, "--upstream", upstream]
     if kind in UNPINNED:
         assert tmp is not None
         argv += ["--workers", kind[-1], "--store", f"sqlite:///{tmp / (kind + '.db')}"]
@@ -333,17 +337,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     expected = len(frames)
     print(f"events per request: {expected} ({DELTAS} deltas), {sum(map(len, frames))} bytes", flush=True)
 
-    port_file = tmp / "upstream.port"
-    fake = subprocess.Popen(pinned(1, [sys.executable, __file__, "--serve", "fake-upstream", "--frames",
-                                       str(port_file)]), cwd=ROOT, start_new_session=True)
+    port_file, burst_file = tmp / "upstream.port", tmp / "upstream-burst.port"
+    fakes = [subprocess.Popen(pinned(1, [sys.executable, __file__, "--serve", "fake-upstream", "--frames",
+                                         str(file), "--burst", str(burst)]), cwd=ROOT, start_new_session=True)
+             for file, burst in ((port_file, 1), (burst_file, 26))
+             if burst == 1 or "gateway-http-burst" in args.servers.split(",")]
     report: dict[str, Any] = {"events_per_request": expected, "levels": levels, "servers": {}, "memory": {}}
     try:
         deadline = time.monotonic() + 20
-        while not port_file.exists() or not port_file.read_text():
-            if time.monotonic() > deadline:
-                raise RuntimeError("fake upstream did not start")
-            time.sleep(0.05)
+        for file in (port_file, burst_file)[:len(fakes)]:
+            while not file.exists() or not file.read_text():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("fake upstream did not start")
+                time.sleep(0.05)
         upstream_url = f"http://127.0.0.1:{port_file.read_text()}/v1"
+        burst_url = f"http://127.0.0.1:{burst_file.read_text()}/v1" if len(fakes) > 1 else ""
         runs: dict[str, list[list[dict[str, Any]]]] = {}
         report["skipped"] = {}
         for round_ in range(args.repeat):
@@ -352,7 +360,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     continue
                 print(f"{kind} (run {round_ + 1}/{args.repeat}):", flush=True)
                 try:
-                    proc = start_server(kind, frames_file, upstream_url=upstream_url, tmp=tmp)
+                    proc = start_server(kind, frames_file, upstream_url=upstream_url, burst_url=burst_url, tmp=tmp)
                 except (FileNotFoundError, RuntimeError) as exc:
                     if kind != "litellm":
                         raise
@@ -382,11 +390,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 print(f"{kind} hold: {json.dumps(mem)}", flush=True)
                 report["memory"][kind] = mem
     finally:
-        fake.send_signal(signal.SIGTERM)
-        try:
-            fake.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            fake.kill()
+        for fake in fakes:
+            fake.send_signal(signal.SIGTERM)
+            try:
+                fake.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                fake.kill()
     return report
 
 
@@ -447,6 +456,10 @@ def ratios(report: dict[str, Any], level: int = 100) -> list[str]:
         if cpu(f"gateway-http{suffix}") and cpu(f"gateway{suffix}"):
             out.append(f"gateway-http{suffix} / gateway{suffix} server CPU per event at {level} streams: "
                        f"{cpu(f'gateway-http{suffix}') / cpu(f'gateway{suffix}'):.2f} (goal <= 1.5)")
+    if cpu("gateway-http-burst") and cpu("gateway"):
+        out.append(f"gateway-http-burst / gateway server CPU per event at {level} streams: "
+                   f"{cpu('gateway-http-burst') / cpu('gateway'):.2f} (explanatory: the upstream writes 26 chunks "
+                   f"at a time)")
     if eps("gateway") and eps("gateway-pure"):
         out.append(f"gateway (uvloop + httptools) / gateway-pure (asyncio + h11) events/s: "
                    f"{eps('gateway') / eps('gateway-pure'):.2f}")
@@ -491,6 +504,10 @@ def paired(report: dict[str, Any], level: int = 100) -> list[str]:
                            f"gateway{suffix}", "cpu_us_per_event", "<= 1.5")):
             if found is not None:
                 out.append(found)
+    found = line("gateway-http-burst / gateway CPU per event", "gateway-http-burst", "gateway", "cpu_us_per_event",
+                 "none: explanatory")
+    if found is not None:
+        out.append(found)
     return out
 
 
