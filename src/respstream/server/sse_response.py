@@ -186,7 +186,7 @@ class EventStreamResponse:
                     raise
                 if me is not None:
                     me.uncancel()
-                if self.cut_slow and not self.disconnected:
+                if self.cut_slow and not self.disconnected and not self._ended:  # (an ended body takes no more)
                     await self._cut(send, limit)
             except OSError:
                 self.disconnected = True  # the peer went away while we wrote
