@@ -338,20 +338,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     print(f"events per request: {expected} ({DELTAS} deltas), {sum(map(len, frames))} bytes", flush=True)
 
     port_file, burst_file = tmp / "upstream.port", tmp / "upstream-burst.port"
+    wanted = [(port_file, 1)] + ([(burst_file, 26)] if "gateway-http-burst" in args.servers.split(",") else [])
     fakes = [subprocess.Popen(pinned(1, [sys.executable, __file__, "--serve", "fake-upstream", "--frames",
                                          str(file), "--burst", str(burst)]), cwd=ROOT, start_new_session=True)
-             for file, burst in ((port_file, 1), (burst_file, 26))
-             if burst == 1 or "gateway-http-burst" in args.servers.split(",")]
+             for file, burst in wanted]
     report: dict[str, Any] = {"events_per_request": expected, "levels": levels, "servers": {}, "memory": {}}
     try:
         deadline = time.monotonic() + 20
-        for file in (port_file, burst_file)[:len(fakes)]:
+        urls = []
+        for file, _ in wanted:
             while not file.exists() or not file.read_text():
                 if time.monotonic() > deadline:
                     raise RuntimeError("fake upstream did not start")
                 time.sleep(0.05)
-        upstream_url = f"http://127.0.0.1:{port_file.read_text()}/v1"
-        burst_url = f"http://127.0.0.1:{burst_file.read_text()}/v1" if len(fakes) > 1 else ""
+            urls.append(f"http://127.0.0.1:{file.read_text()}/v1")
+        upstream_url, burst_url = urls[0], urls[1] if len(urls) > 1 else ""
         runs: dict[str, list[list[dict[str, Any]]]] = {}
         report["skipped"] = {}
         for round_ in range(args.repeat):

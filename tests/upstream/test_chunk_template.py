@@ -172,7 +172,8 @@ def test_the_template_reads_the_plain_run_of_every_read_including_the_first() ->
     finally:
         PlainTemplate.texts = original  # type: ignore[method-assign]
     assert sum(seen) >= 95  # nearly every text chunk, in both reads (the first two taught it)
-    assert sum(len(c.texts) for c in out if isinstance(c, TextRun)) >= 95  # as one run a read, not one object each
+    runs = [c for c in out if isinstance(c, TextRun)]
+    assert len(runs) == len(reads) and sum(len(r.texts) for r in runs) >= 95  # one object a read, not one a chunk
     assert list(singles(out)) + translator.finish() == _one_by_one(payloads)[0]
     assert [c.text for c in singles(out) if isinstance(c, TextDelta)] == [f" w{i}" for i in range(100)]
 

@@ -8,6 +8,7 @@ import asyncio
 import gzip
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 
@@ -164,9 +165,20 @@ async def test_a_stall_is_an_idle_timeout_and_a_drop_mid_body_a_protocol_error()
         await client.aclose()
 
 
-async def test_no_response_head_is_an_idle_timeout_and_the_connection_is_dropped() -> None:
+async def test_no_response_head_is_an_idle_timeout_and_the_connection_is_dropped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The head wait has its own timer (not a timeout scope): it fires once, says what was late, and the socket is
     aborted (the server sees the connection go); a head that comes in time cancels it."""
+    from respstream.server.upstream import http_stream
+
+    fired: list[float] = []
+    overdue = http_stream._head_overdue
+
+    def counted(head: asyncio.Future[Any], seconds: float) -> None:
+        fired.append(seconds)
+        overdue(head, seconds)
+
+    monkeypatch.setattr(http_stream, "_head_overdue", counted)
     gone = asyncio.Event()
 
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
@@ -185,11 +197,12 @@ async def test_no_response_head_is_an_idle_timeout_and_the_connection_is_dropped
         started = loop.time()
         with pytest.raises(IdleTimeout, match=r"no response head for 0\.3 s"):
             await client.post(url, b"{}", {})
-        assert 0.25 <= loop.time() - started < 1.5
+        assert 0.25 <= loop.time() - started < 1.5 and fired == [0.3]
         await asyncio.wait_for(gone.wait(), 2)
         response = await client.post(url, b"{}", {})  # a new connection; its head in time: no timer left behind
         assert response.status_code == 200 and await response.read() == b"ok"
-        await asyncio.sleep(0.4)  # past the idle timeout: a timer not cancelled would fail the finished head
+        await asyncio.sleep(0.4)  # past the idle timeout: a timer not cancelled would have fired by now
+        assert fired == [0.3]
         await response.aclose()
         await client.aclose()
 

@@ -674,6 +674,7 @@ _BY_TYPE: Final[dict[str, type[Event]]] = {str(cls.__struct_config__.tag): cls f
 # every read (~0.1 µs), and the checker, the assembler and the dispatchers read it on every event.
 for _name, _cls in _BY_TYPE.items():
     _cls.type = _name  # type: ignore[misc,assignment]
+del _name, _cls
 ALL_EVENT_TYPES: Final[frozenset[str]] = frozenset(_BY_TYPE)
 TERMINAL_RESPONSE_TYPES: Final[frozenset[str]] = frozenset(
     {"response.completed", "response.incomplete", "response.failed"}

@@ -91,15 +91,15 @@ class RoundCollector:
         take = self.take
         run: list[str] = []
         for chunk in chunks:
-            if self._first:
-                pass  # (the first goes through take: it reports the round's first chunk)
-            elif chunk.__class__ is TextRun:
-                run += chunk.texts
-                continue
-            elif chunk.__class__ is TextDelta and not chunk.logprobs:
-                if chunk.text:
-                    run.append(chunk.text)
-                continue
+            if not self._first:  # (the first goes through take: it reports the round's first chunk)
+                kind = chunk.__class__
+                if kind is TextRun:
+                    run += chunk.texts
+                    continue
+                if kind is TextDelta and not chunk.logprobs:
+                    if chunk.text:
+                        run.append(chunk.text)
+                    continue
             if run:
                 self._text.extend(run)
                 self.writer.text_deltas(run)
