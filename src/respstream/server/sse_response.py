@@ -23,17 +23,22 @@ Buffering per reader is bounded: the log is shared and a reader only holds its c
 client is uvicorn's transport buffer (paused at its high-water mark) and the kernel's socket buffers.
 
 Stores with ``waiter`` (the memory store) are followed directly, compact delta entries and all; others through their
-``tail()`` iterator, pumped into a bounded queue so a keep-alive timeout never tears the iterator down.
+``tail()`` iterator, pumped into a bounded queue so a keep-alive timeout never tears the iterator down. A reader of the
+memory store that has caught up, on uvicorn, is sent to by the store's appends themselves (the direct path,
+:mod:`~respstream.server.direct_send`): its task wakes for the terminal, a send held by flow control, a keep-alive,
+or an error, not for every read of the upstream.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import Any
 
 from respstream.server.dialects import Dialect
+from respstream.server.direct_send import DirectSend, direct_send_ok, finish_suspended
 from respstream.server.frames import frame, frames, reader_terminal_frame
 from respstream.server.store.base import Entry, Store, StoreUnavailable
 
@@ -65,6 +70,8 @@ def _configured_timeout(scope: Any) -> float:
 
 
 class EventStreamResponse:
+    direct = True  # use the direct path where it applies (tests compare it with the task's own sends)
+
     def __init__(
         self,
         *,
@@ -103,6 +110,7 @@ class EventStreamResponse:
         self._keepalive_due = False
         self._timer: asyncio.TimerHandle | None = None
         self._ended = False  # the body's end went out with the terminal frame (no separate empty send)
+        self._direct = False  # caught up, the store's appends send the frames (server/direct_send.py)
 
     # -- what goes on the wire (a transport beside SSE overrides these three; server/websocket.py) -----------------
     def entry_message(self, entry: Entry) -> dict[str, Any]:
@@ -176,6 +184,9 @@ class EventStreamResponse:
                 self._sending = True
                 await send({"type": "http.response.start", "status": 200, "headers": self.headers})
                 send = scope.get("state", {}).get("raw_send", send)
+                # (a transport with its own messages, WebSocket, sends them from its task)
+                self._direct = self.direct and direct_send_ok(send) and \
+                    type(self).entry_message is EventStreamResponse.entry_message
                 self._sending = False
                 await self._follow(send)
                 if not self._ended:
@@ -254,6 +265,7 @@ class EventStreamResponse:
         store: Any = self.store
         rid, after = self.response_id, self.last
         loop = asyncio.get_running_loop()
+        direct = self._direct and hasattr(store, "listen")
         while True:
             entries: list[Entry] = store.read_entries(rid, after)
             if entries:
@@ -266,6 +278,11 @@ class EventStreamResponse:
                 continue
             if store.is_ended(rid):
                 return False  # deleted (or ended with nothing more to send)
+            if direct:
+                if await self._wait_direct(store, send):
+                    return True
+                after = self.last
+                continue
             fut = store.waiter(rid, after)
             if fut is None:
                 continue
@@ -286,6 +303,48 @@ class EventStreamResponse:
                     await send(keepalive)
                     self._sending = False
                 self._active = loop.time()
+
+    async def _wait_direct(self, store: Any, send: Any) -> bool:
+        """Caught up: the store's appends send the new frames themselves (server/direct_send.py) until this task is
+        needed. True once the terminal went out; False to catch up (or to find the log ended)."""
+        rid = self.response_id
+        loop = asyncio.get_running_loop()
+
+        def sent(last: int) -> None:
+            self.last = last
+            self._active = loop.time()
+
+        direct = DirectSend(send=send, dialect=self.dialect, entries_after=functools.partial(store.read_entries, rid),
+                            is_ended=functools.partial(store.is_ended, rid), last=self.last, limit=COALESCE_BYTES,
+                            after_send=sent)
+        if not store.listen(rid, self.last, direct.on_append):
+            return False  # something came meanwhile
+        self._waiting = direct.wake
+        try:
+            await direct.wake
+        finally:
+            self._waiting = None
+            store.unlisten(rid, direct.on_append)
+        if direct.suspended is not None:  # flow control held a send: finish it here, the timer watching
+            coro, yielded, last, terminal = direct.suspended
+            self._sending = True
+            await finish_suspended(coro, yielded)
+            self._sending = False
+            sent(last)
+            self._ended = terminal
+            return terminal
+        if direct.ended:
+            self._ended = True
+            return True
+        if self._keepalive_due:  # the timer woke us, not an append
+            self._keepalive_due = False
+            keepalive = self.keepalive_message()
+            if keepalive is not None:
+                self._sending = True
+                await send(keepalive)
+                self._sending = False
+            self._active = loop.time()
+        return False
 
     async def _send_entries(self, send: Any, entries: list[Entry]) -> bool:
         """One read's entries, in order; True once the terminal was sent. SSE frames go out together

@@ -13,7 +13,9 @@ template, ~90 bytes instead of ~270): :meth:`MemoryStore.read` hands every other
 the gateway's SSE sender takes the compact ones (:meth:`MemoryStore.read_entries`) and formats each frame in one step.
 
 Besides the ``Store`` interface it offers ``waiter(id, after)`` (a future resolved by the next append, which the SSE
-sender's own keep-alive timer may resolve first: no ``asyncio.timeout`` per wait) and ``wait_beyond(id, after)``.
+sender's own keep-alive timer may resolve first: no ``asyncio.timeout`` per wait), ``wait_beyond(id, after)``, and
+``listen(id, after, fn)``: ``fn()`` called inside every append, so a caught-up SSE reader sends the new frames
+without its task waking (server/direct_send.py).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import asyncio
 import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -63,8 +65,11 @@ class _Log:
     size: int = 0  # bytes of the entries (see _entry_bytes)
     ended: bool = False  # terminal entry appended, or the response was deleted
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    listeners: list[Callable[[], None]] = field(default_factory=list)  # called on every append (see listen())
 
     def wake(self) -> None:
+        for listener in self.listeners:
+            listener()
         if self.waiters:
             waiters, self.waiters = self.waiters, []
             for fut in waiters:
@@ -201,6 +206,22 @@ class MemoryStore:
         fut = asyncio.get_running_loop().create_future()
         log.waiters.append(fut)
         return fut
+
+    def listen(self, response_id: str, after: int, listener: Callable[[], None]) -> bool:
+        """Call ``listener()`` after every append to the log (and its end, delete, close) until :meth:`unlisten`;
+        False (nothing registered) under the same conditions :meth:`waiter` returns None. A listener runs inside
+        the append: it must be quick and must not raise (the SSE sender's direct path, server/direct_send.py)."""
+        log = self._logs.get(response_id)
+        if log is None or log.ended or len(log.entries) > after + 1:
+            return False
+        log.listeners.append(listener)
+        return True
+
+    def unlisten(self, response_id: str, listener: Callable[[], None]) -> None:
+        log = self._logs.get(response_id)
+        if log is not None:
+            with contextlib.suppress(ValueError):
+                log.listeners.remove(listener)
 
     def drop_waiter(self, response_id: str, fut: asyncio.Future[None]) -> None:
         """Forget a waiter its reader stopped waiting on (a keep-alive tick resolved it first)."""
