@@ -22,6 +22,12 @@ and how fast the instructions run (the hop's copies and allocations run at a low
 ``--tree SRC``: also count a second source tree (e.g. an older commit's ``src`` from ``git archive``) for a before
 and after in the same run.
 
+``--per-read`` (with ``--responses 20 --concurrency 2``): what one upstream *read* costs. At full speed valgrind's
+slowdown merges the upstream's writes into a few large reads, which hides the cost paid once a read (the wake-ups,
+the hand-offs, the send to the client), the cost that a real model's one or few tokens a read pays every time. Here
+two paced upstreams write the same 203 chunks 5 and 40 a write, 25 ms apart (every write one read); the difference of
+the two counts over the 35 reads between them is one read.
+
 ``--burst N``: the upstream writes the same bytes N chunks at a time (``--burst 26``: ~9 HTTP chunks and TCP segments a
 response instead of ~210, and fewer, larger reads). The two counts bracket the hop: the per-chunk framing and the
 extra reads are in ``--burst 1``'s, not in ``--burst 26``'s.
@@ -42,7 +48,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loadgen import run_load
-from server_throughput import BODY, ROOT, VENV_BIN, free_port
+from server_throughput import BODY, DELTAS, ROOT, VENV_BIN, free_port
+
+PACE_MS = 25.0  # --per-read: between the upstream's writes (valgrind's ~50x slower read of one takes a few ms)
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 300) -> None:
@@ -87,6 +95,44 @@ def count(spec: str, responses: int, concurrency: int, config: Path, tree: str |
     return int(found.group(1))
 
 
+def start_upstream(tmp: str, name: str, burst: int, pace_ms: float = 0) -> tuple[subprocess.Popen[bytes], str]:
+    """The SIMULATED Chat Completions upstream (server_throughput.py's) and its base URL."""
+    port_file = Path(tmp) / f"{name}.port"
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("server_throughput.py")), "--serve",
+                             "fake-upstream", "--frames", str(port_file), "--burst", str(burst), "--pace-ms",
+                             str(pace_ms)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not port_file.exists() or not port_file.read_text():
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("the SIMULATED upstream did not start")
+        time.sleep(0.05)
+    return proc, f"http://127.0.0.1:{port_file.read_text()}/v1"
+
+
+def per_read(args: argparse.Namespace, config: Path, tmp: str, trees: list[tuple[str, str | None]]) -> None:
+    """Instructions per upstream read: the same 203 chunks in 41 writes (5 a write) and in 6 (40 a write), 25 ms
+    apart, so that every write is one read of the gateway even under valgrind; the difference of the two counts
+    over the 35 reads between them is what one read costs, whatever it carries (the chunks are the same)."""
+    writes = {burst: -(-(DELTAS + 3) // burst) for burst in (5, 40)}
+    upstreams = {burst: start_upstream(tmp, f"paced{burst}", burst, PACE_MS) for burst in writes}
+    try:
+        print(f"instructions per upstream read ({args.responses} responses after 20, {args.concurrency} at once, "
+              f"writes {PACE_MS:g} ms apart):")
+        for label, tree in trees:
+            per = {}
+            for burst, (_, url) in upstreams.items():
+                base = count(url, 0, args.concurrency, config, tree)
+                per[burst] = (count(url, args.responses, args.concurrency, config, tree) - base) / args.responses
+                print(f"  {label}: {burst} chunks a write ({writes[burst]} reads): {per[burst] / 1e3:,.0f} k "
+                      "a response")
+            print(f"  {label}: one upstream read: {(per[5] - per[40]) / (writes[5] - writes[40]) / 1e3:,.1f} k")
+    finally:
+        for proc, _ in upstreams.values():
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--responses", type=int, default=100)
@@ -94,24 +140,21 @@ def main() -> None:
     parser.add_argument("--tree", help="a second source tree to count as well (its src directory)")
     parser.add_argument("--burst", type=int, default=1,
                         help="the upstream writes this many chunks at a time (26: the reads of a full-speed run)")
+    parser.add_argument("--per-read", action="store_true",
+                        help="count what one upstream read costs (paced upstreams; use --responses 20 "
+                             "--concurrency 2)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "gateway.toml"
         config.write_text("upstream_probe_seconds = 0\n")
-        port_file = Path(tmp) / "upstream.port"
-        upstream = subprocess.Popen([sys.executable, str(Path(__file__).with_name("server_throughput.py")), "--serve",
-                                     "fake-upstream", "--frames", str(port_file), "--burst", str(args.burst)], cwd=ROOT,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        trees: list[tuple[str, str | None]] = [("this tree", None)]
+        if args.tree:
+            trees.append((args.tree, args.tree))
+        if args.per_read:
+            per_read(args, config, tmp, trees)
+            return
+        upstream, http = start_upstream(tmp, "upstream", args.burst)
         try:
-            deadline = time.monotonic() + 30
-            while not port_file.exists() or not port_file.read_text():
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the SIMULATED upstream did not start")
-                time.sleep(0.05)
-            http = f"http://127.0.0.1:{port_file.read_text()}/v1"
-            trees: list[tuple[str, str | None]] = [("this tree", None)]
-            if args.tree:
-                trees.append((args.tree, args.tree))
             print(f"instructions per response ({args.responses} responses after 20, {args.concurrency} at once):")
             for label, tree in trees:
                 per = {}

@@ -114,12 +114,13 @@ def serve_floor(kind: str, frames_path: str, port: int, delay_ms: float, stack: 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", **options)  # type: ignore[arg-type]
 
 
-def serve_fake_upstream(port_file: str, burst: int = 1) -> None:
+def serve_fake_upstream(port_file: str, burst: int = 1, pace_ms: float = 0) -> None:
     """The SIMULATED Chat Completions upstream: DELTAS content chunks, finish, usage, [DONE], each chunk one write.
     ``burst`` > 1 (hop_instructions.py, and the explanatory ``gateway-http-burst``): the same bytes written ``burst``
-    chunks at a time, so a response is a few HTTP chunks and TCP segments instead of one a chunk."""
+    chunks at a time, so a response is a few HTTP chunks and TCP segments instead of one a chunk. ``pace_ms``: a pause
+    that long between writes (hop_instructions.py --per-read: every write becomes one read of the gateway)."""
     sys.path.insert(0, str(ROOT))
-    from tests.fakes.chat_server import Chunk, Done, FakeChatCompletionsServer, Raw, finish, text, usage
+    from tests.fakes.chat_server import Chunk, Done, FakeChatCompletionsServer, Raw, Sleep, finish, text, usage
 
     words = ("The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "and", "runs", "far", "away.")
     server = FakeChatCompletionsServer(models=["fake-model"])
@@ -129,6 +130,8 @@ def serve_fake_upstream(port_file: str, burst: int = 1) -> None:
         wire = [b"data: " + json.dumps(s.obj).encode() + b"\n\n" if isinstance(s, Chunk) else b"data: [DONE]\n\n"
                 for s in steps]
         steps = [Raw(b"".join(wire[at : at + burst])) for at in range(0, len(wire), burst)]
+    if pace_ms > 0:
+        steps = [step for at, one in enumerate(steps) for step in ([Sleep(pace_ms / 1000)] if at else []) + [one]]
     server.script(*steps)  # the last script repeats for every request
     server.start()
     Path(port_file).write_text(str(server.port))
@@ -517,6 +520,7 @@ def main() -> int:
     parser.add_argument("--serve", choices=["floor", "sse-starlette", "fake-upstream"], help=argparse.SUPPRESS)
     parser.add_argument("--frames", help=argparse.SUPPRESS)
     parser.add_argument("--burst", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--pace-ms", type=float, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--delay-ms", type=float, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--levels", default="10,100,1000", help="concurrency levels (default 10,100,1000)")
@@ -532,7 +536,7 @@ def main() -> int:
     parser.add_argument("--json", default="/tmp/server_throughput.json", help="where to write the results")
     args = parser.parse_args()
     if args.serve == "fake-upstream":
-        serve_fake_upstream(args.frames, args.burst)
+        serve_fake_upstream(args.frames, args.burst, args.pace_ms)
         return 0
     if args.serve:
         serve_floor(args.serve, args.frames, args.port, args.delay_ms, args.stack)

@@ -11,7 +11,7 @@ writer calls in the same order, so the events, their sequence numbers and their 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from respstream.server.item_relay import ItemRelay
@@ -84,10 +84,16 @@ class RoundCollector:
             return True
         return False
 
-    def take_all(self, chunks: Iterable[Any]) -> bool:
+    def take_all(self, chunks: list[Any]) -> bool:
         """Apply a batch in order, as :meth:`take` one by one; True when it held the ``Finish``. A run of plain
         text deltas (no logprobs; :class:`TextRun` and single ones alike) goes to the writer in one call: the same
         events, one step for the run."""
+        if len(chunks) == 1 and not self._first:
+            only = chunks[0]
+            if only.__class__ is TextRun:  # (a read of plain text through the chunk template: most reads)
+                self._text.extend(only.texts)
+                self.writer.text_deltas(only.texts)
+                return False
         take = self.take
         run: list[str] = []
         for chunk in chunks:

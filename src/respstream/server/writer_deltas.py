@@ -89,16 +89,28 @@ class DeltaWriting:
 
     def text_deltas(self, deltas: list[str]) -> None:
         """:meth:`text_delta` for each of ``deltas`` in order (no logprobs): the same events, bytes, checks and
-        state, with the run after the first delta done in one step (one encode each, one append for all)."""
+        state, with the run done in one step (one encode each, one append for all); when the part is not open yet,
+        the run after the first delta (which opens it)."""
         if not deltas:
             return
-        self._delta("message", "output_text", deltas[0])
-        rest = deltas[1:]
-        if not rest:
-            return
         item = self._item
-        assert item is not None and item.part is not None and item.template is not None  # opened by _delta
-        part, template = item.part, item.template
+        part = None if item is None or item.kind != "message" else item.part
+        if self._closed or part is None or part.kind != "output_text":
+            # The part is not open yet (or the writer is closed: _delta raises): the first delta opens it.
+            self._delta("message", "output_text", deltas[0])
+            rest = deltas[1:]
+            if not rest:
+                return
+            item = self._item
+            assert item is not None and item.part is not None  # opened by _delta
+            part = item.part
+        else:
+            assert item is not None  # (it has the part)
+            rest = deltas  # the part is open: the whole run in one step (the checker says whether it may)
+            if self._soon is None and self._append_nowait is not None:
+                self._soon = asyncio.get_running_loop().call_soon(self._flush_now)
+        template = item.template
+        assert template is not None  # set with the part
         seq = self._seq
         checker = self._checker
         # Surely under the size limit: a character is at most 6 bytes of JSON (\u escape), plus the quotes and the

@@ -259,10 +259,13 @@ class ChunkTranslator:
                         self._drop_template()
                     elif "<" not in "".join(texts):  # ("<": the think splitter must see it)
                         self._misses = 0
-                        texts = [text for text in texts if text]
+                        if "" in texts:
+                            texts = [text for text in texts if text]
                         if texts:
                             out.append(TextRun(texts))
                         start = end
+                if start == len(body):  # (the usual read: the run was all of it)
+                    return self._took(out, start, start, done)
                 rest, more = self._ordinary(body[start:])
                 return self._took(out + rest, start + more, len(body), done)
         out, taken = self._ordinary(body, learn=not done)
