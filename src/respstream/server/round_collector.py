@@ -90,9 +90,15 @@ class RoundCollector:
         events, one step for the run."""
         if len(chunks) == 1 and not self._first:
             only = chunks[0]
-            if only.__class__ is TextRun:  # (a read of plain text through the chunk template: most reads)
+            kind = only.__class__
+            if kind is TextRun:  # (a read of plain text through the chunk template: most reads)
                 self._text.extend(only.texts)
                 self.writer.text_deltas(only.texts)
+                return False
+            if kind is TextDelta and not only.logprobs:  # (a read of one token: a real model's usual read)
+                if only.text:
+                    self._text.append(only.text)
+                    self.writer.text_deltas([only.text])
                 return False
         take = self.take
         run: list[str] = []

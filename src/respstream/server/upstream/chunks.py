@@ -247,7 +247,7 @@ class ChunkTranslator:
         if self._template is None and len(body) >= _LEARN_FROM and self._misses < _MAX_TEMPLATE_MISSES:
             self._learn_early(body)
         template = self._template
-        if template is not None:
+        if template is not None and len(body) >= _TEMPLATE_RUN:  # (a read of a token or two goes the ordinary way)
             start, end = template.run(body)
             if end - start >= _TEMPLATE_RUN:
                 out, taken = self._ordinary(body[:start]) if start else ([], 0)
@@ -298,7 +298,8 @@ class ChunkTranslator:
                     continue
             translate(chunk, out)
             idle = self._think.idle
-        if learn and chunks and taken == len(body) and self._misses < _MAX_TEMPLATE_MISSES:
+        if learn and chunks and taken == len(body) and self._misses < _MAX_TEMPLATE_MISSES and not (
+                self._template is not None and self._template.fits(body[-1])):  # (it still fits: nothing to learn)
             for at in (-1, 0):  # (the stream's last read has nothing after it to read faster: not asked to learn)
                 content = _plain_content(chunks[at])
                 if content:
