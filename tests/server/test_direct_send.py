@@ -304,3 +304,18 @@ def test_a_reader_that_stops_reading_gets_its_stream_whole(monkeypatch: pytest.M
     assert core.result.streamed_text == chunk * 400
     assert counting.suspended >= 1, "no direct send was held by flow control"
     assert counting.direct_sends >= 1
+
+
+def test_an_idle_direct_reader_gets_keepalives_and_then_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deltas 400 ms apart with keepalive_seconds 0.1: the caught-up reader waits on the direct path, the timer wakes
+    it for keep-alives between the deltas, and the stream is still whole (the deltas sent directly)."""
+    counting = _Counting(monkeypatch)
+    upstream = ScriptedUpstream(4, name="scripted", models=["scripted"], delay_ms=400)
+    app = gateway_app([upstream], keepalive_seconds=0.1)
+    with GatewayThread(app) as gw:
+        raw = _stream(gw.url, {"input": "hi", "stream": True})
+    assert raw.count(b": keep-alive\n\n") >= 4
+    assert counting.direct_sends >= 3
+    core = check(raw)
+    assert core.violations == [] and core.result.status == "completed"
+    assert len(core.result.streamed_text.split()) == 4

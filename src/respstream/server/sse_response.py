@@ -295,14 +295,8 @@ class EventStreamResponse:
             finally:
                 self._waiting = None
             if self._keepalive_due:  # the timer woke us, not an append
-                self._keepalive_due = False
                 store.drop_waiter(rid, fut)
-                keepalive = self.keepalive_message()
-                if keepalive is not None:
-                    self._sending = True
-                    await send(keepalive)
-                    self._sending = False
-                self._active = loop.time()
+                await self._send_keepalive(send)
 
     async def _wait_direct(self, store: Any, send: Any) -> bool:
         """Caught up: the store's appends send the new frames themselves (server/direct_send.py) until this task is
@@ -337,14 +331,18 @@ class EventStreamResponse:
             self._ended = True
             return True
         if self._keepalive_due:  # the timer woke us, not an append
-            self._keepalive_due = False
-            keepalive = self.keepalive_message()
-            if keepalive is not None:
-                self._sending = True
-                await send(keepalive)
-                self._sending = False
-            self._active = loop.time()
+            await self._send_keepalive(send)
         return False
+
+    async def _send_keepalive(self, send: Any) -> None:
+        """The keep-alive the timer asked for (it found this reader idle for ``keepalive_seconds``)."""
+        self._keepalive_due = False
+        keepalive = self.keepalive_message()
+        if keepalive is not None:
+            self._sending = True
+            await send(keepalive)
+            self._sending = False
+        self._active = asyncio.get_running_loop().time()
 
     async def _send_entries(self, send: Any, entries: list[Entry]) -> bool:
         """One read's entries, in order; True once the terminal was sent. SSE frames go out together
