@@ -49,11 +49,10 @@ class PlainTemplate:
         """``(start, end)``: ``payloads[start:end]`` is the run that may fit, past at most a few leading and trailing
         payloads that do not (a role-only first chunk; the finish and usage chunks). Whether the run really fits is
         for :meth:`texts` to say."""
-        start, end = 0, len(payloads)
-        if end and payloads[0].startswith(self.prefix) and payloads[-1].endswith(self.suffix) \
-                and payloads[0].endswith(self.suffix) and payloads[-1].startswith(self.prefix):
-            return start, end  # (a read from the middle of a stream: both ends fit, nothing to skip)
         fits = self.fits
+        start, end = 0, len(payloads)
+        if end and fits(payloads[0]) and fits(payloads[-1]):
+            return start, end  # (a read from the middle of a stream: both ends fit, nothing to skip)
         for _ in range(_EDGE):
             if start < end and not fits(payloads[start]):
                 start += 1
