@@ -299,7 +299,11 @@ class Pipeline(GroundFirst, ToolRounds):
             if batches is not None:
                 # Everything one upstream read held at once, as one batch: one generator hop instead of one per
                 # chunk. Only what is already here: nothing waits for more.
-                batch_stream: AsyncIterator[list[Any]] = batches(gen_request)
+                # On the memory store, reads of plain text go straight to the collector from the upstream's data
+                # callback (this task is not woken for them): a real model's stream is one read per token.
+                batch_stream: AsyncIterator[list[Any]] = (
+                    batches(gen_request, sink=collector.take_read)
+                    if not group and getattr(upstream, "takes_read_sink", False) else batches(gen_request))
                 async with aclosing(batch_stream):  # type: ignore[type-var]
                     async for batch in batch_stream:
                         finished = collector.take_all(batch)

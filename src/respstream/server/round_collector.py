@@ -123,6 +123,15 @@ class RoundCollector:
             self.writer.text_deltas(run)
         return False
 
+    def take_read(self, chunks: list[Any]) -> bool:
+        """The round's :data:`~respstream.server.upstream.base.ReadSink`: a read of plain text applied from the
+        upstream connection's data callback, as :meth:`take_all` would (it holds no ``Finish``). Not the round's
+        first read (False): that one reports the round's first chunk, in the pipeline's task."""
+        if self._first:
+            return False
+        self.take_all(chunks)
+        return True
+
     def result(self, offer_tools: bool) -> RoundResult:
         calls = self._calls
         return RoundResult(self.finish, "".join(self._text), [calls[i] for i in sorted(calls)] if offer_tools else [])

@@ -11,7 +11,7 @@ upstream is still safe (nothing was shown to the client yet).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,6 +24,7 @@ __all__ = [
     "PassedItemAdded",
     "PassedItemDone",
     "PassedItemEvent",
+    "ReadSink",
     "ReasoningDelta",
     "RefusalDelta",
     "TextDelta",
@@ -135,6 +136,12 @@ def singles(batch: list[Chunk]) -> Iterator[Chunk]:
             yield chunk
 
 
+ReadSink = Callable[[list[Chunk]], bool]
+"""Takes a batch of plain answer text (:class:`TextRun`, :class:`TextDelta` without logprobs; never a finish) right
+from an upstream connection's data callback, while the consumer of ``generate_batches`` waits for its next batch:
+True when it applied the batch, False to have it yielded as usual. Raising is as if the consumer raised there."""
+
+
 @dataclass(slots=True)
 class GenerationRequest:
     """Chat Completions style input, already built by the pipeline from the Responses request."""
@@ -181,7 +188,9 @@ class Upstream(Protocol):
 
     Optional: ``generate_batches(request)``, the same chunks as ``generate`` as non-empty lists, one per read of
     the upstream (only what is already there; never waiting to fill one). The pipeline prefers it: a round then pays
-    its per-step costs once per read (``server/round_collector.py``). The Chat Completions adapter has it.
+    its per-step costs once per read (``server/round_collector.py``). The Chat Completions adapter has it, and
+    takes ``generate_batches(request, sink=...)`` too (its ``takes_read_sink`` is True): reads of plain text then go
+    to the :data:`ReadSink` without waking the consumer.
     """
 
     name: str

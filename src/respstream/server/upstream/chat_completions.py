@@ -36,6 +36,7 @@ slow) so the connection goes back to the pool instead of being dropped.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any, TypeVar
@@ -43,13 +44,12 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
-from respstream.errors import BadInputError
-from respstream.protocol.sse import SSEDecoder
 from respstream.server.telemetry.observation import mark_upstream_phase
 from respstream.server.telemetry.tracing import trace_headers
 from respstream.server.tls import client_tls_context
 from respstream.server.upstream.answer_filters import answer_filters
-from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError, singles
+from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError, singles
+from respstream.server.upstream.chat_reads import ChatBodyReader
 from respstream.server.upstream.chat_wire import (
     build_request_body,
     error_message,
@@ -245,19 +245,26 @@ class ChatCompletionsUpstream:
             for chunk in singles(batch):
                 yield chunk
 
-    def generate_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+    takes_read_sink = True  # generate_batches(request, sink=...): see chat_reads (False: never direct)
+
+    def generate_batches(self, request: GenerationRequest, sink: ReadSink | None = None
+                         ) -> AsyncGenerator[list[Chunk], None]:
         """The chunks of :meth:`generate`, one list per read of the upstream's body (every chunk that read
         completed; never empty): a consumer pays its per-step costs (a generator hop, a store append) once per read,
         not once per chunk. Nothing is held back to fill a batch. (The retrying generator itself, not a generator
-        around it: every layer is one more hop per read, and a real model's stream is one read per token.)"""
-        return self._with_retries(request, self._chat_attempt)
+        around it: every layer is one more hop per read, and a real model's stream is one read per token.) With
+        ``sink``, reads of plain text may go to it instead, from the connection's data callback
+        (:mod:`~respstream.server.upstream.chat_reads`)."""
+        return self._with_retries(request, functools.partial(self._chat_attempt, sink=sink) if sink is not None
+                                  else self._chat_attempt)
 
-    def _chat_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[list[Chunk]]:
-        batches = self._attempt(request, ChunkTranslator(), deadline_at)
+    def _chat_attempt(self, request: GenerationRequest, deadline_at: float, sink: ReadSink | None = None
+                      ) -> AsyncIterator[list[Chunk]]:
         if self.loop_guard or self.text_tool_calls:  # the answer filters work chunk by chunk
+            batches = self._attempt(request, ChunkTranslator(), deadline_at)
             return _singles(answer_filters(_flatten(batches), request, loop_guard=self.loop_guard,
                                            text_tool_calls=self.text_tool_calls))
-        return batches
+        return self._attempt(request, ChunkTranslator(), deadline_at, sink if self.takes_read_sink else None)
 
     def _retryable(self, exc: UpstreamError) -> bool:
         """A failure worth one more attempt: nothing was shown yet, and the upstream (not the request) failed."""
@@ -320,97 +327,69 @@ class ChatCompletionsUpstream:
         return response
 
     async def _attempt(
-        self, request: GenerationRequest, translator: ChunkTranslator, deadline_at: float
+        self, request: GenerationRequest, translator: ChunkTranslator, deadline_at: float,
+        sink: ReadSink | None = None,
     ) -> AsyncGenerator[list[Chunk], None]:
-        """One request; one list of chunks per read of the body (see :meth:`generate_batches`)."""
+        """One request; one list of chunks per read of the body (see :meth:`generate_batches`), the reads of plain
+        text to ``sink`` when there is one."""
         loop = asyncio.get_running_loop()
         model = self.upstream_model_id(request.model)
         fields = build_request_body(request, include_usage=self.include_usage, model=model)
         body = msgspec.json.encode({**self.extra_body, **fields} if self.extra_body else fields)
         response = await self._open("/chat/completions", body, deadline_at)
-        yielded = False
+        reader = ChatBodyReader(self.name, translator, sink)
+        take = reader.take if sink is not None else None
         try:
             if response.status_code != 200:
                 raise await self._status_error(response)
-            decoder = SSEDecoder()
             idle_timeout = self.idle_timeout
-            at_boundary = True  # the decoder holds nothing: the previous read ended at an event boundary
             while True:
-                try:
-                    if deadline_at - loop.time() > idle_timeout:
-                        # The response's idle timer ends any stall before the deadline could pass, so no per-read
-                        # timer is needed: arming and cancelling one cost more than the rest of the read.
-                        raw = await response.read()
-                    else:
-                        async with asyncio.timeout_at(deadline_at):
-                            raw = await response.read()
-                except TimeoutError:
-                    raise UpstreamError(
-                        "upstream_timeout",
-                        f"{self.name}: generation deadline exceeded",
-                        before_first_token=not yielded,
-                    ) from None
-                except HTTPStreamError as exc:
-                    raise self._stream_error(exc, before_first_token=not yielded) from None
-                if not raw:
-                    break
-                payloads = simple_data_events(raw) if at_boundary else None
-                failed: str | None = None
-                if payloads is None:
-                    payloads, failed = self._decode_slow(decoder, raw, yielded)
-                    at_boundary = raw.endswith(b"\n\n")
-                # The bulk of a stream (text, finish, usage) decoded in one call; whatever follows one by one.
-                batch, taken = translator.feed_plain(payloads)
-                feed = translator.feed
-                for payload in payloads[taken:] if taken else payloads:
+                if reader.pending is not None:  # a read the direct hook parsed and left for us
+                    batch, error = reader.pending
+                    reader.pending = None
+                else:
                     try:
-                        batch += feed(payload)
-                    except ValueError as exc:
-                        if batch:  # what came before the bad chunk is shown first, as if the reads came apart
-                            yielded = True
-                            yield batch
+                        if deadline_at - loop.time() > idle_timeout:
+                            # The response's idle timer ends any stall before the deadline could pass, so no
+                            # per-read timer is needed: arming and cancelling one cost more than the rest of the read.
+                            raw = await (response.read() if take is None else response.read_direct(take))
+                        else:
+                            async with asyncio.timeout_at(deadline_at):
+                                raw = await (response.read() if take is None else response.read_direct(take))
+                    except TimeoutError:
                         raise UpstreamError(
-                            "upstream_error", f"{self.name}: {exc}", before_first_token=not yielded
+                            "upstream_timeout",
+                            f"{self.name}: generation deadline exceeded",
+                            before_first_token=not reader.yielded,
                         ) from None
-                    if translator.done:
+                    except HTTPStreamError as exc:
+                        raise self._stream_error(exc, before_first_token=not reader.yielded) from None
+                    if raw is None:
+                        continue  # (the hook kept it: pending)
+                    if not raw:
                         break
+                    batch, error = reader.parse(raw)
                 if batch:
-                    yielded = True
+                    reader.yielded = True
                     yield batch
-                if failed is not None:  # after the payloads before it in the same read, as if they came apart
-                    raise UpstreamError("upstream_error", f"{self.name}: error event: {failed}",
-                                        before_first_token=not yielded)
+                if error is not None:
+                    raise error
                 if translator.done:
                     break
-            decoder.close()
+            reader.close()
             try:
                 final = translator.finish()
             except ValueError as exc:
-                raise UpstreamError("upstream_error", f"{self.name}: {exc}", before_first_token=not yielded) from None
+                raise UpstreamError("upstream_error", f"{self.name}: {exc}",
+                                    before_first_token=not reader.yielded) from None
             if final:
-                yielded = True
+                reader.yielded = True
                 yield final
         finally:
             if translator.done:
                 await self._release(response)
             else:
                 await response.aclose()  # mid-stream: drop the connection, the server is still sending
-
-    def _decode_slow(self, decoder: SSEDecoder, raw: bytes, yielded: bool) -> tuple[list[bytes], str | None]:
-        """The full SSE decoder, for reads that are not whole one-line ``data:`` events (comments, CRLF, splits):
-        the payloads, and the message of an ``error`` event if one came (what follows it is dropped)."""
-        try:
-            decoder.feed(raw)
-        except BadInputError as exc:  # an oversized event: the upstream is broken, not the client
-            raise UpstreamError(
-                "upstream_error", f"{self.name}: bad event stream: {exc}", before_first_token=not yielded
-            ) from None
-        payloads: list[bytes] = []
-        for message in decoder.events():
-            if message.event == "error":
-                return payloads, error_message(message.data)
-            payloads.append(message.data)
-        return payloads, None
 
     async def _release(self, response: StreamResponse) -> None:
         """After the stream's last event: give the connection back. Usually the body's end came in the same read

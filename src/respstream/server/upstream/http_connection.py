@@ -1,6 +1,8 @@
 """One HTTP/1.1 connection to an upstream as an asyncio protocol: it parses the response head, de-chunks (or
-measures) the body into one buffer, wakes the one waiting reader, and pauses the socket past ``max_buffer``. The
-client around it (pool, requests, timeouts) is :mod:`~respstream.server.upstream.http_stream`.
+measures) the body into one buffer, wakes the one waiting reader, and pauses the socket past ``max_buffer``. A
+reader waiting in ``StreamResponse.read_direct`` has its hook called here with each read instead, and is woken only
+when the hook leaves something for it. The client around it (pool, requests, timeouts) is
+:mod:`~respstream.server.upstream.http_stream`.
 
 Errors are :class:`HTTPStreamError` subclasses, each saying what happened. Limits: a response head of at most 64 KiB,
 a chunk-size line of at most 1 KiB.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any, cast
 
 try:  # the `fast` extra: its C parser de-chunks a body ~8x faster than the Python loop below (the fallback)
@@ -80,6 +83,10 @@ class UpstreamConnection(asyncio.Protocol):
         self.buffered = 0
         self.paused = False
         self.waiter: asyncio.Future[None] | None = None
+        # While the reader waits in ``StreamResponse.read_direct``: its hook, called here with each read's body
+        # bytes; ``handed`` says the hook kept bytes for the reader to see (see data_received)
+        self.direct: Callable[[bytes], bool] | None = None
+        self.handed = False
         self.head: asyncio.Future[tuple[int, dict[str, str]]] | None = None
         self.error: HTTPStreamError | None = None
         self.eof = False  # the body ended (its last byte parsed)
@@ -122,6 +129,15 @@ class UpstreamConnection(asyncio.Protocol):
         else:
             self._buf += data
             self._parse_head()
+        direct = self.direct
+        if direct is not None and self.pieces and not self.eof and self.error is None:
+            # The reader's task is parked in read_direct (its waiter still pending): the hook deals with the bytes
+            # here, and the task is not woken at all when it took them in full (a real model's usual read).
+            waiter = self.waiter
+            if waiter is not None and not waiter.done():
+                if direct(self.take()):
+                    return
+                self.handed = True
         if self.buffered > self.max_buffer and not self.paused and self.transport is not None:
             self.transport.pause_reading()
             self.paused = True
@@ -286,6 +302,8 @@ class UpstreamConnection(asyncio.Protocol):
         self._chunked, self._length, self._chunk_left, self._chunk_crlf = False, -1, 0, 0
         self._buf = b""
         self.error = None
+        self.direct = None
+        self.handed = False
         self.received = False
         self.last_data = time.monotonic()
         self.transport.write(request)

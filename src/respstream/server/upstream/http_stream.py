@@ -26,6 +26,7 @@ import functools
 import ssl
 import time
 import zlib
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -113,6 +114,30 @@ class StreamResponse:
                 await conn.waiter
             finally:
                 conn.waiter = None
+
+    async def read_direct(self, take: Callable[[bytes], bool]) -> bytes | None:
+        """:meth:`read`, except that while it waits, each read of the body goes to ``take(data)`` right from the
+        connection's data callback, and the reader's task is not woken: ``take`` returns True when it dealt with
+        the bytes in full. When it returns False it has kept what the reader must see, and this returns None. What
+        is already buffered, the body's end, errors and compressed bodies take :meth:`read`'s path. ``take`` must
+        not raise."""
+        conn = self._conn
+        if self._inflate is not None or conn.pieces or conn.error is not None or conn.eof:
+            return await self.read()
+        loop = asyncio.get_running_loop()
+        if self._timer is None:
+            self._timer = loop.call_later(self._idle, self._on_idle)
+        conn.waiter = loop.create_future()
+        conn.direct = take
+        try:
+            await conn.waiter
+        finally:
+            conn.waiter = None
+            conn.direct = None
+        if conn.handed:
+            conn.handed = False
+            return None
+        return await self.read()
 
     @property
     def complete(self) -> bool:

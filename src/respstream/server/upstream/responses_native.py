@@ -32,7 +32,7 @@ from typing import Any, Final
 
 import msgspec
 
-from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
+from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.http_stream import HTTPStreamError
 from respstream.server.upstream.responses_events import ResponsesTranslator
@@ -148,22 +148,26 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
         log.info("upstream %s: POST /responses probe answered HTTP %s -> %s", self.name, status, self.api_mode)
         return self.api_mode
 
-    def generate_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+    def generate_batches(self, request: GenerationRequest, sink: ReadSink | None = None
+                         ) -> AsyncGenerator[list[Chunk], None]:
         """Chunks ending with one ``Finish``, one list per read of the body (``generate()`` yields them one by one).
         Raises :class:`UpstreamError` (codes as Chat Completions). Once the API is decided, the API's own retrying
-        generator (no layer around it)."""
-        return self._detected_batches(request) if self.api_mode == "auto" else self._batches_as_decided(request)
+        generator (no layer around it). ``sink`` is used by the Chat Completions API only."""
+        return self._detected_batches(request, sink) if self.api_mode == "auto" \
+            else self._batches_as_decided(request, sink)
 
-    def _batches_as_decided(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+    def _batches_as_decided(self, request: GenerationRequest, sink: ReadSink | None
+                            ) -> AsyncGenerator[list[Chunk], None]:
         """The Responses API's retrying generator when the probe said so, else Chat Completions' (also while the
         API is still undecided: a failed probe)."""
         if self.api_mode == "responses":
             return self._with_retries(request, self._responses_attempt)
-        return super().generate_batches(request)
+        return super().generate_batches(request, sink)
 
-    async def _detected_batches(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
+    async def _detected_batches(self, request: GenerationRequest, sink: ReadSink | None
+                                ) -> AsyncGenerator[list[Chunk], None]:
         await self.detect_api()  # ("auto" again when the probe failed: Chat Completions this time, probe next time)
-        batches = self._batches_as_decided(request)
+        batches = self._batches_as_decided(request, sink)
         async with aclosing(batches):
             async for batch in batches:
                 yield batch
