@@ -10,6 +10,7 @@ import itertools
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -209,6 +210,8 @@ def test_a_slot_that_is_not_one_string_is_refused() -> None:
     assert template is not None
     for slot in (b'"a","b"', b"5", b"", b'"a\n"', b'"unterminated', b"null", b'"a"]', b'"x"},"y":{"z":"w"'):
         assert template.texts([template.prefix + slot + template.suffix]) is None, slot
+        assert template.text(template.prefix + slot + template.suffix) is None, slot
+    assert template.text(template.prefix[:-1]) is None  # (shorter than the template itself)
     # Slots that are not one string each but, joined naively, would count right: two strings, then two lone quotes
     # (`["a","b",","]`). Broken JSON the ordinary path refuses; the template must not take it either.
     wrapped = [template.prefix + slot + template.suffix for slot in (b'"a","b"', b'"', b'"')]
@@ -218,6 +221,7 @@ def test_a_slot_that_is_not_one_string_is_refused() -> None:
     assert isinstance(_one_by_one(wrapped)[0], str)  # (it is an error)
     # Blanks around the string are JSON too: the same chunk.
     assert template.texts([template.prefix + b' "a" ' + template.suffix]) == ["a"]
+    assert template.text(template.prefix + b' "a" ' + template.suffix) == "a"
 
 
 _fragment = st.lists(st.sampled_from(['"', ",", "\\", "[", "]", "{", "}", ":", " ", "\n", "a", "é", "u", "0",
@@ -240,3 +244,39 @@ def test_any_bytes_in_the_slots_give_what_feeding_one_by_one_gives(slots: list[s
     assert taken == len(first) and translator._template is not None  # learned from the first read
     got, got_done, _ = _by_reads([second], translator, list(singles(out)))
     assert (got, got_done) == _one_by_one(first + second)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(slots=st.lists(st.one_of(_fragment, _plain_texts.map(json.dumps)), min_size=1, max_size=12))
+def test_reads_of_one_payload_give_what_feeding_one_by_one_gives(slots: list[str]) -> None:
+    # A real model's reads: one chunk each, through the template's one-payload path (``text``), arbitrary bytes in
+    # the slot: the same chunks as the full decoder, and ``text`` says what ``texts`` says of one payload.
+    style = _Style(False, False, False, False, False)
+    first = [_payload(style, "text", f"t{i}") for i in range(10)]
+    translator = ChunkTranslator()
+    out, taken = translator.feed_plain(first)
+    template = translator._template
+    assert taken == len(first) and template is not None
+    second = [template.prefix + slot.encode() + template.suffix for slot in slots]
+    for payload in second:
+        one = template.texts([payload])
+        assert template.text(payload) == (one[0] if one is not None else None)
+    got, got_done, _ = _by_reads([[p] for p in second], translator, list(singles(out)))
+    assert (got, got_done) == _one_by_one(first + second)
+
+
+def test_a_read_of_one_payload_takes_the_templates_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    payloads = _plain_stream(12)
+    translator = ChunkTranslator()
+    translator.feed_plain(payloads[:8])
+    assert translator._template is not None
+    calls: list[bytes] = []
+    text = PlainTemplate.text
+
+    def counting(self: PlainTemplate, payload: bytes) -> str | None:
+        calls.append(payload)
+        return text(self, payload)
+
+    monkeypatch.setattr(PlainTemplate, "text", counting)
+    batch, taken = translator.feed_plain([payloads[8]])
+    assert (batch, taken, calls) == ([TextDelta(" w7")], 1, [payloads[8]])

@@ -37,8 +37,18 @@ from fakes.chat_server import (
     usage,
 )
 from faults.helpers import GatewayThread, check, gateway_app
+from respstream.server.dialects import get_dialect
 from respstream.server.round_collector import RoundCollector
-from respstream.server.upstream.base import Finish, GenerationRequest, TextDelta, TextRun, UpstreamError, singles
+from respstream.server.upstream.base import (
+    Finish,
+    GenerationRequest,
+    ReasoningDelta,
+    TextDelta,
+    TextRun,
+    ToolCallDelta,
+    UpstreamError,
+    singles,
+)
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.http_connection import ProtocolError, UpstreamConnection
 from server.test_direct_send import _normalized, _stream
@@ -60,7 +70,8 @@ def paced(steps: list[Any], gap: float = 0.01) -> list[Any]:
 
 
 class Sink:
-    """A ReadSink that logs what it got into ``log`` (shared with the consumer) and where it ran."""
+    """A ReadSink that takes plain text (as the round collector does), logs what it took into ``log`` (shared with
+    the consumer) and where it ran; ``others``: the batches offered that were not plain text."""
 
     def __init__(self, log: list[tuple[str, list[Any]]], *, accept: bool = True, raise_at: int = 0) -> None:
         self.log = log
@@ -68,11 +79,14 @@ class Sink:
         self.raise_at = raise_at
         self.calls = 0
         self.in_task = 0
+        self.others = 0
 
     def __call__(self, batch: list[Any]) -> bool:
-        self.calls += 1
         self.in_task += asyncio.current_task() is not None
-        assert all(c.__class__ is TextRun or (c.__class__ is TextDelta and not c.logprobs) for c in batch), batch
+        if not all(c.__class__ is TextRun or (c.__class__ is TextDelta and not c.logprobs) for c in batch):
+            self.others += 1
+            return False
+        self.calls += 1
         if self.raise_at and self.calls == self.raise_at:
             raise RuntimeError("the sink broke")
         if self.accept:
@@ -141,9 +155,10 @@ async def test_what_is_not_plain_text_comes_through_the_consumer(fake: FakeChatC
     direct, plain, sink = await both_ways(fake, steps)
     assert flat(direct) == flat(plain)
     assert sink.calls >= 3  # (" a", " c" or " d", " e"...: the plain ones between)
+    assert sink.others >= 3  # (reasoning, logprobs, the tool call's pieces: offered, declined, yielded)
     for kind, batch in direct:
         if kind == "sink":
-            assert all(c.__class__ in (TextRun, TextDelta) for c in batch)
+            assert all(c.__class__ in (TextRun, TextDelta) and not getattr(c, "logprobs", None) for c in batch)
 
 
 async def test_a_bad_chunk_and_an_error_event_after_direct_reads(fake: FakeChatCompletionsServer) -> None:
@@ -246,6 +261,39 @@ async def test_a_compressed_body_never_goes_direct(fake: FakeChatCompletionsServ
     direct, plain, sink = await both_ways(fake, steps)
     assert flat(direct) == flat(plain) and sink.calls == 0
     assert "".join(c.text for c in flat(direct) if isinstance(c, TextDelta)).startswith("one two")
+
+
+# -- the round collector as the sink -----------------------------------------------------------------------------------
+
+class _TextWriter:
+    """SIMULATED writer: records the text calls the collector makes."""
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+        self.dialect = get_dialect("platform")  # (the collector's item relay reads it)
+
+    def text_deltas(self, texts: list[str]) -> None:
+        self.calls.append(list(texts))
+
+    def text_delta(self, text: str, logprobs: Any = None) -> None:
+        self.calls.append((text, logprobs))
+
+
+def test_the_collector_takes_plain_text_only_and_never_the_rounds_first_read() -> None:
+    writer = _TextWriter()
+    firsts: list[type] = []
+    collector = RoundCollector(writer, firsts.append)  # type: ignore[arg-type]
+    assert collector.take_read([TextDelta("a")]) is False and writer.calls == []  # the first: the task's
+    assert collector.take_all([TextDelta("a")]) is False and firsts == [TextDelta]
+    assert collector.take_read([TextRun(["b", "c"])]) is True
+    assert collector.take_read([TextDelta("d")]) is True
+    assert collector.take_read([TextDelta("")]) is True  # (nothing to write)
+    assert collector.take_read([TextRun(["e"]), TextDelta("f")]) is True
+    for other in ([TextDelta("x", [{"token": "x"}])], [ReasoningDelta("r")], [TextDelta("g"), ReasoningDelta("r")],
+                  [ToolCallDelta(0, "c", "f", "{}")], [Finish("stop")]):
+        assert collector.take_read(other) is False, other  # declined: the attempt yields it
+    assert writer.calls == [("a", None), ["b", "c"], ["d"], ["e", "f"]]
+    assert collector.result(False).text == "abcdef"
 
 
 # -- over the gateway ------------------------------------------------------------------------------------------------

@@ -124,11 +124,30 @@ class RoundCollector:
         return False
 
     def take_read(self, chunks: list[Any]) -> bool:
-        """The round's :data:`~respstream.server.upstream.base.ReadSink`: a read of plain text applied from the
-        upstream connection's data callback, as :meth:`take_all` would (it holds no ``Finish``). Not the round's
-        first read (False): that one reports the round's first chunk, in the pipeline's task."""
+        """The round's :data:`~respstream.server.upstream.base.ReadSink`: a read applied from the upstream
+        connection's data callback when it is plain text (a :class:`TextRun`, text deltas without logprobs), as
+        :meth:`take_all` would; False for anything else and for the round's first read (that one reports the
+        round's first chunk, in the pipeline's task)."""
         if self._first:
             return False
+        if len(chunks) == 1:  # (a read of one token, or one run: nearly every read)
+            only = chunks[0]
+            kind = only.__class__
+            if kind is TextRun:
+                texts = only.texts
+            elif kind is TextDelta and not only.logprobs:
+                if not only.text:
+                    return True
+                texts = [only.text]
+            else:
+                return False
+            self._text.extend(texts)
+            self.writer.text_deltas(texts)
+            return True
+        for chunk in chunks:
+            kind = chunk.__class__
+            if kind is not TextRun and (kind is not TextDelta or chunk.logprobs):
+                return False
         self.take_all(chunks)
         return True
 

@@ -137,9 +137,10 @@ def singles(batch: list[Chunk]) -> Iterator[Chunk]:
 
 
 ReadSink = Callable[[list[Chunk]], bool]
-"""Takes a batch of plain answer text (:class:`TextRun`, :class:`TextDelta` without logprobs; never a finish) right
-from an upstream connection's data callback, while the consumer of ``generate_batches`` waits for its next batch:
-True when it applied the batch, False to have it yielded as usual. Raising is as if the consumer raised there."""
+"""Offered the batch of one upstream read right from the connection's data callback, while the consumer of
+``generate_batches`` waits for its next batch (never a batch that ends the stream or precedes an error): True when
+it applied the batch (the consumer's own choice: plain text, say), False to have it yielded as usual. Raising is as
+if the consumer raised there."""
 
 
 @dataclass(slots=True)

@@ -4,18 +4,18 @@ How this works: :meth:`ChatBodyReader.parse` turns one read of the body into the
 the error to raise after that batch, if the read held one). The adapter's attempt yields those batches. With a
 ``sink`` (:data:`~respstream.server.upstream.base.ReadSink`, the pipeline's round collector), :meth:`take` is the
 connection's direct hook (:meth:`~.http_stream.StreamResponse.read_direct`): called from the socket's data callback
-while the attempt waits for its next read, it parses the read there and hands a batch of plain text straight to
-the sink, so the pipeline's task is not woken at all. That is a real model's usual read: a token or two, some
-milliseconds apart. Anything else (the first chunk of a round, a finish, tool calls, logprobs, errors, a sink that
-declines) is kept in ``pending`` for the attempt, which yields (or raises) it as if it had read it itself: the
-events, their order and their bytes are the same either way.
+while the attempt waits for its next read, it parses the read there and offers the batch to the sink, which
+applies plain text at once, so the pipeline's task is not woken at all. That is a real model's usual read: a token
+or two, some milliseconds apart. Anything else (the first chunk of a round, a finish, tool calls, logprobs: what the
+sink declines; errors) is kept in ``pending`` for the attempt, which yields (or raises) it as if it had read it
+itself: the events, their order and their bytes are the same either way.
 """
 
 from __future__ import annotations
 
 from respstream.errors import BadInputError
 from respstream.protocol.sse import SSEDecoder
-from respstream.server.upstream.base import Chunk, ReadSink, TextDelta, TextRun, UpstreamError
+from respstream.server.upstream.base import Chunk, ReadSink, UpstreamError
 from respstream.server.upstream.chat_wire import error_message, simple_data_events
 from respstream.server.upstream.chunks import ChunkTranslator
 
@@ -67,7 +67,7 @@ class ChatBodyReader:
         return batch, None
 
     def take(self, raw: bytes) -> bool:
-        """The connection's direct hook: True when the read was plain text and the sink took it; else the read's
+        """The connection's direct hook: True when the read held nothing or the sink took it; else the read's
         outcome is kept in ``pending`` for the attempt (False). Never raises: what the sink raised is kept too."""
         sink = self.sink
         try:
@@ -75,8 +75,7 @@ class ChatBodyReader:
             if error is None and not self.translator.done:
                 if not batch:  # (a role chunk, a comment: nothing to yield)
                     return True
-                if sink is not None and ((len(batch) == 1 and batch[0].__class__ is TextRun) or _plain(batch)) \
-                        and sink(batch):  # (one TextRun: most reads of a long stream)
+                if sink is not None and sink(batch):
                     self.yielded = True
                     return True
         except BaseException as exc:  # (the sink's, or a bug's: raised by the attempt, in the reader's task)
@@ -104,11 +103,3 @@ class ChatBodyReader:
             payloads.append(message.data)
         return payloads, None
 
-
-def _plain(batch: list[Chunk]) -> bool:
-    """Only answer text without logprobs (what a sink takes)."""
-    for chunk in batch:
-        kind = chunk.__class__
-        if kind is not TextRun and (kind is not TextDelta or chunk.logprobs):  # type: ignore[union-attr]
-            return False
-    return True

@@ -25,6 +25,7 @@ import msgspec
 __all__ = ["PlainTemplate", "learn_template"]
 
 _decode_strings = msgspec.json.Decoder(list[str])
+_decode_string = msgspec.json.Decoder(str)
 _EDGE = 3  # payloads at either end of a read that may not fit (role-only first chunk; finish, usage)
 _PROBE = 'probe "\\ é\n'  # quotes, a backslash, non-ASCII and a newline: escapes must land in the slot too
 
@@ -80,6 +81,20 @@ class PlainTemplate:
             return None
         self.used = True
         return texts
+
+
+    def text(self, payload: bytes) -> str | None:
+        """:meth:`texts` of one payload (a read of one token): its content string, or None. The slot must decode as
+        one JSON string and nothing after it, which the decoder checks."""
+        prefix, suffix = self.prefix, self.suffix
+        if not (payload.startswith(prefix) and payload.endswith(suffix)) or len(payload) < len(prefix) + len(suffix):
+            return None
+        try:
+            text = _decode_string.decode(payload[len(prefix) : -len(suffix)])
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        self.used = True
+        return text
 
 
 def learn_template(payload: bytes, content: str, plain_text: Callable[[bytes], str | None]) -> PlainTemplate | None:

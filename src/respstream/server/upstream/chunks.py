@@ -247,7 +247,12 @@ class ChunkTranslator:
         if self._template is None and len(body) >= _LEARN_FROM and self._misses < _MAX_TEMPLATE_MISSES:
             self._learn_early(body)
         template = self._template
-        if template is not None and len(body) >= _TEMPLATE_RUN:  # (a read of a token or two goes the ordinary way)
+        if template is not None and len(body) == 1 and self._think.idle:  # (a read of one token: a real model's)
+            text = template.text(body[0])
+            if text is not None and "<" not in text:
+                self._misses = 0
+                return self._took([TextDelta(text)] if text else [], 1, 1, done)
+        if template is not None and len(body) >= _TEMPLATE_RUN:  # (a read of two or three goes the ordinary way)
             start, end = template.run(body)
             if end - start >= _TEMPLATE_RUN:
                 out, taken = self._ordinary(body[:start]) if start else ([], 0)
