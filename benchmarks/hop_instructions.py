@@ -26,7 +26,9 @@ and after in the same run.
 slowdown merges the upstream's writes into a few large reads, which hides the cost paid once a read (the wake-ups,
 the hand-offs, the send to the client), the cost that a real model's one or few tokens a read pays every time. Here
 two paced upstreams write the same 203 chunks 5 and 40 a write, 25 ms apart (every write one read); the difference of
-the two counts over the 35 reads between them is one read.
+the two counts over the 35 reads between them is one read. A third writes them one a write (a real model's shape,
+one token a read): its count an event is what a deployment in front of a real model pays (a response takes ~5 s
+there: the mode takes a few minutes a tree).
 
 ``--burst N``: the upstream writes the same bytes N chunks at a time (``--burst 26``: ~9 HTTP chunks and TCP segments a
 response instead of ~210, and fewer, larger reads). The two counts bracket the hop: the per-chunk framing and the
@@ -113,8 +115,9 @@ def start_upstream(tmp: str, name: str, burst: int, pace_ms: float = 0) -> tuple
 def per_read(args: argparse.Namespace, config: Path, tmp: str, trees: list[tuple[str, str | None]]) -> None:
     """Instructions per upstream read: the same 203 chunks in 41 writes (5 a write) and in 6 (40 a write), 25 ms
     apart, so that every write is one read of the gateway even under valgrind; the difference of the two counts
-    over the 35 reads between them is what one read costs, whatever it carries (the chunks are the same)."""
-    writes = {burst: -(-(DELTAS + 3) // burst) for burst in (5, 40)}
+    over the 35 reads between them is what one read costs, whatever it carries (the chunks are the same). And the
+    same chunks one a write (203 reads), a real model's shape: instructions an event (208 a response) there."""
+    writes = {burst: -(-(DELTAS + 3) // burst) for burst in (1, 5, 40)}
     upstreams = {burst: start_upstream(tmp, f"paced{burst}", burst, PACE_MS) for burst in writes}
     try:
         print(f"instructions per upstream read ({args.responses} responses after 20, {args.concurrency} at once, "
@@ -124,9 +127,11 @@ def per_read(args: argparse.Namespace, config: Path, tmp: str, trees: list[tuple
             for burst, (_, url) in upstreams.items():
                 base = count(url, 0, args.concurrency, config, tree)
                 per[burst] = (count(url, args.responses, args.concurrency, config, tree) - base) / args.responses
-                print(f"  {label}: {burst} chunks a write ({writes[burst]} reads): {per[burst] / 1e3:,.0f} k "
+                chunks = f"{burst} chunk{'s' if burst > 1 else ''}"
+                print(f"  {label}: {chunks} a write ({writes[burst]} reads): {per[burst] / 1e3:,.0f} k "
                       "a response")
             print(f"  {label}: one upstream read: {(per[5] - per[40]) / (writes[5] - writes[40]) / 1e3:,.1f} k")
+            print(f"  {label}: a real model's shape, one token a read: {per[1] / (DELTAS + 8) / 1e3:,.1f} k an event")
     finally:
         for proc, _ in upstreams.values():
             proc.send_signal(signal.SIGTERM)
