@@ -50,7 +50,7 @@ from respstream.server.upstream.base import (
     singles,
 )
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
-from respstream.server.upstream.http_connection import ProtocolError, UpstreamConnection
+from respstream.server.upstream.http_connection import Dechunker, ProtocolError, UpstreamConnection
 from server.test_direct_send import _normalized, _stream
 
 REQUEST = GenerationRequest(model="fake-model", messages=[{"role": "user", "content": "hi"}])
@@ -379,3 +379,14 @@ async def test_the_bodys_end_and_errors_are_the_readers() -> None:
     broken.error = ProtocolError("gone")
     broken.data_received(b"x")
     assert seen == [] and broken.waiter.done()
+
+
+async def test_a_read_of_chunk_framing_alone_wakes_nobody() -> None:
+    seen: list[bytes] = []
+    conn = _waiting_conn([True, True], seen)
+    conn._chunked = True
+    conn._dechunker = Dechunker(conn)
+    conn.data_received(b"5\r\n")  # a chunk's size line, its data not here yet
+    assert seen == [] and not conn.waiter.done() and not conn.pieces
+    conn.data_received(b"hello\r\n")
+    assert seen == [b"hello"] and not conn.waiter.done()

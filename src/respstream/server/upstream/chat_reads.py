@@ -34,7 +34,7 @@ class ChatBodyReader:
         self.sink = sink
         self.yielded = False
         # What take() kept for the attempt: a batch to yield and then the error to raise (either may be empty)
-        self.pending: tuple[list[Chunk], BaseException | None] | None = None
+        self.pending: tuple[list[Chunk], Exception | None] | None = None
         self._decoder = SSEDecoder()
         self._at_boundary = True  # the decoder holds nothing: the previous read ended at an event boundary
 
@@ -78,7 +78,7 @@ class ChatBodyReader:
                 if sink is not None and sink(batch):
                     self.yielded = True
                     return True
-        except BaseException as exc:  # (the sink's, or a bug's: raised by the attempt, in the reader's task)
+        except Exception as exc:  # (the sink's, or a bug's: raised by the attempt, in the reader's task)
             self.pending = [], exc
             return False
         self.pending = batch, error

@@ -82,7 +82,6 @@ class PlainTemplate:
         self.used = True
         return texts
 
-
     def text(self, payload: bytes) -> str | None:
         """:meth:`texts` of one payload (a read of one token): its content string, or None. The slot must decode as
         one JSON string and nothing after it, which the decoder checks."""

@@ -130,12 +130,13 @@ class UpstreamConnection(asyncio.Protocol):
             self._buf += data
             self._parse_head()
         direct = self.direct
-        if direct is not None and self.pieces and not self.eof and self.error is None:
+        if direct is not None and not self.eof and self.error is None:
             # The reader's task is parked in read_direct (its waiter still pending): the hook deals with the bytes
-            # here, and the task is not woken at all when it took them in full (a real model's usual read).
+            # here, and the task is not woken at all when it took them in full (a real model's usual read), or when
+            # the read held only chunk framing.
             waiter = self.waiter
             if waiter is not None and not waiter.done():
-                if direct(self.take()):
+                if not self.pieces or direct(self.take()):
                     return
                 self.handed = True
         if self.buffered > self.max_buffer and not self.paused and self.transport is not None:
