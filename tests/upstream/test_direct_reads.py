@@ -164,17 +164,9 @@ async def test_what_is_not_plain_text_comes_through_the_consumer(fake: FakeChatC
 async def test_a_bad_chunk_and_an_error_event_after_direct_reads(fake: FakeChatCompletionsServer) -> None:
     error_event = Raw(b"event: error\ndata: {\"error\": {\"message\": \"boom\"}}\n\n")
     for n, (tail, says) in enumerate(((Raw(b"data: {not json\n\n"), "upstream_error"), (error_event, "boom")), 1):
-        upstream = make(fake, retries=0)
-        fake.script(*paced(WORDS), tail, Sleep(5))
-        log: list[tuple[str, list[Any]]] = []
-        sink = Sink(log)
-        try:
-            with pytest.raises(UpstreamError) as info:
-                await consume(upstream, sink, log)
-        finally:
-            await upstream.aclose()
-        assert says in f"{info.value.code} {info.value.message}"
-        assert info.value.before_first_token is False
+        error, sink, log, _ = await failed_direct(fake, make(fake, retries=0), [*paced(WORDS), tail, Sleep(5)])
+        assert says in f"{error.code} {error.message}"
+        assert error.before_first_token is False
         assert sink.calls >= 8
         assert "".join(c.text for c in flat(log)) == WORDS_TEXT
         assert await asyncio.to_thread(fake.wait_finished, n)  # (the server saw us go: nothing left for the next)
@@ -199,9 +191,10 @@ async def test_a_sink_that_raises_ends_the_stream_with_its_error(fake: FakeChatC
         await upstream.aclose()
 
 
-async def test_the_idle_timeout_ends_a_stream_read_directly(fake: FakeChatCompletionsServer) -> None:
-    upstream = make(fake, idle_timeout=0.3, retries=0)
-    fake.script(*paced(WORDS), Stall())
+async def failed_direct(fake: FakeChatCompletionsServer, upstream: ChatCompletionsUpstream, steps: list[Any]
+                        ) -> tuple[UpstreamError, Sink, list[tuple[str, list[Any]]], float]:
+    """``steps`` read through a sink until the attempt fails: the error, the sink, what came, the seconds it took."""
+    fake.script(*steps)
     log: list[tuple[str, list[Any]]] = []
     sink = Sink(log)
     started = time.monotonic()
@@ -210,26 +203,23 @@ async def test_the_idle_timeout_ends_a_stream_read_directly(fake: FakeChatComple
             await consume(upstream, sink, log)
     finally:
         await upstream.aclose()
-    assert info.value.code == "upstream_timeout" and not info.value.before_first_token
+    return info.value, sink, log, time.monotonic() - started
+
+
+async def test_the_idle_timeout_ends_a_stream_read_directly(fake: FakeChatCompletionsServer) -> None:
+    error, sink, _, took = await failed_direct(fake, make(fake, idle_timeout=0.3, retries=0), [*paced(WORDS), Stall()])
+    assert error.code == "upstream_timeout" and not error.before_first_token
     assert sink.calls >= 8
     assert await asyncio.to_thread(fake.wait_finished, 1)
-    assert time.monotonic() - started < 0.3 + 15 * 0.01 + 2.0
+    assert took < 0.3 + 15 * 0.01 + 2.0
 
 
 async def test_the_deadline_ends_a_stream_whose_reads_all_go_direct(fake: FakeChatCompletionsServer) -> None:
     upstream = make(fake, deadline=0.5, idle_timeout=5.0, retries=0)
-    fake.script(*paced([text(" x")] * 300, gap=0.01), finish(), Done())
-    log: list[tuple[str, list[Any]]] = []
-    sink = Sink(log)
-    started = time.monotonic()
-    try:
-        with pytest.raises(UpstreamError) as info:
-            await consume(upstream, sink, log)
-    finally:
-        await upstream.aclose()
-    assert info.value.code == "upstream_timeout" and "deadline" in info.value.message
+    error, sink, _, took = await failed_direct(fake, upstream, [*paced([text(" x")] * 300), finish(), Done()])
+    assert error.code == "upstream_timeout" and "deadline" in error.message
     assert sink.calls >= 5
-    assert time.monotonic() - started < 2.5
+    assert took < 2.5
     assert await asyncio.to_thread(fake.wait_finished, 1)
 
 
