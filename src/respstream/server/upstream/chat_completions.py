@@ -245,7 +245,7 @@ class ChatCompletionsUpstream:
             for chunk in singles(batch):
                 yield chunk
 
-    takes_read_sink = True  # generate_batches(request, sink=...): see chat_reads (False: never direct)
+    takes_read_sink = True  # the pipeline passes generate_batches a sink (see chat_reads); False: it never does
 
     def generate_batches(self, request: GenerationRequest, sink: ReadSink | None = None
                          ) -> AsyncGenerator[list[Chunk], None]:
@@ -255,8 +255,7 @@ class ChatCompletionsUpstream:
         around it: every layer is one more hop per read, and a real model's stream is one read per token.) With
         ``sink``, reads of plain text may go to it instead, from the connection's data callback
         (:mod:`~respstream.server.upstream.chat_reads`)."""
-        return self._with_retries(request, functools.partial(self._chat_attempt, sink=sink) if sink is not None
-                                  else self._chat_attempt)
+        return self._with_retries(request, functools.partial(self._chat_attempt, sink=sink))
 
     def _chat_attempt(self, request: GenerationRequest, deadline_at: float, sink: ReadSink | None = None
                       ) -> AsyncIterator[list[Chunk]]:
@@ -264,7 +263,7 @@ class ChatCompletionsUpstream:
             batches = self._attempt(request, ChunkTranslator(), deadline_at)
             return _singles(answer_filters(_flatten(batches), request, loop_guard=self.loop_guard,
                                            text_tool_calls=self.text_tool_calls))
-        return self._attempt(request, ChunkTranslator(), deadline_at, sink if self.takes_read_sink else None)
+        return self._attempt(request, ChunkTranslator(), deadline_at, sink)
 
     def _retryable(self, exc: UpstreamError) -> bool:
         """A failure worth one more attempt: nothing was shown yet, and the upstream (not the request) failed."""
@@ -338,7 +337,8 @@ class ChatCompletionsUpstream:
         body = msgspec.json.encode({**self.extra_body, **fields} if self.extra_body else fields)
         response = await self._open("/chat/completions", body, deadline_at)
         reader = ChatBodyReader(self.name, translator, sink)
-        take = reader.take if sink is not None else None
+        # (with a sink, the reads of plain text are taken from the socket's callback while this waits)
+        next_read = response.read if sink is None else functools.partial(response.read_direct, reader.take)
         try:
             if response.status_code != 200:
                 raise await self._status_error(response)
@@ -352,10 +352,10 @@ class ChatCompletionsUpstream:
                         if deadline_at - loop.time() > idle_timeout:
                             # The response's idle timer ends any stall before the deadline could pass, so no
                             # per-read timer is needed: arming and cancelling one cost more than the rest of the read.
-                            raw = await (response.read() if take is None else response.read_direct(take))
+                            raw = await next_read()
                         else:
                             async with asyncio.timeout_at(deadline_at):
-                                raw = await (response.read() if take is None else response.read_direct(take))
+                                raw = await next_read()
                     except TimeoutError:
                         raise UpstreamError(
                             "upstream_timeout",
