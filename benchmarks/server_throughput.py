@@ -14,8 +14,10 @@ themselves to core 1, so server and client never share a core):
 - ``gateway``: ``respstream serve --upstream scripted:200`` (the SIMULATED in-process backend, no delay): route,
   writer with the protocol rule checker, memory store, SSE sender.
 - ``gateway-http`` (second figure): the gateway with ``--upstream http://127.0.0.1:P/v1`` in front of
-  tests/fakes/chat_server.py's SIMULATED Chat Completions server streaming 200 content chunks. The fake upstream
-  cannot have a core of its own on a 2-core machine; it shares core 1 with the load generator.
+  tests/fakes/chat_server.py's SIMULATED Chat Completions server streaming 200 content chunks, each one write of
+  bytes encoded once at its start (the same bytes as its per-chunk ``Chunk`` steps). The fake upstream cannot have a
+  core of its own on a 2-core machine; it shares core 1 with the load generator, which is why it must not encode per
+  request (docs/benchmarks.md, ninth pass: it then set the gateway's pace, not the gateway).
 - ``gateway-http-burst`` (explanatory, not in the default run): the same, with the fake upstream writing the same
   bytes 26 chunks at a time (``--burst 26``). Its body then arrives in ~3 reads a response instead of 8-14, as ~9
   HTTP chunks instead of ~210: against ``gateway-http`` it separates the hop's parsing and translation from the
@@ -30,7 +32,10 @@ cores, so that ratio says what a second worker buys with the client on the same 
 (``--litellm-venv``, default /tmp/respstream-litellm; skipped with a message when it is not installed there).
 
 CPU per event: user + system CPU time of the server process and its children (workers), read from /proc before and
-after each load level, divided by the events the load generator received. The fake upstream is not counted.
+after each load level, divided by the events the load generator received. The fake upstream is not counted. Beside
+it (benchmarks/procstat.py): the server's read and write calls per request (uvloop stacks only: asyncio's recv/send
+are not in /proc/PID/io) and the idle share of its core; a server whose core idled more than 2% was waiting for its
+peers, not saturated, and the ratios say so, since its CPU per event is then above its cost at full load.
 
 The frames the floors send are captured from the gateway itself at the start of the run (one ``scripted:200``
 response: created, routing, item added, part added, 200 deltas, text done, part done, item done, completed), so every
@@ -67,6 +72,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loadgen import run_load
+from procstat import Sample, sample
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -79,6 +85,7 @@ SERVERS = ("floor", "gateway", "gateway-http", "floor-pure", "gateway-pure", "ga
 UNPINNED = ("gateway-w1", "gateway-w2")  # the workers pair uses both cores (see the module docstring)
 LITELLM_VENV_DEFAULT = "/tmp/respstream-litellm"
 LITELLM_VENV = LITELLM_VENV_DEFAULT  # --litellm-venv
+SATURATED_IDLE_PCT = 2.0  # a pinned server whose core idled more than this was not the bottleneck of its level
 
 
 # -- the floor servers (run as: server_throughput.py --serve floor|sse-starlette --frames F --port P) ------------------
@@ -114,25 +121,44 @@ def serve_floor(kind: str, frames_path: str, port: int, delay_ms: float, stack: 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", **options)  # type: ignore[arg-type]
 
 
-def serve_fake_upstream(port_file: str, burst: int = 1, pace_ms: float = 0) -> None:
-    """The SIMULATED Chat Completions upstream: DELTAS content chunks, finish, usage, [DONE], each chunk one write.
-    ``burst`` > 1 (hop_instructions.py, and the explanatory ``gateway-http-burst``): the same bytes written ``burst``
-    chunks at a time, so a response is a few HTTP chunks and TCP segments instead of one a chunk. ``pace_ms``: a pause
-    that long between writes (hop_instructions.py --per-read: every write becomes one read of the gateway)."""
+def fake_upstream_steps() -> list[Any]:
+    """The SIMULATED Chat Completions upstream's script: DELTAS content chunks, finish, usage, [DONE]."""
     sys.path.insert(0, str(ROOT))
-    from tests.fakes.chat_server import Chunk, Done, FakeChatCompletionsServer, Raw, Sleep, finish, text, usage
+    from tests.fakes.chat_server import Done, finish, text, usage
 
     words = ("The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "and", "runs", "far", "away.")
-    server = FakeChatCompletionsServer(models=["fake-model"])
     steps: list[Any] = [text(("" if i == 0 else " ") + words[i % len(words)]) for i in range(DELTAS)]
-    steps += [finish(), usage(5, DELTAS), Done()]
-    if burst > 1:  # (the bytes the server writes for each step: tests/fakes/chat_server.py)
-        wire = [b"data: " + json.dumps(s.obj).encode() + b"\n\n" if isinstance(s, Chunk) else b"data: [DONE]\n\n"
-                for s in steps]
-        steps = [Raw(b"".join(wire[at : at + burst])) for at in range(0, len(wire), burst)]
+    return [*steps, finish(), usage(5, DELTAS), Done()]
+
+
+def encoded_steps(steps: list[Any], burst: int = 1, pace_ms: float = 0) -> list[Any]:
+    """``steps`` as the bytes the fake server would write for them (tests/fakes/chat_server.py), encoded once here,
+    ``burst`` chunks to a write, with a pause of ``pace_ms`` between writes when given.
+
+    Encoded once, not per request (docs/benchmarks.md, ninth pass): the fake shares core 1 with the load generator,
+    and encoding 203 chunks for every request made that core the bottleneck, so the gateway waited, woke for a few
+    chunks at a time and paid its per-read cost more often than a saturated gateway does."""
+    sys.path.insert(0, str(ROOT))
+    from tests.fakes.chat_server import Chunk, Raw, Sleep
+
+    wire = [b"data: " + json.dumps(s.obj).encode() + b"\n\n" if isinstance(s, Chunk) else b"data: [DONE]\n\n"
+            for s in steps]
+    out: list[Any] = [Raw(b"".join(wire[at : at + burst])) for at in range(0, len(wire), max(1, burst))]
     if pace_ms > 0:
-        steps = [step for at, one in enumerate(steps) for step in ([Sleep(pace_ms / 1000)] if at else []) + [one]]
-    server.script(*steps)  # the last script repeats for every request
+        out = [step for at, one in enumerate(out) for step in ([Sleep(pace_ms / 1000)] if at else []) + [one]]
+    return out
+
+
+def serve_fake_upstream(port_file: str, burst: int = 1, pace_ms: float = 0) -> None:
+    """The SIMULATED Chat Completions upstream, each chunk one write (``burst`` > 1: hop_instructions.py and the
+    explanatory ``gateway-http-burst``: the same bytes written ``burst`` chunks at a time, so a response is a few HTTP
+    chunks and TCP segments instead of one a chunk). ``pace_ms``: a pause that long between writes
+    (hop_instructions.py --per-read: every write becomes one read of the gateway)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.fakes.chat_server import FakeChatCompletionsServer
+
+    server = FakeChatCompletionsServer(models=["fake-model"])
+    server.script(*encoded_steps(fake_upstream_steps(), burst, pace_ms))  # the last script repeats for every request
     server.start()
     Path(port_file).write_text(str(server.port))
     signal.sigwait({signal.SIGTERM, signal.SIGINT})
@@ -158,39 +184,16 @@ def all_cores() -> str:
     return f"0-{(os.cpu_count() or 1) - 1}"
 
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def tree_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` and every live descendant (children's own counters, from /proc)."""
-    parents: dict[int, int] = {}
-    cpu: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(fields[1])
-        cpu[int(entry.name)] = (int(fields[11]) + int(fields[12])) / _TICK
-    tree, frontier = {pid}, [pid]
-    while frontier:
-        parent = frontier.pop()
-        for child, ppid in parents.items():
-            if ppid == parent and child not in tree:
-                tree.add(child)
-                frontier.append(child)
-    return sum(cpu.get(p, 0.0) for p in tree)
-
-
 class Proc:
-    """A server subprocess; ``url`` is its /v1/responses endpoint."""
+    """A server subprocess; ``url`` is its /v1/responses endpoint. ``core``: the core it is pinned to (None: all).
+    ``counts_calls``: its read and write calls show in /proc/PID/io (uvloop's read/write; not asyncio's recv/send)."""
 
     def __init__(self, argv: list[str], port: int, *, core: int | None = 0, env: dict[str, str] | None = None,
-                 path: str = "/v1/responses", start_timeout: float = 30) -> None:
+                 path: str = "/v1/responses", start_timeout: float = 30, counts_calls: bool = True) -> None:
         self.port = port
         self.url = f"http://127.0.0.1:{port}{path}"
+        self.core = core
+        self.counts_calls = counts_calls
         # stderr to a file, never a pipe nobody reads: a server logging a line per request (the gateway's access
         # log) would fill the pipe and block.
         self.log = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the process; closed in stop())
@@ -216,7 +219,11 @@ class Proc:
         return 0
 
     def cpu_s(self) -> float:
-        return tree_cpu_s(self.proc.pid)
+        return self.sample().cpu_s
+
+    def sample(self) -> Sample:
+        """CPU, read and write calls of the process tree, and its core's idle time (when pinned)."""
+        return sample(self.proc.pid, self.core)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -234,10 +241,11 @@ def start_server(kind: str, frames_file: str, *, delay_ms: int = 0, upstream_url
     port = free_port()
     base = kind.removesuffix("-pure")
     stack = "pure" if kind.endswith("-pure") else "auto"
+    counts_calls = stack != "pure"  # asyncio's recv/send are not in /proc/PID/io's syscr/syscw
     if base in ("floor", "sse-starlette"):
         argv = [sys.executable, __file__, "--serve", base, "--frames", frames_file, "--port", str(port),
                 "--delay-ms", str(delay_ms), "--stack", stack]
-        return Proc(argv, port)
+        return Proc(argv, port, counts_calls=counts_calls)
     if kind == "litellm":
         return start_litellm(port, upstream_url)
     spec = f"scripted:{DELTAS}" + (f"?delay_ms={delay_ms}" if delay_ms else "")
@@ -246,8 +254,8 @@ def start_server(kind: str, frames_file: str, *, delay_ms: int = 0, upstream_url
     if kind in UNPINNED:
         assert tmp is not None
         argv += ["--workers", kind[-1], "--store", f"sqlite:///{tmp / (kind + '.db')}"]
-        return Proc(argv, port, core=None)
-    return Proc(argv, port)
+        return Proc(argv, port, core=None, counts_calls=counts_calls)
+    return Proc(argv, port, counts_calls=counts_calls)
 
 
 def start_litellm(port: int, upstream_url: str) -> Proc:
@@ -288,16 +296,25 @@ async def load_levels(proc: Proc, levels: list[int], time_limit: float, expected
                    frame=frame, headers=headers)
     results = []
     for level in levels:
-        cpu = proc.cpu_s()
+        before = proc.sample()
         result = await run_load(proc.url, body, concurrency=level, total=max(1000, 3 * level), time_limit=time_limit,
                                 timeout=120, expected_events=expected, frame=frame, headers=headers)
         row = result.summary()
-        used = proc.cpu_s() - cpu
-        row["server_cpu_s"] = round(used, 3)
-        row["cpu_us_per_event"] = round(used / result.events * 1e6, 2) if result.events else None
+        row.update(level_counters(proc.sample().since(before), result.events, result.requests, proc.counts_calls))
         print(f"  {level:>5} streams: {json.dumps(row)}", flush=True)
         results.append(row)
     return results
+
+
+def level_counters(used: Sample, events: int, requests: int, counts_calls: bool) -> dict[str, Any]:
+    """A load level's server counters: CPU per event, read and write calls per request (None where the stack's calls
+    are not counted), and the idle share of the server's core (None when it is not pinned)."""
+    idle = used.core_idle_pct()
+    return {"server_cpu_s": round(used.cpu_s, 3),
+            "cpu_us_per_event": round(used.cpu_s / events * 1e6, 2) if events else None,
+            "server_reads_per_request": round(used.read_calls / requests, 1) if counts_calls and requests else None,
+            "server_writes_per_request": round(used.write_calls / requests, 1) if counts_calls and requests else None,
+            "server_core_idle_pct": None if idle is None else round(idle, 1)}
 
 
 async def hold_streams(proc: Proc, streams: int, expected: int) -> dict[str, Any]:
@@ -419,7 +436,8 @@ def table(report: dict[str, Any]) -> str:
     """Every server and level: events/s against the floor on the same stack, and server CPU per event."""
     servers = report["servers"]
     lines = ["| server | streams | events/s (median) | vs floor (same stack) | every run | server CPU us/event "
-             "| TTFB p50 ms | TTFB p99 ms | requests | errors |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| server core idle % | reads / writes a request | TTFB p50 ms | TTFB p99 ms | requests | errors |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for kind, rows in servers.items():
         floor = {r["concurrency"]: r for r in servers.get(_floor_for(kind), [])}
         for r in rows:
@@ -427,10 +445,13 @@ def table(report: dict[str, Any]) -> str:
             ratio = f"{r['events_per_s'] / base:.2f}" if base and kind not in UNPINNED else "-"
             errors = sum(r["errors"].values())
             every = " / ".join(f"{x:,}" for x in r.get("events_per_s_runs", [r["events_per_s"]]))
-            cpu = r.get("cpu_us_per_event")
+            cpu, idle = r.get("cpu_us_per_event"), r.get("server_core_idle_pct")
+            reads, writes = r.get("server_reads_per_request"), r.get("server_writes_per_request")
+            calls = "-" if reads is None or writes is None else f"{reads:.1f} / {writes:.1f}"
             lines.append(f"| {kind} | {r['concurrency']:,} | {r['events_per_s']:,} | {ratio} | {every} "
-                         f"| {'-' if cpu is None else f'{cpu:.1f}'} | {r['ttfb_p50_ms']:.1f} | {r['ttfb_p99_ms']:.1f} "
-                         f"| {r['requests']:,} | {errors} |")
+                         f"| {'-' if cpu is None else f'{cpu:.1f}'} | {'-' if idle is None else f'{idle:.1f}'} "
+                         f"| {calls} | {r['ttfb_p50_ms']:.1f} | {r['ttfb_p99_ms']:.1f} | {r['requests']:,} "
+                         f"| {errors} |")
     if report["memory"]:
         lines += ["", "| server | streams held | held s | idle RSS MiB | peak RSS MiB | KiB per open stream | errors |",
                   "|---|---:|---:|---:|---:|---:|---:|"]
@@ -478,6 +499,11 @@ def ratios(report: dict[str, Any], level: int = 100) -> list[str]:
                    f"event litellm / gateway-http: {cpu('litellm') / max(cpu('gateway-http'), 1e-9):.1f}x "
                    "(their stream has its own event count)")
     out += paired(report, level)
+    for kind, row in at.items():
+        idle = row.get("server_core_idle_pct") if row else None
+        if idle is not None and idle > SATURATED_IDLE_PCT:
+            out.append(f"{kind}: its core idled {idle:.1f}% at {level} streams (> {SATURATED_IDLE_PCT}%): it was "
+                       "waiting for its peers, not saturated, so its CPU per event is above its cost at full load")
     for kind, why in report.get("skipped", {}).items():
         out.append(f"{kind}: skipped ({why})")
     return out
