@@ -23,17 +23,19 @@ class Sample:
     cpu_s: float  # user + system CPU seconds of the process tree
     read_calls: int  # syscr summed over the tree
     write_calls: int  # syscw summed over the tree
-    core_idle_s: float  # idle + iowait seconds of the sampled core (0 when no core was given)
-    core_total_s: float  # all seconds of the sampled core
+    # The sampled core's clock ticks, idle + iowait and all, (0, 0) when no core was given: integers, so a
+    # difference of two samples is exact (seconds since boot as floats lose the last tick's worth in subtraction).
+    core_idle_ticks: int
+    core_total_ticks: int
 
     def since(self, before: Sample) -> Sample:
         return Sample(self.cpu_s - before.cpu_s, self.read_calls - before.read_calls,
-                      self.write_calls - before.write_calls, self.core_idle_s - before.core_idle_s,
-                      self.core_total_s - before.core_total_s)
+                      self.write_calls - before.write_calls, self.core_idle_ticks - before.core_idle_ticks,
+                      self.core_total_ticks - before.core_total_ticks)
 
     def core_idle_pct(self) -> float | None:
         """Idle share of the core over the interval this difference covers (None without a core)."""
-        return 100 * self.core_idle_s / self.core_total_s if self.core_total_s > 0 else None
+        return 100 * self.core_idle_ticks / self.core_total_ticks if self.core_total_ticks > 0 else None
 
 
 def process_tree(pid: int) -> set[int]:
@@ -65,13 +67,13 @@ def _io_calls(pid: int) -> tuple[int, int]:
     return int(values["syscr"]), int(values["syscw"])
 
 
-def core_times(core: int) -> tuple[float, float]:
-    """(idle + iowait, total) seconds of ``core`` since boot, from /proc/stat."""
+def core_ticks(core: int) -> tuple[int, int]:
+    """(idle + iowait, total) clock ticks of ``core`` since boot, from /proc/stat."""
     for line in Path("/proc/stat").read_text().splitlines():
         name, *ticks = line.split()
         if name == f"cpu{core}":
             values = [int(t) for t in ticks[:8]]  # user nice system idle iowait irq softirq steal
-            return (values[3] + values[4]) / _TICK, sum(values) / _TICK
+            return values[3] + values[4], sum(values)
     raise ValueError(f"no cpu{core} line in /proc/stat")
 
 
@@ -84,5 +86,5 @@ def sample(pid: int, core: int | None = None) -> Sample:
         except (OSError, KeyError, IndexError, ValueError):
             continue  # a worker that exited between the listing and the read
         cpu, reads, writes = cpu + used, reads + r, writes + w
-    idle, total = core_times(core) if core is not None else (0.0, 0.0)
+    idle, total = core_ticks(core) if core is not None else (0, 0)
     return Sample(cpu, reads, writes, idle, total)
