@@ -19,9 +19,10 @@ themselves to core 1, so server and client never share a core):
   core of its own on a 2-core machine; it shares core 1 with the load generator, which is why it must not encode per
   request (docs/benchmarks.md, ninth pass: it then set the gateway's pace, not the gateway).
 - ``gateway-http-burst`` (explanatory, not in the default run): the same, with the fake upstream writing the same
-  bytes 26 chunks at a time (``--burst 26``). Its body then arrives in ~3 reads a response instead of 8-14, as ~9
-  HTTP chunks instead of ~210: against ``gateway-http`` it separates the hop's parsing and translation from the
-  per-read chain and the per-segment cost (docs/benchmarks.md, sixth pass).
+  bytes 26 chunks at a time (``--burst 26``). Its body then arrives as ~9 HTTP chunks instead of ~210 (and in ~1.6
+  upstream reads a response instead of ~3 at full speed): against ``gateway-http`` it separates the hop's parsing and
+  translation from the per-chunk framing, the per-read chain and the per-segment cost (docs/benchmarks.md, sixth and
+  ninth passes).
 
 Variants (issue #16): ``-pure`` runs the same server on asyncio + h11 instead of uvloop + httptools (the default
 ``http_stack auto`` with the ``fast`` extra installed), so the floor and the gateway are always compared on the same
