@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loadgen import run_load
+from procstat import cpu_seconds
 from server_throughput import DELTAS, VENV_BIN, Proc, free_port, pinned
 
 BODY = b'{"input": "hello"}'
@@ -64,12 +65,6 @@ def start_gateway(name: str, folder: Path, collector: str) -> Proc:
     argv = [str(VENV_BIN / "respstream"), "serve", "--port", str(port), "--upstream", f"scripted:{DELTAS}",
             "--config", str(config)]
     return Proc(argv, port)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (from /proc; the gateway runs no child processes)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def slice_(proc: Proc, concurrency: int, time_limit: float) -> tuple[float, float]:

@@ -57,7 +57,8 @@ def process_tree(pid: int) -> set[int]:
     return tree
 
 
-def _cpu_s(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of proc(5))
 
@@ -82,7 +83,7 @@ def sample(pid: int, core: int | None = None) -> Sample:
     cpu, reads, writes = 0.0, 0, 0
     for member in process_tree(pid):
         try:
-            used, (r, w) = _cpu_s(member), _io_calls(member)
+            used, (r, w) = cpu_seconds(member), _io_calls(member)
         except (OSError, KeyError, IndexError, ValueError):
             continue  # a worker that exited between the listing and the read
         cpu, reads, writes = cpu + used, reads + r, writes + w

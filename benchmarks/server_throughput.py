@@ -140,10 +140,16 @@ def encoded_steps(steps: list[Any], burst: int = 1, pace_ms: float = 0) -> list[
     and encoding 203 chunks for every request made that core the bottleneck, so the gateway waited, woke for a few
     chunks at a time and paid its per-read cost more often than a saturated gateway does."""
     sys.path.insert(0, str(ROOT))
-    from tests.fakes.chat_server import Chunk, Raw, Sleep
+    from tests.fakes.chat_server import Chunk, Done, Raw, Sleep
 
-    wire = [b"data: " + json.dumps(s.obj).encode() + b"\n\n" if isinstance(s, Chunk) else b"data: [DONE]\n\n"
-            for s in steps]
+    def wire_bytes(step: Any) -> bytes:
+        if isinstance(step, Chunk):
+            return b"data: " + json.dumps(step.obj).encode() + b"\n\n"
+        if isinstance(step, Done):
+            return b"data: [DONE]\n\n"
+        raise TypeError(f"encoded_steps takes Chunk and Done steps, not {type(step).__name__}")
+
+    wire = [wire_bytes(s) for s in steps]
     out: list[Any] = [Raw(b"".join(wire[at : at + burst])) for at in range(0, len(wire), max(1, burst))]
     if pace_ms > 0:
         out = [step for at, one in enumerate(out) for step in ([Sleep(pace_ms / 1000)] if at else []) + [one]]
@@ -218,9 +224,6 @@ class Proc:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
         return 0
-
-    def cpu_s(self) -> float:
-        return self.sample().cpu_s
 
     def sample(self) -> Sample:
         """CPU, read and write calls of the process tree, and its core's idle time (when pinned)."""

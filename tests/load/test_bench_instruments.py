@@ -115,13 +115,22 @@ def test_procstat_counts_a_child_process_and_refuses_an_unknown_core(bench: tupl
             time.sleep(0.05)
         child_cpu = procstat.sample(child).cpu_s
         assert child_cpu >= 0.1
-        assert procstat.sample(os.getpid()).cpu_s >= child_cpu  # the tree's CPU includes the child's
+        own = procstat.cpu_seconds(os.getpid())
+        # the tree's CPU is this process's plus the child's (read later, so no less; a tick of rounding each)
+        assert procstat.sample(os.getpid()).cpu_s >= own + child_cpu - 0.02
         assert procstat.sample(os.getpid()).core_total_ticks == 0  # no core asked: none sampled
     finally:
         os.kill(child, 9)
         os.waitpid(child, 0)
     with pytest.raises(ValueError, match="cpu4096"):
         procstat.core_ticks(4096)
+
+
+def test_encoded_steps_refuses_a_step_it_cannot_encode(
+    bench: tuple[ModuleType, ModuleType], steps_module: ModuleType
+) -> None:
+    with pytest.raises(TypeError, match="not Sleep"):
+        bench[0].encoded_steps([steps_module.Sleep(0.1)])
 
 
 def test_level_counters_and_the_unsaturated_flag(bench: tuple[ModuleType, ModuleType]) -> None:
