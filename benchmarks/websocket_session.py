@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
 import subprocess
@@ -28,12 +27,10 @@ from pathlib import Path
 import httpx
 from websockets.sync.client import connect
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from procstat import cpu_seconds
+
 TERMINALS = {"response.completed", "response.incomplete", "response.failed"}
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -42,10 +39,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def ws_session(port: int, turns: int) -> int:
+def ws_session(port: int, turns: int, compression: str | None = "deflate") -> int:
     events = 0
     previous = None
-    with connect(f"ws://127.0.0.1:{port}/v1/responses", max_size=None) as ws:
+    with connect(f"ws://127.0.0.1:{port}/v1/responses", max_size=None, compression=compression) as ws:
         for i in range(turns):
             body = {"type": "response.create", "model": "auto", "store": False, "input": f"turn {i}"}
             if previous:
@@ -82,6 +79,8 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--deltas", type=int, default=400)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-compression", action="store_true",
+                        help="the WebSocket client does not offer permessage-deflate (default: it does, like browsers)")
     args = parser.parse_args()
     port = free_port()
     exe = Path(sys.executable).with_name("respstream")
@@ -106,7 +105,8 @@ def main() -> int:
             for _ in range(args.repeat):
                 for name in ("ws", "sse"):
                     before = cpu_seconds(proc.pid)
-                    count = ws_session(port, args.turns) if name == "ws" else sse_session(client, port, args.turns)
+                    count = (ws_session(port, args.turns, None if args.no_compression else "deflate") if name == "ws"
+                             else sse_session(client, port, args.turns))
                     per_event[name].append((cpu_seconds(proc.pid) - before) / count)
         ws_us = statistics.median(per_event["ws"]) * 1e6
         sse_us = statistics.median(per_event["sse"]) * 1e6

@@ -30,6 +30,8 @@ class GatewayApp(Starlette):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            if scope["type"] == "websocket":  # the WebSocket sender writes ready events together through it
+                scope.setdefault("state", {})["raw_send"] = send
             await super().__call__(scope, receive, send)
             return
         headers = dict(scope["headers"])

@@ -224,13 +224,19 @@ class EventStreamResponse:
             return
         except (TimeoutError, OSError):
             pass
-        # Still not reading: drop the connection and what it buffers. uvicorn's send is a bound method of the
-        # request cycle that holds the transport; any other server just sees the app return.
+        # Still not reading: drop the connection and what it buffers.
+        if self.abort_connection(send):
+            await asyncio.sleep(0)  # let the server see the connection lost before the app returns
+
+    def abort_connection(self, send: Any) -> bool:
+        """Drop the connection under ``send``; False when it cannot be reached. uvicorn's send is a bound method of
+        the request cycle that holds the transport; any other server just sees the app return."""
         transport = getattr(getattr(send, "__self__", None), "transport", None)
         abort = getattr(transport, "abort", None)
-        if callable(abort):
-            abort()
-            await asyncio.sleep(0)  # let the server see the connection lost before the app returns
+        if not callable(abort):
+            return False
+        abort()
+        return True
 
     async def _follow(self, send: Any) -> None:
         """Send the log; never end without a terminal unless the log ended at or before the cursor."""

@@ -33,11 +33,12 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 from respstream.server.frames import reader_terminal_data
 from respstream.server.http_errors import HTTPError, envelope
 from respstream.server.requests import parse_request
-from respstream.server.sse_response import EventStreamResponse
+from respstream.server.sse_response import COALESCE_BYTES, EventStreamResponse
 from respstream.server.store.base import Entry, StoreUnavailable
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import backend_of
 from respstream.server.web_security import check_open_websocket
+from respstream.server.websocket_writes import FrameWriter
 
 if TYPE_CHECKING:
     from respstream.server.app import _Gateway
@@ -58,7 +59,28 @@ def error_event(exc: HTTPError) -> str:
 
 
 class WebSocketTurnSender(EventStreamResponse):
-    """The SSE sender's log follower, writing WebSocket text messages instead of SSE frames."""
+    """The SSE sender's log follower, writing WebSocket text messages instead of SSE frames. ``writer``: the
+    connection's :class:`FrameWriter` (None: every message through ``send``), which writes the entries of one read
+    of the log together while the connection takes writes at once."""
+
+    writer: FrameWriter | None = None
+
+    async def _send_entries(self, send: Any, entries: list[Entry]) -> bool:
+        if self.writer is not None:
+            done = self.writer.write(entries, COALESCE_BYTES)
+            if done:
+                self.last = entries[done - 1].sequence_number
+                if done == len(entries):
+                    return entries[-1].terminal
+                entries = entries[done:]
+        return await super()._send_entries(send, entries)
+
+    def abort_connection(self, send: Any) -> bool:
+        # ``send`` is Starlette's WebSocket.send, which holds no transport: the writer's connection does.
+        if self.writer is not None:
+            self.writer.abort()
+            return True
+        return super().abort_connection(send)
 
     def entry_message(self, entry: Entry) -> dict[str, Any]:
         return {"type": "websocket.send", "text": entry.data.decode()}
@@ -106,6 +128,7 @@ class _Connection:
         self.opened = time.monotonic()
         self.turn: asyncio.Task[None] | None = None
         self.gone = False
+        self.writer = FrameWriter.for_send(ws.scope.get("state", {}).get("raw_send"))
 
     async def send_text(self, text: str) -> None:
         await self.ws.send({"type": "websocket.send", "text": text})
@@ -199,6 +222,7 @@ class _Connection:
         store = running.store if running.store is self.local else backend_of(svc.store, rid)
         sender = WebSocketTurnSender(store=store, response_id=rid, after=-1, dialect=svc.dialect,
                                      keepalive_seconds=gw.config.keepalive_seconds, headers=[])
+        sender.writer = self.writer
         try:
             finished = await sender.send_log(self.ws.send, gw.config.slow_reader_timeout_seconds)
             if not finished and not req.background:

@@ -1,0 +1,72 @@
+"""Several WebSocket text messages in one socket write: the WebSocket twin of the SSE sender's coalesced sends.
+
+Why: through ASGI every event is one ``websocket.send``, and uvicorn's websockets-sansio protocol frames it and
+writes it to the transport on its own, one system call an event. A turn of 400 deltas made 400 writes (SSE makes
+~8), and WebSocket mode cost 2.4-2.7x SSE's server CPU per event (docs/benchmarks.md, WebSocket mode vs SSE). Here
+the events one read of the log made ready are framed by the same protocol object (``conn.send_text``: the same
+frames, the same per-message-deflate context, in order) and written together, up to ``COALESCE_BYTES`` a write.
+
+Only uvicorn's websockets-sansio ``send`` is written to this way (:meth:`FrameWriter.for_send`), and only while it
+would itself write at once: handshake done, connection open, nothing closing, writing not paused. Whenever that does
+not hold, :meth:`FrameWriter.write` writes nothing more and the sender sends the rest through ``send``, which waits
+for the transport, raises for a peer that went away, and runs under the slow-reader timer, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from websockets.protocol import State
+
+from respstream.server.store.base import Entry
+
+__all__ = ["FrameWriter"]
+
+_PROTOCOL_MODULE = "uvicorn.protocols.websockets.websockets_sansio_impl"
+_NEEDS = ("conn", "transport", "writable", "disconnected", "close_sent", "handshake_complete", "initial_response")
+
+
+class FrameWriter:
+    """Writes text messages straight through one uvicorn websockets-sansio connection."""
+
+    __slots__ = ("_proto",)
+
+    def __init__(self, proto: Any) -> None:
+        self._proto = proto
+
+    @classmethod
+    def for_send(cls, send: Any) -> FrameWriter | None:
+        """A writer for the connection behind uvicorn's websockets-sansio ``send``; None for any other ``send``."""
+        owner = getattr(send, "__self__", None)
+        if owner is None or type(owner).__module__ != _PROTOCOL_MODULE or not all(hasattr(owner, a) for a in _NEEDS):
+            return None
+        return cls(owner)
+
+    def abort(self) -> None:
+        """Drop the connection and what it buffers (a reader that would not read)."""
+        self._proto.transport.abort()
+
+    def _open(self) -> bool:
+        p = self._proto
+        return (p.handshake_complete and p.initial_response is None and not p.disconnected and not p.close_sent
+                and p.writable.is_set() and p.conn.state is State.OPEN and not p.transport.is_closing())
+
+    def write(self, entries: Sequence[Entry], max_bytes: int) -> int:
+        """Frame and write ``entries``' data, in order, ``max_bytes`` or so a write, while the connection takes writes
+        at once. Returns how many were written (0: none; the caller sends those left through ``send``)."""
+        p = self._proto
+        written = framed = size = 0
+        for i, entry in enumerate(entries):
+            if size == 0 and not self._open():  # checked again after each write: it may have paused writing
+                break
+            p.conn.send_text(entry.data)
+            size += len(entry.data)
+            framed = i + 1
+            if size >= max_bytes:
+                p.transport.write(b"".join(p.conn.data_to_send()))
+                written, size = framed, 0
+        if framed > written:
+            p.transport.write(b"".join(p.conn.data_to_send()))
+            written = framed
+        return written
