@@ -22,11 +22,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from respstream.protocol.stream import StreamCore
-from respstream.server.dialects import Dialect, get_dialect
-from respstream.server.frames import frame
+from respstream.server.events.dialects import Dialect, get_dialect
+from respstream.server.events.frames import frame
+from respstream.server.events.response_object import new_response
+from respstream.server.events.writer import ResponseWriter
 from respstream.server.pipeline import Pipeline
 from respstream.server.requests import parse_request
-from respstream.server.response_object import new_response
 from respstream.server.store.base import LogEntry, ResponseRecord, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.sqlite import SQLiteStore
@@ -42,7 +43,6 @@ from respstream.server.upstream.base import (
     Usage,
     singles,
 )
-from respstream.server.writer import ResponseWriter
 
 from .helpers import FakeDecision, FakeRewriter, FakeRouter, FakeTools
 
@@ -80,7 +80,7 @@ class _SimulatedBatches(_SimulatedChunks):
 def _deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
     counter = itertools.count()
     monkeypatch.setattr(Dialect, "new_id", lambda self, prefix: f"{prefix}_{next(counter):06d}")
-    monkeypatch.setattr("respstream.server.writer.time", SimpleNamespace(time=lambda: 1700000000.0))
+    monkeypatch.setattr("respstream.server.events.writer.time", SimpleNamespace(time=lambda: 1700000000.0))
 
 
 async def _run(upstream: Any, store: Store, dialect_name: str) -> list[bytes]:

@@ -22,16 +22,16 @@ from hypothesis import strategies as st
 from respstream.protocol import events as ev
 from respstream.protocol.rules import RuleChecker
 from respstream.protocol.stream import StreamCore
-from respstream.server.dialects import Dialect, get_dialect
-from respstream.server.frames import frame, frames
+from respstream.server.events.dialects import Dialect, get_dialect
+from respstream.server.events.frames import frame, frames
+from respstream.server.events.response_object import new_response
+from respstream.server.events.writer import ResponseWriter, WriterClosed
 from respstream.server.requests import parse_request
-from respstream.server.response_object import new_response
 from respstream.server.store.base import DeltaEntry, LogEntry, ResponseRecord
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.sqlite import SQLiteStore
 from respstream.server.upstream.base import GenerationRequest, UpstreamError
 from respstream.server.upstream.scripted import ScriptedUpstream
-from respstream.server.writer import ResponseWriter, WriterClosed
 
 _pieces = st.lists(st.text(alphabet=st.sampled_from("ab %\"\\\né☃<"), max_size=5), max_size=12)
 
@@ -49,7 +49,7 @@ async def _log(store: Any, runs: list[list[str]], *, batched: bool, dialect: str
     failed = None
     try:
         with patch.object(Dialect, "new_id", lambda self, prefix: next(ids)), patch(  # what the two runs share
-                "respstream.server.writer.time", SimpleNamespace(time=lambda: 1700000000.0)):
+                "respstream.server.events.writer.time", SimpleNamespace(time=lambda: 1700000000.0)):
             writer.start()
             for i, run in enumerate(runs):
                 if i:

@@ -24,8 +24,8 @@ import uvicorn.protocols.http.httptools_impl as httptools_impl
 
 from faults.helpers import GatewayThread, check, gateway_app
 from respstream.server import direct_send, sse_response
-from respstream.server.dialects import get_dialect
 from respstream.server.direct_send import DirectSend, direct_send_ok, finish_suspended
+from respstream.server.events.dialects import get_dialect
 from respstream.server.store.base import LogEntry
 from respstream.server.upstream.scripted import ScriptedUpstream
 

@@ -17,11 +17,11 @@ from respstream.protocol.assembler import Assembler
 from respstream.protocol.rules import RuleChecker
 from respstream.protocol.stream import StreamCore
 from respstream.server import sse_response
-from respstream.server.dialects import get_dialect
+from respstream.server.events.dialects import get_dialect
+from respstream.server.events.writer import ResponseWriter, frame
 from respstream.server.sse_response import EventStreamResponse
 from respstream.server.store.base import DeltaEntry, LogEntry, ResponseRecord
 from respstream.server.store.memory import MemoryStore
-from respstream.server.writer import ResponseWriter, frame
 
 DELTAS = ["Hello", ", \"quoted\"", " 100% ", " ünïcödé ✓", "\n\ttabs\\", "", " </script>", " end."]
 
@@ -322,7 +322,7 @@ async def test_a_tailed_store_sends_what_is_queued_together_with_the_same_bytes(
 def test_platform_ids_are_random_version_4_uuids() -> None:
     import uuid
 
-    from respstream.server.dialects import uuid4_text
+    from respstream.server.events.dialects import uuid4_text
 
     seen = set()
     for _ in range(2000):

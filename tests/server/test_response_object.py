@@ -1,4 +1,4 @@
-"""The Response object is complete in every dialect (server/response_object.py): every lifecycle event's Response,
+"""The Response object is complete in every dialect (events/response_object.py): every lifecycle event's Response,
 the non-streaming JSON, GET, a background POST and a cancel validate against the Open Responses ResponseResource
 schema (protocol/spec_schema.py); values are the ones used; timestamps share one unit."""
 
@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from respstream.protocol.spec_schema import response_problems
-from respstream.server.response_object import SamplingDefaults
+from respstream.server.events.response_object import SamplingDefaults
 from respstream.server.upstream.scripted import ScriptedUpstream
 
 from .helpers import ServerThread, make_app, post_stream

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from respstream.server import sse_response
-from respstream.server.dialects import get_dialect
+from respstream.server.events.dialects import get_dialect
 from respstream.server.sse_response import EventStreamResponse
 from respstream.server.store.base import LogEntry, ResponseRecord, StoreUnavailable
 from respstream.server.store.memory import MemoryStore

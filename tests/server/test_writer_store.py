@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from respstream.server.dialects import get_dialect
+from respstream.server.events.dialects import get_dialect
+from respstream.server.events.writer import ResponseDeleted, ResponseWriter
 from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, StoreUnavailable
 from respstream.server.store.lease import worker_lost_entries
 from respstream.server.store.memory import MemoryStore
-from respstream.server.writer import ResponseDeleted, ResponseWriter
 
 
 async def _started(dialect: str) -> tuple[MemoryStore, ResponseRecord, ResponseWriter]:

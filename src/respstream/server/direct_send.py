@@ -25,8 +25,8 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from respstream.server.dialects import Dialect
-from respstream.server.frames import frames
+from respstream.server.events.dialects import Dialect
+from respstream.server.events.frames import frames
 from respstream.server.store.base import Entry
 
 __all__ = ["DirectSend", "direct_send_ok", "finish_suspended"]

@@ -24,7 +24,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from respstream.server.dialects import Dialect
+from respstream.server.events.dialects import Dialect
 from respstream.server.history import items_to_messages
 from respstream.server.http_errors import HTTPError
 from respstream.server.requests import InputItem, parse_request

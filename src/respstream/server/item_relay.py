@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from respstream.protocol.spec_schema import SPEC_EVENT_TYPES, SPEC_ITEM_TYPES, event_problems, is_extension
+from respstream.server.events.writer import ResponseWriter
 from respstream.server.upstream.base import PassedItemAdded, PassedItemDone, PassedItemEvent
-from respstream.server.writer import ResponseWriter
 
 __all__ = ["FOREIGN_PREFIX", "ItemRelay"]
 

@@ -31,7 +31,7 @@ from respstream.server.http_errors import HTTPError
 from respstream.server.tools.netguard import AddressPolicy, FetchRefused, resolve
 
 if TYPE_CHECKING:
-    from respstream.server.writer import ResponseWriter
+    from respstream.server.events.writer import ResponseWriter
 
 __all__ = ["McpApproval", "McpServerSpec", "McpToolError", "McpToolbox", "parse_mcp_tool"]
 

@@ -36,6 +36,7 @@ from contextlib import aclosing
 from typing import Any, Protocol
 
 from respstream.server.citations import CitationSources, Source, find_citations, with_source_list
+from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
 from respstream.server.ground_first_step import GroundFirst
 from respstream.server.grounded_answer import Fact, GroundedFacts
 from respstream.server.mcp_tools import McpToolbox, McpToolError
@@ -55,7 +56,6 @@ from respstream.server.upstream.base import (
 )
 from respstream.server.upstream.chat_request import chat_options
 from respstream.server.upstream.text_tool_calls import written_call
-from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
 __all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolCrashed", "ToolsLike"]
 

@@ -109,7 +109,7 @@ class ResponseRequest:
     tool_policy: ToolPolicy = field(default_factory=ToolPolicy)  # tool_choice as enforced
     media: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (param, Chat part) of image/file inputs
 
-    # The option fields under their request names, for the Response object's echo (server/response_object.py).
+    # The option fields under their request names, for the Response object's echo (server/events/response_object.py).
     @property
     def presence_penalty(self) -> float | None:
         return self.options.presence_penalty

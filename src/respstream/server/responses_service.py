@@ -19,7 +19,9 @@ from typing import Any
 
 from respstream.server.config import Config
 from respstream.server.context_limit import check_context, context_limit
-from respstream.server.dialects import Dialect, get_dialect
+from respstream.server.events.dialects import Dialect, get_dialect
+from respstream.server.events.response_object import new_response, sampling_defaults_of
+from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
 from respstream.server.history import items_to_messages, output_to_items
 from respstream.server.http_errors import HTTPError
 from respstream.server.input_files import resolve_file_urls
@@ -30,13 +32,11 @@ from respstream.server.model_catalog import ModelCatalog
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
 from respstream.server.response_inputs import mcp_toolbox, request_context
-from respstream.server.response_object import new_response, sampling_defaults_of
 from respstream.server.store.base import ResponseRecord, SequenceConflict, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.response import ResponseTelemetry
 from respstream.server.truncation import fit_context
-from respstream.server.writer import ResponseDeleted, ResponseWriter, WriterClosed
 
 __all__ = ["TERMINAL_STATUSES", "ResponseService", "Running"]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from respstream.server.events.writer import ResponseWriter
 from respstream.server.item_relay import ItemRelay
 from respstream.server.tool_rounds import RoundResult, ToolCall
 from respstream.server.upstream.base import (
@@ -27,7 +28,6 @@ from respstream.server.upstream.base import (
     TextRun,
     ToolCallDelta,
 )
-from respstream.server.writer import ResponseWriter
 
 __all__ = ["RoundCollector"]
 

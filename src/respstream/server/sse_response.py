@@ -37,9 +37,9 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from respstream.server.dialects import Dialect
 from respstream.server.direct_send import DirectSend, direct_send_ok, finish_suspended
-from respstream.server.frames import frame, frames, reader_terminal_frame
+from respstream.server.events.dialects import Dialect
+from respstream.server.events.frames import frame, frames, reader_terminal_frame
 from respstream.server.store.base import Entry, Store, StoreUnavailable
 
 __all__ = ["SLOW_READER_TIMEOUT_SECONDS", "SSE_HEADERS", "EventStreamResponse"]

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from respstream.server.citations import CitationSources, Source
+from respstream.server.events.writer import ResponseWriter
 from respstream.server.mcp_tools import McpToolbox
 from respstream.server.requests import ResponseRequest
 from respstream.server.telemetry.response import ResponseTelemetry
 from respstream.server.upstream.base import Finish
-from respstream.server.writer import ResponseWriter
 
 if TYPE_CHECKING:
     from respstream.server.pipeline import ToolsLike

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
-from respstream.server.frames import reader_terminal_data
+from respstream.server.events.frames import reader_terminal_data
 from respstream.server.http_errors import HTTPError, envelope
 from respstream.server.requests import parse_request
 from respstream.server.sse_response import COALESCE_BYTES, EventStreamResponse

@@ -1,6 +1,6 @@
 """What a store writes when a generator is gone: the terminal ``worker_lost`` events, and a lease renewer.
 
-Only the writer (server/writer.py) shapes events while a response runs; this is the one exception, because when the
+Only the writer (events/writer.py) shapes events while a response runs; this is the one exception, because when the
 writer is dead someone else must end the log. Kept small and dialect-aware so SQLite and Redis end logs identically:
 
 - ``platform``: one terminal ``{"type":"error","sequence_number":N,"code":"worker_lost","message":...,"param":null}``.
@@ -37,7 +37,7 @@ def _failed_response(record: ResponseRecord, message: str) -> dict[str, Any]:
     response.setdefault("created_at", record.created_at)
     response.setdefault("output", [])
     response["status"] = "failed"
-    response["error"] = {"code": WORKER_LOST, "message": message}  # as server/writer.py's fail() shapes it
+    response["error"] = {"code": WORKER_LOST, "message": message}  # as server/events/writer.py's fail() shapes it
     return response
 
 

@@ -28,7 +28,7 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
-from respstream.server.response_object import SamplingDefaults
+from respstream.server.events.response_object import SamplingDefaults
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.gguf_meta import model_id_of
@@ -151,7 +151,7 @@ class EmbeddedUpstream:
     """
 
     # What llama.cpp samples with when a request gives no value (its server's defaults, as its `/props` reports
-    # them): the Response echoes these, not OpenAI's 1.0/1.0 (server/response_object.py).
+    # them): the Response echoes these, not OpenAI's 1.0/1.0 (server/events/response_object.py).
     sampling_defaults = SamplingDefaults(temperature=0.8, top_p=0.95)
 
     def __init__(

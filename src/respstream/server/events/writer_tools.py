@@ -1,9 +1,9 @@
 """Tool call items of a response: client function calls, server tool calls (announced, run, finished) and items
 built elsewhere (remote MCP calls), with the same output-index bookkeeping as the writer's own message items.
 
-How this works: a mixin of :class:`~respstream.server.writer.ResponseWriter`; every method closes the open message
-item first (so items never interleave) and emits through the writer's ``_emit``, so the protocol rule checker and the
-sequence numbers see these events like any other. Which item type a server tool becomes depends on the dialect:
+How this works: a mixin of :class:`~respstream.server.events.writer.ResponseWriter`; every method closes the open
+message item first (so items never interleave) and emits through the writer's ``_emit``, so the protocol rule checker
+and the sequence numbers see these events like any other. Which item type a server tool becomes depends on the dialect:
 an extension item (``respstream:<name>_call``) in Open Responses, the hosted ``web_search_call`` / ``mcp_call`` items
 where the platform has them, else a ``function_call`` with its output.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from respstream.server.dialects import EXTENSION_PREFIX, Dialect
+from respstream.server.events.dialects import EXTENSION_PREFIX, Dialect
 
 __all__ = ["ToolCallItems"]
 

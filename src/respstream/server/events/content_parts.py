@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from respstream.server.dialects import Dialect
+from respstream.server.events.dialects import Dialect
 from respstream.server.store.base import DeltaTemplate
 
 __all__ = ["OpenItem", "OpenPart", "closing_events", "part_object"]

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from respstream.server.frames import terminal_outcome
+from respstream.server.events.frames import terminal_outcome
 from respstream.server.store.base import (
     Entry,
     LogEntry,
@@ -38,7 +38,8 @@ class ResponseDeleted(Exception):
 
 
 class LogFlushing:
-    """The store side of :class:`~respstream.server.writer.ResponseWriter` (a mixin: it shares the writer's state)."""
+    """The store side of :class:`~respstream.server.events.writer.ResponseWriter` (a mixin: it shares the writer's
+    state)."""
 
     record: ResponseRecord
     response: dict[str, Any]

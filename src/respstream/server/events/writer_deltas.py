@@ -1,5 +1,5 @@
 """Text, reasoning and refusal deltas of a response: the writer's hot path (a mixin of
-:class:`~respstream.server.writer.ResponseWriter`, sharing its state).
+:class:`~respstream.server.events.writer.ResponseWriter`, sharing its state).
 
 How this works: a delta goes to the message (or reasoning) item and content part that is open, opening them first if
 needed. Each part has a byte template (:class:`~respstream.server.store.base.DeltaTemplate`), so a delta costs one
@@ -18,7 +18,7 @@ import msgspec
 
 from respstream.protocol.events import OutputTextDelta
 from respstream.protocol.rules import RuleChecker
-from respstream.server.content_parts import OpenItem, OpenPart
+from respstream.server.events.content_parts import OpenItem, OpenPart
 from respstream.server.store.base import DeltaEntry, Entry, LogEntry
 
 __all__ = ["DeltaWriting", "WriterClosed"]

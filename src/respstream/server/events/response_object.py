@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from respstream.server.dialects import Dialect
+from respstream.server.events.dialects import Dialect
 
 __all__ = ["OPENAI_SAMPLING_DEFAULTS", "SamplingDefaults", "echo_tools", "mark_completed", "new_response",
            "sampling_defaults_of"]

@@ -35,21 +35,21 @@ import msgspec
 
 from respstream.protocol.events import decode_event
 from respstream.protocol.rules import RuleChecker
-from respstream.server.content_parts import OpenItem, OpenPart, closing_events, part_object
-from respstream.server.dialects import Dialect
-from respstream.server.frames import (
+from respstream.server.events.content_parts import OpenItem, OpenPart, closing_events, part_object
+from respstream.server.events.dialects import Dialect
+from respstream.server.events.frames import (
     ERROR_CODES,
     frame,
     reader_terminal_data,
     reader_terminal_frame,
     terminal_outcome,
 )
-from respstream.server.response_object import mark_completed
+from respstream.server.events.response_object import mark_completed
+from respstream.server.events.writer_deltas import DeltaWriting, WriterClosed
+from respstream.server.events.writer_store import LogFlushing, ResponseDeleted
+from respstream.server.events.writer_tools import ToolCallItems
 from respstream.server.store.base import DeltaTemplate, Entry, LogEntry, ResponseRecord, Store
 from respstream.server.upstream.base import Usage
-from respstream.server.writer_deltas import DeltaWriting, WriterClosed
-from respstream.server.writer_store import LogFlushing, ResponseDeleted
-from respstream.server.writer_tools import ToolCallItems
 
 # frame, reader_terminal_* and terminal_outcome live in frames.py; re-exported for the callers that import them here.
 __all__ = ["ERROR_CODES", "REPAIRS_FIELD", "ResponseDeleted", "ResponseWriter", "WriterClosed", "frame",

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from respstream.server.dialects import Dialect
+from respstream.server.events.dialects import Dialect
 from respstream.server.store.base import DeltaEntry, Entry, LogEntry
 
 __all__ = ["ERROR_CODES", "frame", "frames", "reader_terminal_data", "reader_terminal_frame", "terminal_outcome"]
