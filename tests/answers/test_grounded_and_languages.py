@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from respstream.server.grounded_answer import Fact, GroundedFacts, check_calculation, check_datetime
-from respstream.server.router import classify, ground_first
+from respstream.server.routing.router import classify, ground_first
 from respstream.server.tools.calculator import evaluate, format_number
 from respstream.server.tools.clock import describe_datetime
 from respstream.server.tools.search_query import search_query

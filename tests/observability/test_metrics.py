@@ -123,7 +123,7 @@ def test_multiprocess_mode_sums_the_workers(tmp_path: Path) -> None:
 
     script = (
         "import sys\n"
-        "from respstream.server.metrics import Metrics\n"
+        "from respstream.server.telemetry.metrics import Metrics\n"
         "m = Metrics()\n"
         "m.first_token('m1', 0.02)\n"
         "m.finished(status='completed', dialect='openai', model='m1', seconds=0.5, error_code=None,"
@@ -151,7 +151,7 @@ def test_bad_telemetry_table_is_a_config_error(bad: dict[str, object], tmp_path:
 
 
 def test_events_counted_in_batches_are_all_in_every_scrape() -> None:
-    from respstream.server.metrics import EVENTS_BATCH, Metrics
+    from respstream.server.telemetry.metrics import EVENTS_BATCH, Metrics
 
     metrics = Metrics(multiprocess_dir="")
     for _ in range(EVENTS_BATCH + 5):  # one flush of one event at a time, no response ended yet

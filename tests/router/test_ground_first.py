@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from respstream.server.router import arithmetic_expression, classify, ground_first, time_zone_in
+from respstream.server.routing.router import arithmetic_expression, classify, ground_first, time_zone_in
 
 
 @pytest.mark.parametrize(("text", "expression"), [
@@ -41,7 +41,7 @@ def test_ground_first_picks_the_tool_from_input_and_route() -> None:
 
 def _arithmetic_unguarded(text: str) -> str | None:
     """arithmetic_expression without its whole-text operation guard: the reference the guard must agree with."""
-    from respstream.server import classify as c
+    from respstream.server.routing import classify as c
 
     if len(text) > 4000:
         return None

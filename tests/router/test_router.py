@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from respstream.server.router import CircuitBreaker, ModelNotFound, RouteDecision, Router, RoutingRules, classify
+from respstream.server.routing.router import (
+    CircuitBreaker,
+    ModelNotFound,
+    RouteDecision,
+    Router,
+    RoutingRules,
+    classify,
+)
 from respstream.server.upstream.base import UpstreamError
 from respstream.server.upstream.scripted import ScriptedUpstream
 

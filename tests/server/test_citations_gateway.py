@@ -24,7 +24,7 @@ from openai.types.responses.response_output_text_annotation_added_event import (
 
 from respstream.server.app import Components, create_app
 from respstream.server.config import Config
-from respstream.server.router import Router
+from respstream.server.routing.router import Router
 from respstream.server.tools.registry import ToolRegistry
 from respstream.server.upstream.base import Chunk, GenerationRequest
 from respstream.server.upstream.scripted import ScriptedUpstream

@@ -12,7 +12,7 @@ import pytest
 
 from respstream.server.app import Components, create_app
 from respstream.server.config import Config
-from respstream.server.router import Router
+from respstream.server.routing.router import Router
 from respstream.server.tools.registry import ToolRegistry
 from respstream.server.upstream.base import Chunk, GenerationRequest
 from respstream.server.upstream.scripted import ScriptedUpstream

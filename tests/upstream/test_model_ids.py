@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from fakes.chat_server import Done, FakeChatCompletionsServer, finish, text
-from respstream.server.router import ModelNotFound, Router
+from respstream.server.routing.router import ModelNotFound, Router
 from respstream.server.upstream.base import GenerationRequest, TextDelta
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.embedded import EMBEDDED_MODEL_ID, EmbeddedUpstream

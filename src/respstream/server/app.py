@@ -36,17 +36,17 @@ from respstream.server.conversations import conversation_routes
 from respstream.server.http_errors import HTTPError, exception_handlers
 from respstream.server.input_items import input_tokens, list_input_items
 from respstream.server.limits import RateLimiter, StreamGate
-from respstream.server.metrics import CONTENT_TYPE, Metrics, NoMetrics
 from respstream.server.openapi import openapi_document
 from respstream.server.request_scope import GatewayApp
 from respstream.server.requests import parse_request
 from respstream.server.responses_service import TERMINAL_STATUSES, ResponseService
+from respstream.server.routing.upstream_watch import UpstreamWatch, startup_warnings
 from respstream.server.sse_response import EventStreamResponse
 from respstream.server.store.base import Store
 from respstream.server.store.split import backend_of
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.health import HealthMonitor
-from respstream.server.upstream_watch import UpstreamWatch, startup_warnings
+from respstream.server.telemetry.metrics import CONTENT_TYPE, Metrics, NoMetrics
 from respstream.server.websocket import serve_websocket
 
 if TYPE_CHECKING:

@@ -10,11 +10,11 @@ from typing import Any
 
 from respstream.server.config import Config
 from respstream.server.pipeline import RewriterLike, RouterLike, ToolsLike
+from respstream.server.routing.upstream_watch import configure_upstreams
 from respstream.server.store.base import Store, StoreUnavailable
 from respstream.server.store.factory import is_memory_url, open_store
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import SplitStore
-from respstream.server.upstream_watch import configure_upstreams
 
 __all__ = ["Components", "build_components", "build_store"]
 
@@ -65,7 +65,7 @@ async def build_components(config: Config, given: Components) -> Components:
     router = given.router
     if router is None:
         # Imported here: a memory-only test app never loads the upstream machinery.
-        router_mod: Any = importlib.import_module("respstream.server.router")
+        router_mod: Any = importlib.import_module("respstream.server.routing.router")
         factory: Any = importlib.import_module("respstream.server.upstream.factory")
         if not upstreams:
             upstreams = [factory.build_upstream(spec, **config.options_for(spec)) for spec in config.upstreams]

@@ -1,7 +1,7 @@
 """Answers faithful to deterministic tools: the instruction that gives a model the result, and the check after it.
 
 How this works: when grounding ran ``calculator`` or ``current_datetime`` for a question (see
-:func:`~respstream.server.router.ground_first`), :func:`grounding_instruction` is the system note the model gets
+:func:`~respstream.server.routing.router.ground_first`), :func:`grounding_instruction` is the system note the model gets
 with the result ("state exactly this"). After generation, :class:`GroundedFacts` is a rewrite step that checks the
 final text states the result, and otherwise repairs it:
 

@@ -39,7 +39,6 @@ from respstream.server.citations import CitationSources, Source, find_citations,
 from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
 from respstream.server.ground_first_step import GroundFirst
 from respstream.server.grounded_answer import Fact, GroundedFacts
-from respstream.server.mcp_tools import McpToolbox, McpToolError
 from respstream.server.requests import ResponseRequest
 from respstream.server.round_collector import RoundCollector
 from respstream.server.store.base import SequenceConflict, SequenceGap, StoreUnavailable
@@ -47,6 +46,7 @@ from respstream.server.structured_output import check_output
 from respstream.server.telemetry.observation import current_attempt
 from respstream.server.telemetry.response import NULL_TELEMETRY, ResponseTelemetry
 from respstream.server.tool_rounds import RoundResult, ToolCrashed, ToolRounds
+from respstream.server.tools.mcp_tools import McpToolbox, McpToolError
 from respstream.server.upstream.base import (
     Finish,
     GenerationRequest,
@@ -147,7 +147,7 @@ class Pipeline(GroundFirst, ToolRounds):
         # max_tool_calls: every call the response makes (server tools, ground-first, client calls) counts.
         self.calls_left: int | None = request.options.max_tool_calls
         self._round_no = 0
-        self.mcp = mcp  # the request's remote MCP servers (server/mcp_tools.py)
+        self.mcp = mcp  # the request's remote MCP servers (server/tools/mcp_tools.py)
 
     # -- entry point -----------------------------------------------------------------------------------------------
     async def run(self) -> None:

@@ -18,9 +18,9 @@ from typing import Any
 from respstream.server.compaction_item import decode_compaction
 from respstream.server.http_errors import HTTPError
 from respstream.server.input_parts import MEDIA_PART_TYPES, media_part
-from respstream.server.mcp_tools import MAX_MCP_SERVERS, McpServerSpec, parse_mcp_tool
 from respstream.server.request_fields import RequestFields, parse_fields
 from respstream.server.tool_policy import ToolPolicy, parse_tool_choice, server_tools_opt_in
+from respstream.server.tools.mcp_tools import MAX_MCP_SERVERS, McpServerSpec, parse_mcp_tool
 
 __all__ = ["MAX_JSON_DEPTH", "SERVER_TOOL_TYPES", "InputItem", "ResponseRequest", "check_depth", "parse_request"]
 

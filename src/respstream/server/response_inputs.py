@@ -8,9 +8,9 @@ from respstream.server.config import Config
 from respstream.server.conversation_records import conversation_of
 from respstream.server.history import items_from_json, output_to_items
 from respstream.server.http_errors import HTTPError
-from respstream.server.mcp_tools import McpApproval, McpToolbox
 from respstream.server.requests import InputItem, ResponseRequest
 from respstream.server.store.base import ResponseRecord, Store
+from respstream.server.tools.mcp_tools import McpApproval, McpToolbox
 from respstream.server.tools.netguard import AddressPolicy
 
 __all__ = ["check_call_outputs", "mcp_toolbox", "previous_record", "request_context"]

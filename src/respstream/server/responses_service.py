@@ -27,7 +27,6 @@ from respstream.server.http_errors import HTTPError
 from respstream.server.input_files import resolve_file_urls
 from respstream.server.input_items import input_item_records
 from respstream.server.input_parts import check_modalities
-from respstream.server.metrics import Metrics
 from respstream.server.model_catalog import ModelCatalog
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
@@ -35,6 +34,7 @@ from respstream.server.response_inputs import mcp_toolbox, request_context
 from respstream.server.store.base import ResponseRecord, SequenceConflict, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import Tracing, current_request
+from respstream.server.telemetry.metrics import Metrics
 from respstream.server.telemetry.response import ResponseTelemetry
 from respstream.server.truncation import fit_context
 

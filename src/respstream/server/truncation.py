@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from respstream.server.http_errors import HTTPError
-from respstream.server.router import estimate_tokens
+from respstream.server.routing.router import estimate_tokens
 
 __all__ = ["MEDIA_TOKENS", "estimate_messages", "fit_context"]
 

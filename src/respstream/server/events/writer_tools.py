@@ -107,7 +107,7 @@ class ToolCallItems:
                                        "arguments": item["arguments"], "status": status, "output": output})
         self._done_item(index, item)
 
-    # Public for item kinds built outside this module (server/mcp_tools.py): the same bookkeeping as our own.
+    # Public for item kinds built outside this module (server/tools/mcp_tools.py): the same bookkeeping as our own.
     def add_output_item(self, item: dict[str, Any]) -> int:
         """Close any open item, add ``item`` (``response.output_item.added``); returns its output index."""
         self._close_current_item()

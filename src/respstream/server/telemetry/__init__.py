@@ -1,5 +1,5 @@
-"""Observability: OpenTelemetry GenAI traces, per-request observations and structured logs (metrics live in
-``server/metrics.py``). See docs/operations.md."""
+"""Observability: OpenTelemetry GenAI traces, per-request observations, structured logs and the Prometheus metrics
+(``metrics.py``). See docs/operations.md. The lowest server layer: it imports nothing else of the server."""
 
 from respstream.server.telemetry.logs import configure_logging, log_access
 from respstream.server.telemetry.observation import (

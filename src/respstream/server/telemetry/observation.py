@@ -39,7 +39,7 @@ class RequestObservation:
 @dataclass(slots=True)
 class UpstreamAttempt:
     upstream: str
-    metrics: Any  # respstream.server.metrics.Metrics, or None
+    metrics: Any  # respstream.server.telemetry.metrics.Metrics, or None
     span: Any
     started: float = field(default_factory=time.perf_counter)
     last_mark: float = 0.0

@@ -2,6 +2,9 @@
 
 :class:`ToolRegistry` is the entry point (``specs()``, ``names()``, ``await run(name, arguments_json)``); config keys
 are listed in :mod:`respstream.server.tools.registry`.
+
+Also the remote MCP tools of a request (``mcp_tools.py``), the one module here above the writer (it lists a server's
+tools through it). The rest of the folder does pure work on arguments: below upstream/, above the server's base.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Routing for ``model: "auto"``: a category from the input, a model for the category, a healthy upstream for it.
 
-How this works: :func:`~respstream.server.classify.classify` is a pure function (text + :class:`RoutingRules` ->
+How this works: :func:`~respstream.server.routing.classify.classify` is a pure function (text + :class:`RoutingRules` ->
 category and a human reason such as ``"Input length > 500 tokens"``). :class:`Router` maps the category to model ids
 from config, then picks the first model whose upstream is healthy according to a per-upstream
 :class:`CircuitBreaker` (``failure_threshold`` consecutive failures open it for ``open_seconds``; then one half-open
@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from respstream.server.classify import (
+from respstream.server.routing.classify import (
     CATEGORIES,
     RoutingRules,
     arithmetic_expression,

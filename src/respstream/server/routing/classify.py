@@ -1,8 +1,8 @@
 """What an input is about, without IO: the routing category of a ``model: "auto"`` request (:func:`classify`, pure:
 text + :class:`RoutingRules` -> category and a human reason such as ``"Input length > 500 tokens"``), and the inputs a
 server tool should answer before the model does (:func:`ground_first`: arithmetic, the time in a zone, a URL or a
-search). Every pattern here is linear in the input (no nested quantifiers); :class:`~respstream.server.router.Router`
-maps the category to models.
+search). Every pattern here is linear in the input (no nested quantifiers);
+:class:`~respstream.server.routing.router.Router` maps the category to models.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from respstream.server.routing.url_scan import find_url
 from respstream.server.tools.arith_words import spoken_to_expression
 from respstream.server.tools.calculator import CalculatorError, evaluate
 from respstream.server.tools.search_query import search_query
-from respstream.server.url_scan import find_url
 
 __all__ = ["CATEGORIES", "RoutingRules", "arithmetic_expression", "classify", "estimate_tokens", "ground_first",
            "time_zone_in"]
