@@ -26,8 +26,8 @@ from respstream.server.events.dialects import Dialect, get_dialect
 from respstream.server.events.frames import frame
 from respstream.server.events.response_object import new_response
 from respstream.server.events.writer import ResponseWriter
+from respstream.server.inputs.requests import parse_request
 from respstream.server.pipeline import Pipeline
-from respstream.server.requests import parse_request
 from respstream.server.store.base import LogEntry, ResponseRecord, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.sqlite import SQLiteStore

@@ -26,7 +26,7 @@ from respstream.server.events.dialects import Dialect, get_dialect
 from respstream.server.events.frames import frame, frames
 from respstream.server.events.response_object import new_response
 from respstream.server.events.writer import ResponseWriter, WriterClosed
-from respstream.server.requests import parse_request
+from respstream.server.inputs.requests import parse_request
 from respstream.server.store.base import DeltaEntry, LogEntry, ResponseRecord
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.sqlite import SQLiteStore

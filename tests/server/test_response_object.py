@@ -123,7 +123,7 @@ def test_background_queued_and_cancelled_responses_are_complete(server: tuple[st
 
 
 def test_server_tools_can_be_asked_for_by_their_extension_names() -> None:
-    from respstream.server.requests import parse_request
+    from respstream.server.inputs.requests import parse_request
 
     names = {"calculator", "web_search", "web_fetch", "current_datetime"}
     req = parse_request({"input": "x", "tools": [{"type": "respstream:calculator"}, {"type": "respstream:web_search"}]},

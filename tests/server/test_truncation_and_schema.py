@@ -1,5 +1,5 @@
-"""The gateway-side parts of two request fields, unit by unit: ``truncation`` (server/truncation.py) and the
-``text.format`` parse/validate pair (server/structured_output.py)."""
+"""The gateway-side parts of two request fields, unit by unit: ``truncation`` (server/inputs/truncation.py) and the
+``text.format`` parse/validate pair (server/inputs/structured_output.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from respstream.server.http_errors import HTTPError
-from respstream.server.structured_output import MAX_VALIDATED_CHARS, TextFormat, check_output, parse_text_format
-from respstream.server.truncation import estimate_messages, fit_context
+from respstream.server.inputs.structured_output import MAX_VALIDATED_CHARS, TextFormat, check_output, parse_text_format
+from respstream.server.inputs.truncation import estimate_messages, fit_context
 
 
 def _user(words: int, tag: str) -> dict[str, Any]:

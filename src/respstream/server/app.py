@@ -35,10 +35,10 @@ from respstream.server.config import Config
 from respstream.server.conversations import conversation_routes
 from respstream.server.http_errors import HTTPError, exception_handlers
 from respstream.server.input_items import input_tokens, list_input_items
+from respstream.server.inputs.requests import parse_request
 from respstream.server.limits import RateLimiter, StreamGate
 from respstream.server.openapi import openapi_document
 from respstream.server.request_scope import GatewayApp
-from respstream.server.requests import parse_request
 from respstream.server.responses_service import TERMINAL_STATUSES, ResponseService
 from respstream.server.routing.upstream_watch import UpstreamWatch, startup_warnings
 from respstream.server.sse_response import EventStreamResponse

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from respstream.server.compaction_item import encode_compaction
 from respstream.server.http_errors import HTTPError
-from respstream.server.requests import InputItem, ResponseRequest, parse_request
+from respstream.server.inputs.compaction_item import encode_compaction
+from respstream.server.inputs.requests import InputItem, ResponseRequest, parse_request
 from respstream.server.store.memory import MemoryStore
 
 if TYPE_CHECKING:

@@ -21,10 +21,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from respstream.server.conversation_records import conversation_of
 from respstream.server.http_errors import HTTPError
 from respstream.server.input_items import check_include, input_item_records, item_page
-from respstream.server.requests import _metadata, check_depth, parse_request
+from respstream.server.inputs.conversation_records import conversation_of
+from respstream.server.inputs.requests import _metadata, check_depth, parse_request
 from respstream.server.store.base import ConversationRecord
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from respstream.server.citations import CitationSources, Source
 from respstream.server.events.writer import ResponseWriter
 from respstream.server.grounded_answer import Fact, grounding_instruction
-from respstream.server.requests import ResponseRequest
+from respstream.server.inputs.requests import ResponseRequest
 from respstream.server.routing.router import ground_first
 from respstream.server.tools.search_query import search_query
 

@@ -25,9 +25,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from respstream.server.events.dialects import Dialect
-from respstream.server.history import items_to_messages
 from respstream.server.http_errors import HTTPError
-from respstream.server.requests import InputItem, parse_request
+from respstream.server.inputs.history import items_to_messages
+from respstream.server.inputs.requests import InputItem, parse_request
 
 if TYPE_CHECKING:
     from respstream.server.app import _Gateway

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from respstream.server.input_parts import MODALITIES, model_modalities
+from respstream.server.inputs.input_parts import MODALITIES, model_modalities
 
 __all__ = ["ModelCatalog"]
 

@@ -39,10 +39,10 @@ from respstream.server.citations import CitationSources, Source, find_citations,
 from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
 from respstream.server.ground_first_step import GroundFirst
 from respstream.server.grounded_answer import Fact, GroundedFacts
-from respstream.server.requests import ResponseRequest
+from respstream.server.inputs.requests import ResponseRequest
+from respstream.server.inputs.structured_output import check_output
 from respstream.server.round_collector import RoundCollector
 from respstream.server.store.base import SequenceConflict, SequenceGap, StoreUnavailable
-from respstream.server.structured_output import check_output
 from respstream.server.telemetry.observation import current_attempt
 from respstream.server.telemetry.response import NULL_TELEMETRY, ResponseTelemetry
 from respstream.server.tool_rounds import RoundResult, ToolCrashed, ToolRounds

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from respstream.server.citations import CitationSources, Source
 from respstream.server.events.writer import ResponseWriter
-from respstream.server.requests import ResponseRequest
+from respstream.server.inputs.requests import ResponseRequest
 from respstream.server.telemetry.response import ResponseTelemetry
 from respstream.server.tools.mcp_tools import McpToolbox
 from respstream.server.upstream.base import Finish

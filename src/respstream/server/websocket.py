@@ -32,7 +32,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from respstream.server.events.frames import reader_terminal_data
 from respstream.server.http_errors import HTTPError, envelope
-from respstream.server.requests import parse_request
+from respstream.server.inputs.requests import parse_request
 from respstream.server.sse_response import COALESCE_BYTES, EventStreamResponse
 from respstream.server.store.base import Entry, StoreUnavailable
 from respstream.server.store.memory import MemoryStore

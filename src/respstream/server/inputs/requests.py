@@ -3,9 +3,9 @@
 Every problem is an :class:`HTTPError` (400) naming the field (``param``, e.g. ``input[2].content[0].type``), raised
 before anything reaches a model. Fields we do not implement (audio inputs, ``prompt``, hosted tools we do not run)
 are ``unsupported_parameter``. The option fields (sampling, ``text``, ``reasoning``, ``include``...) are validated by
-:mod:`~respstream.server.request_fields`, image/file parts by :mod:`~respstream.server.input_parts`, ``tool_choice``
-by :mod:`~respstream.server.tool_policy`. Fields nobody defines are ignored (DESIGN §4), as the seed's changelog
-promises for additive fields.
+:mod:`~respstream.server.inputs.request_fields`, image/file parts by :mod:`~respstream.server.inputs.input_parts`,
+``tool_choice`` by :mod:`~respstream.server.inputs.tool_policy`. Fields nobody defines are ignored (DESIGN §4), as the
+seed's changelog promises for additive fields.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from respstream.server.compaction_item import decode_compaction
 from respstream.server.http_errors import HTTPError
-from respstream.server.input_parts import MEDIA_PART_TYPES, media_part
-from respstream.server.request_fields import RequestFields, parse_fields
-from respstream.server.tool_policy import ToolPolicy, parse_tool_choice, server_tools_opt_in
+from respstream.server.inputs.compaction_item import decode_compaction
+from respstream.server.inputs.input_parts import MEDIA_PART_TYPES, media_part
+from respstream.server.inputs.request_fields import RequestFields, parse_fields
+from respstream.server.inputs.tool_policy import ToolPolicy, parse_tool_choice, server_tools_opt_in
 from respstream.server.tools.mcp_tools import MAX_MCP_SERVERS, McpServerSpec, parse_mcp_tool
 
 __all__ = ["MAX_JSON_DEPTH", "SERVER_TOOL_TYPES", "InputItem", "ResponseRequest", "check_depth", "parse_request"]
@@ -398,7 +398,7 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
     """Validate a decoded JSON body. Raises :class:`HTTPError` (400) naming the offending field.
 
     ``dialect`` decides whether server tools run without being listed in ``tools`` (only in ``platform``; see
-    :mod:`~respstream.server.tool_policy`)."""
+    :mod:`~respstream.server.inputs.tool_policy`)."""
     if not isinstance(body, dict):
         raise HTTPError(400, "invalid_json", "the request body must be a JSON object")
     check_depth(body)

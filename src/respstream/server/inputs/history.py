@@ -2,15 +2,15 @@
 
 The model sees: instructions (system), then the conversation's stored items (a sliding window), then the
 ``previous_response_id`` chain (that response's context and output), then this request's input. Items are kept in
-the normalised JSON of :class:`~respstream.server.requests.InputItem` so every store holds the same shape.
+the normalised JSON of :class:`~respstream.server.inputs.requests.InputItem` so every store holds the same shape.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from respstream.server.input_parts import MEDIA_PART_TYPES, media_part
-from respstream.server.requests import InputItem
+from respstream.server.inputs.input_parts import MEDIA_PART_TYPES, media_part
+from respstream.server.inputs.requests import InputItem
 
 __all__ = ["items_from_json", "items_to_messages", "output_to_items"]
 

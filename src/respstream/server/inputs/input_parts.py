@@ -3,7 +3,7 @@
 How this works: :func:`media_part` validates one Responses content part and returns its Chat Completions form
 (``image_url`` / ``file`` part), which the message keeps beside its text (``InputItem.parts``). An image URL goes to
 the upstream as it is (the upstream fetches it, as OpenAI does). A ``file_url`` has no Chat Completions form: the
-part keeps it until :mod:`~respstream.server.input_files` fetches it through the network policy and inlines it as
+part keeps it until :mod:`~respstream.server.inputs.input_files` fetches it through the network policy and inlines it as
 ``file_data`` (after routing, before anything streams). Before that, :func:`check_modalities` refuses (400
 ``unsupported_parameter``) a part the chosen model does not take, naming the part, the model and what it accepts.
 
@@ -63,7 +63,7 @@ def media_part(part: dict[str, Any], where: str) -> dict[str, Any]:
     if url is not None:
         if not url.startswith(("http://", "https://")):
             raise _bad(f"{where}.file_url must be an http(s) URL", f"{where}.file_url")
-        file = {"file_url": url}  # fetched and inlined before the upstream sees it (server/input_files.py)
+        file = {"file_url": url}  # fetched and inlined before the upstream sees it (server/inputs/input_files.py)
     elif not data:
         raise _bad(f"{where}.file_data or file_url is required", f"{where}.file_data", "missing_required_parameter")
     else:

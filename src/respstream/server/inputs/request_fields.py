@@ -10,7 +10,7 @@ field cannot slip through.
 
 Top-level fields nobody defines are ignored in every dialect (DESIGN §4: the seed's changelog promises that new
 optional request fields may land at any time); every field the spec or OpenAI defines is decided here or in
-:mod:`~respstream.server.requests`.
+:mod:`~respstream.server.inputs.requests`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from respstream.server.http_errors import HTTPError
-from respstream.server.structured_output import TextFormat, parse_text_format
+from respstream.server.inputs.structured_output import TextFormat, parse_text_format
 
 __all__ = [
     "INCLUDE_VALUES",

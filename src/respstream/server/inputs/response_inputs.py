@@ -5,10 +5,10 @@ its MCP approval requests. Each is checked against the caller's key: another key
 from __future__ import annotations
 
 from respstream.server.config import Config
-from respstream.server.conversation_records import conversation_of
-from respstream.server.history import items_from_json, output_to_items
 from respstream.server.http_errors import HTTPError
-from respstream.server.requests import InputItem, ResponseRequest
+from respstream.server.inputs.conversation_records import conversation_of
+from respstream.server.inputs.history import items_from_json, output_to_items
+from respstream.server.inputs.requests import InputItem, ResponseRequest
 from respstream.server.store.base import ResponseRecord, Store
 from respstream.server.tools.mcp_tools import McpApproval, McpToolbox
 from respstream.server.tools.netguard import AddressPolicy
