@@ -10,7 +10,7 @@ that dialect runs only the hosted tools a request names) and gets the prompts be
 ``POST /v1/responses`` (``stream: true``, the respstream client). Scored per prompt, from the assembled stream:
 
 - **grounded** (10: arithmetic and time, English/Dutch/German/French): the final text states the tool's result
-  (calculator: the number; current_datetime: the time, see ``server/grounded_answer.py``). ``model`` counts what the
+  (calculator: the number; current_datetime: the time, see ``responses/grounded_answer.py``). ``model`` counts what the
   model itself streamed (before the gateway's GroundedFacts rewrite), ``final`` what the client ends up with.
 - **facts** (10, two of them Dutch/German): the answer contains the expected word.
 - **long** (2 long-answer prompts, no ``max_output_tokens``): the response ends within the default cap
@@ -45,7 +45,7 @@ import httpx
 
 from respstream.client.sync import Client
 from respstream.errors import RespstreamError
-from respstream.server.grounded_answer import check_calculation, check_datetime
+from respstream.server.responses.grounded_answer import check_calculation, check_datetime
 from respstream.server.upstream.embedded import DEFAULT_MAX_OUTPUT_TOKENS, EmbeddedUpstream
 from respstream.server.upstream.text_tool_calls import schema_errors
 

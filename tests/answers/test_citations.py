@@ -1,4 +1,4 @@
-"""The url_citation builder (server/citations.py) and the checker's text.annotation_out_of_range rule."""
+"""The url_citation builder (server/responses/citations.py) and the checker's text.annotation_out_of_range rule."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import time
 
 from respstream.protocol.annotation_check import annotation_problems
-from respstream.server.citations import CitationSources, find_citations
+from respstream.server.responses.citations import CitationSources, find_citations
 
 RESULTS = [
     {"title": "Server-sent events - HTML Standard", "url": "https://html.spec.whatwg.org/multipage/server-sent-events.html",
@@ -118,7 +118,7 @@ def test_checker_flags_annotations_outside_the_text() -> None:
 
 
 def test_source_list_for_an_answer_that_cites_nothing() -> None:
-    from respstream.server.citations import with_source_list
+    from respstream.server.responses.citations import with_source_list
 
     found = sources()
     listed = with_source_list("SSE streams events.  ", found)

@@ -1,4 +1,4 @@
-"""Grounded answers (server/grounded_answer.py), spoken arithmetic, language cues, search queries, the clock."""
+"""Grounded answers (responses/grounded_answer.py), spoken arithmetic, language cues, search queries, the clock."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from respstream.server.grounded_answer import Fact, GroundedFacts, check_calculation, check_datetime
+from respstream.server.responses.grounded_answer import Fact, GroundedFacts, check_calculation, check_datetime
 from respstream.server.routing.router import classify, ground_first
 from respstream.server.tools.calculator import evaluate, format_number
 from respstream.server.tools.clock import describe_datetime

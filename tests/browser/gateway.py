@@ -40,7 +40,7 @@ class StandInTools:
 
 
 class IdentityRewriter:
-    """Stand-in rewriter that changes nothing (used only while respstream.server.rewrite is missing)."""
+    """Stand-in rewriter that changes nothing (used only while respstream.server.responses.rewrite is missing)."""
 
     async def rewrite(self, text: str, *, language: str | None) -> str:
         return text
@@ -58,7 +58,7 @@ def stand_ins() -> dict[str, str]:
     out = {}
     if not _has("respstream.server.tools", "ToolRegistry"):
         out["tools"] = "StandInTools"
-    if not _has("respstream.server.rewrite", "Rewriter"):
+    if not _has("respstream.server.responses.rewrite", "Rewriter"):
         out["rewriter"] = "IdentityRewriter"
     return out
 

@@ -78,7 +78,7 @@ def test_gateway_tool_call_card_completes(page: Any, gateway: Gateway, dialect: 
         assert card.locator(".tool-args").inner_text().startswith("{")
         assert page.evaluate("window.__playground.violations") == []
         # The scripted (SIMULATED) answer does not state the calculator's 4: the grounded-facts rewrite step
-        # annotates the final text with the result (server/grounded_answer.py).
+        # annotates the final text with the result (server/responses/grounded_answer.py).
         assert page.evaluate("window.__playground.finalText") == scripted_text(6) + "\n\n(Calculator: 2+2 = 4.)"
         if dialect == "platform":
             screenshot(page, "gateway-tool-call")

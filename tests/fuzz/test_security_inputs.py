@@ -10,7 +10,7 @@ import httpx
 from hypothesis import given
 from hypothesis import strategies as st
 
-from respstream.server.rewrite import _json_value_end, normalise_whitespace, strip_tool_markup
+from respstream.server.responses.rewrite import _json_value_end, normalise_whitespace, strip_tool_markup
 from respstream.server.routing.url_scan import find_url
 from respstream.server.tools.html_text import html_to_text
 

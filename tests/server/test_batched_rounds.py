@@ -27,7 +27,7 @@ from respstream.server.events.frames import frame
 from respstream.server.events.response_object import new_response
 from respstream.server.events.writer import ResponseWriter
 from respstream.server.inputs.requests import parse_request
-from respstream.server.pipeline import Pipeline
+from respstream.server.responses.pipeline import Pipeline
 from respstream.server.store.base import LogEntry, ResponseRecord, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.sqlite import SQLiteStore

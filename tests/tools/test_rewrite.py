@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator
 
 import pytest
 
-from respstream.server.rewrite import (
+from respstream.server.responses.rewrite import (
     LanguageAlignment,
     Rewriter,
     SpellingFix,

@@ -38,7 +38,7 @@ from fakes.chat_server import (
 )
 from faults.helpers import GatewayThread, check, gateway_app
 from respstream.server.events.dialects import get_dialect
-from respstream.server.round_collector import RoundCollector
+from respstream.server.responses.round_collector import RoundCollector
 from respstream.server.upstream.base import (
     Finish,
     GenerationRequest,

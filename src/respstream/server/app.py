@@ -39,7 +39,7 @@ from respstream.server.inputs.requests import parse_request
 from respstream.server.limits import RateLimiter, StreamGate
 from respstream.server.openapi import openapi_document
 from respstream.server.request_scope import GatewayApp
-from respstream.server.responses_service import TERMINAL_STATUSES, ResponseService
+from respstream.server.responses.responses_service import TERMINAL_STATUSES, ResponseService
 from respstream.server.routing.upstream_watch import UpstreamWatch, startup_warnings
 from respstream.server.sse_response import EventStreamResponse
 from respstream.server.store.base import Store

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from respstream.server.config import Config
-from respstream.server.pipeline import RewriterLike, RouterLike, ToolsLike
+from respstream.server.responses.pipeline import RewriterLike, RouterLike, ToolsLike
 from respstream.server.routing.upstream_watch import configure_upstreams
 from respstream.server.store.base import Store, StoreUnavailable
 from respstream.server.store.factory import is_memory_url, open_store
@@ -90,5 +90,5 @@ async def build_components(config: Config, given: Components) -> Components:
         tools = importlib.import_module("respstream.server.tools").ToolRegistry(config.tools)
     rewriter = given.rewriter
     if rewriter is None:
-        rewriter = importlib.import_module("respstream.server.rewrite").Rewriter(config.rewrite)
+        rewriter = importlib.import_module("respstream.server.responses.rewrite").Rewriter(config.rewrite)
     return Components(store=store, router=router, tools=tools, rewriter=rewriter, upstreams=upstreams)

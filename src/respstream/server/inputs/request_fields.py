@@ -3,7 +3,7 @@
 How this works: :func:`parse_fields` reads every sampling, output-format, reasoning, caching, safety and streaming
 field the Open Responses ``CreateResponseBody`` (and OpenAI's Responses API) defines, checks its type and range and
 returns them typed. Each is then either forwarded to the upstream (see
-:mod:`~respstream.server.upstream.chat_request`), implemented by the gateway (``truncation``, ``max_tool_calls``,
+:mod:`~respstream.server.responses.chat_request`), implemented by the gateway (``truncation``, ``max_tool_calls``,
 ``text.format`` validation, ``include``) or refused here with 400 ``unsupported_parameter`` naming it. Every decision
 is listed in docs/compatibility.md; ``tests/server/test_request_fields_spec.py`` walks the spec's field list so a new
 field cannot slip through.

@@ -10,7 +10,7 @@ Config (the ``[tools]`` table; every key optional)::
     index_path = "~/.local/share/respstream/search.db"   # default: $RESPSTREAM_DATA_DIR or the XDG data dir
     corpus = "<package>/server/corpus" # indexed on first use when the index is empty; "" disables
     max_results = 5
-    max_citations = 64                 # url_citation annotations per answer (server/citations.py); 0 disables
+    max_citations = 64                 # url_citation annotations per answer (server/responses/citations.py); 0 disables
     fetch_allow = []                   # CIDRs or host names web_fetch may reach even if private/loopback
     fetch_max_bytes = 2097152
     fetch_max_chars = 20000            # of extracted text handed to the model

@@ -154,7 +154,7 @@ class GenerationRequest:
     max_output_tokens: int | None = None
     temperature: float | None = None
     # Further Chat Completions body fields, already in their Chat Completions names and shapes (top_p,
-    # response_format, reasoning_effort, logprobs...; see server/upstream/chat_request.py). Backends that are not
+    # response_format, reasoning_effort, logprobs...; see server/responses/chat_request.py). Backends that are not
     # Chat Completions read the ones they implement.
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -189,7 +189,7 @@ class Upstream(Protocol):
 
     Optional: ``generate_batches(request)``, the same chunks as ``generate`` as non-empty lists, one per read of
     the upstream (only what is already there; never waiting to fill one). The pipeline prefers it: a round then pays
-    its per-step costs once per read (``server/round_collector.py``). The Chat Completions adapter has it, and
+    its per-step costs once per read (``server/responses/round_collector.py``). The Chat Completions adapter has it, and
     takes ``generate_batches(request, sink=...)`` too (its ``takes_read_sink`` is True): reads of plain text then go
     to the :data:`ReadSink` without waking the consumer.
     """

@@ -205,7 +205,7 @@ class EmbeddedUpstream:
         # rather than offered to it; client function tools are always offered.
         self.offer_server_tools = offer_server_tools
         # Read by the pipeline: these models rarely cite search results, so an answer that cites none gets a
-        # "Sources:" line naming them (server/citations.py), annotated with url_citation.
+        # "Sources:" line naming them (server/responses/citations.py), annotated with url_citation.
         self.list_sources = list_sources
         self._adapter_options: dict[str, Any] = {
             "connect_timeout": connect_timeout,

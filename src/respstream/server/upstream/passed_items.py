@@ -6,7 +6,7 @@ text deltas and tool-call chunks. Every *other* item the upstream streams (a hos
 ``computer_call``...; ``reasoning``; a type nobody knows yet) is passed through with its events, in the upstream's
 order: :class:`PassedItems` turns the events the protocol core released into :class:`PassedItemAdded` /
 :class:`PassedItemEvent` / :class:`PassedItemDone` chunks, and the pipeline writes them with the writer's sequence
-numbers, output indices and item ids (server/item_relay.py maps names to the client's dialect).
+numbers, output indices and item ids (server/responses/item_relay.py maps names to the client's dialect).
 
 The repair half: an event is matched to its item by ``item_id``, else by ``output_index`` (llama.cpp sends no
 indices; Copilot mints a new id per event), and is passed on only where it is valid in the stream the writer makes,

@@ -31,7 +31,7 @@ from respstream.server.inputs.requests import InputItem, ResponseRequest
 from respstream.server.inputs.response_inputs import mcp_toolbox, request_context
 from respstream.server.inputs.truncation import fit_context
 from respstream.server.model_catalog import ModelCatalog
-from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
+from respstream.server.responses.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.store.base import ResponseRecord, SequenceConflict, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import Tracing, current_request

@@ -2,9 +2,9 @@
 
 How this works: :meth:`RoundCollector.take` hands one chunk to the writer (text, reasoning and refusal deltas become
 events at once; tool call fragments are gathered per call index; a native Responses upstream's own items go through
-:class:`~respstream.server.item_relay.ItemRelay`) and says when the round's ``Finish`` came. The pipeline feeds it
-chunk by chunk from ``Upstream.generate``, or a batch at a time from ``generate_batches`` (an upstream that reads
-several chunks at once, the Chat Completions adapter: everything one read of the body held); both make the same
+:class:`~respstream.server.responses.item_relay.ItemRelay`) and says when the round's ``Finish`` came. The pipeline
+feeds it chunk by chunk from ``Upstream.generate``, or a batch at a time from ``generate_batches`` (an upstream that
+reads several chunks at once, the Chat Completions adapter: everything one read of the body held); both make the same
 writer calls in the same order, so the events, their sequence numbers and their bytes are the same. Chunks after
 ``Finish`` in a batch are ignored, as the chunk-by-chunk loop stops reading there.
 """
@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from respstream.server.events.writer import ResponseWriter
-from respstream.server.item_relay import ItemRelay
-from respstream.server.tool_rounds import RoundResult, ToolCall
+from respstream.server.responses.item_relay import ItemRelay
+from respstream.server.responses.tool_rounds import RoundResult, ToolCall
 from respstream.server.upstream.base import (
     Finish,
     PassedItemAdded,

@@ -1,6 +1,6 @@
 """Tool rounds of a response: which tools the model is offered, and what happens to the calls it makes.
 
-How this works: a mixin of :class:`~respstream.server.pipeline.Pipeline`. A round that ends in tool calls goes
+How this works: a mixin of :class:`~respstream.server.responses.pipeline.Pipeline`. A round that ends in tool calls goes
 through :meth:`ToolRounds._handle_calls`: ``parallel_tool_calls: false`` keeps the first call, ``max_tool_calls``
 drops the calls past it (never run), the open message is closed (rewritten, with its citations), then each call is
 a client function call (the item, for the caller to run: the response ends), a remote MCP call (run, or an approval
@@ -16,15 +16,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from respstream.server.citations import CitationSources, Source
 from respstream.server.events.writer import ResponseWriter
 from respstream.server.inputs.requests import ResponseRequest
+from respstream.server.responses.citations import CitationSources, Source
 from respstream.server.telemetry.response import ResponseTelemetry
 from respstream.server.tools.mcp_tools import McpToolbox
 from respstream.server.upstream.base import Finish
 
 if TYPE_CHECKING:
-    from respstream.server.pipeline import ToolsLike
+    from respstream.server.responses.pipeline import ToolsLike
 
 __all__ = ["RoundResult", "ToolCall", "ToolCrashed", "ToolRounds"]
 

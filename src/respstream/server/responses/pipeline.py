@@ -2,21 +2,21 @@
 
 How this works: the routing decision is made before streaming (an unknown pinned model must be a 400), so
 :meth:`Pipeline.run` starts by announcing it (``response.routing.completed``, skipped for a pinned model). Each
-*round* streams one upstream generation into the writer (:mod:`~respstream.server.round_collector`), a batch per
-upstream read when the upstream offers ``generate_batches``; on a store without a synchronous append the writer
+*round* streams one upstream generation into the writer (:mod:`~respstream.server.responses.round_collector`), a batch
+per upstream read when the upstream offers ``generate_batches``; on a store without a synchronous append the writer
 group-commits (a write in flight, the events that come meanwhile queued for the next: ``flush_behind``). A round
 that ends in tool calls runs the server tools (announced, run, finished with output and status) and loops back into
 the model, up to ``max_tool_rounds``; a client function tool ends the response with the
-call in ``output`` (:mod:`~respstream.server.tool_rounds`). *Ground first*: before the first round, one server
+call in ``output`` (:mod:`~respstream.server.responses.tool_rounds`). *Ground first*: before the first round, one server
 tool picked from the input and the route may run and its result goes to the model
-(:mod:`~respstream.server.ground_first_step`); a computed result is checked against the final text
-(:class:`~respstream.server.grounded_answer.GroundedFacts`, after the rewriter; a correction shows as
+(:mod:`~respstream.server.responses.ground_first_step`); a computed result is checked against the final text
+(:class:`~respstream.server.responses.grounded_answer.GroundedFacts`, after the rewriter; a correction shows as
 ``response.rewrite.in_progress``). An upstream with ``offer_server_tools = False`` (the embedded models) is offered
 only the client's function tools, and none in a round that follows a tool result (such a model would repeat the call
 instead of answering): one client tool round per turn. The last
 message goes through the rewriter before its ``output_text.done``. Search results are numbered for the model (``[1]``
 ...), and where the final text cites one (by URL, title or marker) its ``output_text`` part gets a ``url_citation``
-annotation (:mod:`~respstream.server.citations`, computed on the text after the rewrite). For an upstream with
+annotation (:mod:`~respstream.server.responses.citations`, computed on the text after the rewrite). For an upstream with
 ``list_sources`` (the embedded models) a final answer that cites none of them gets a ``Sources:`` line naming them.
 
 Every way out ends the stream with exactly one terminal: ``UpstreamError`` -> its code (after failing over to
@@ -35,17 +35,18 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any, Protocol
 
-from respstream.server.citations import CitationSources, Source, find_citations, with_source_list
 from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
-from respstream.server.ground_first_step import GroundFirst
-from respstream.server.grounded_answer import Fact, GroundedFacts
 from respstream.server.inputs.requests import ResponseRequest
 from respstream.server.inputs.structured_output import check_output
-from respstream.server.round_collector import RoundCollector
+from respstream.server.responses.chat_request import chat_options
+from respstream.server.responses.citations import CitationSources, Source, find_citations, with_source_list
+from respstream.server.responses.ground_first_step import GroundFirst
+from respstream.server.responses.grounded_answer import Fact, GroundedFacts
+from respstream.server.responses.round_collector import RoundCollector
+from respstream.server.responses.tool_rounds import RoundResult, ToolCrashed, ToolRounds
 from respstream.server.store.base import SequenceConflict, SequenceGap, StoreUnavailable
 from respstream.server.telemetry.observation import current_attempt
 from respstream.server.telemetry.response import NULL_TELEMETRY, ResponseTelemetry
-from respstream.server.tool_rounds import RoundResult, ToolCrashed, ToolRounds
 from respstream.server.tools.mcp_tools import McpToolbox, McpToolError
 from respstream.server.upstream.base import (
     Finish,
@@ -54,7 +55,6 @@ from respstream.server.upstream.base import (
     UpstreamError,
     Usage,
 )
-from respstream.server.upstream.chat_request import chat_options
 from respstream.server.upstream.text_tool_calls import written_call
 
 __all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolCrashed", "ToolsLike"]

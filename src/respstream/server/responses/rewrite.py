@@ -42,7 +42,7 @@ __all__ = [
     "strip_tool_markup",
 ]
 
-log = logging.getLogger("respstream.server.rewrite")
+log = logging.getLogger("respstream.server.responses.rewrite")
 
 DEFAULT_STEPS = ("strip_tool_markup", "strip_think", "whitespace")
 

@@ -5,11 +5,12 @@ Why: a model too small to call tools still answers from the right facts.
 ``calculator``, a time question -> ``current_datetime``, the ``retrieval`` route -> ``web_fetch`` for a URL or
 ``web_search``). Only for a routed (not pinned) request, a tool enabled for the request, fresh user input (not a
 ``function_call_output`` continuation), and once per response. A computed result (calculator, current_datetime) also
-goes to the model as a system instruction to state it (:func:`~respstream.server.grounded_answer.grounding_instruction`)
-and becomes a :class:`~respstream.server.grounded_answer.Fact` the final text is checked against.
+goes to the model as a system instruction to state it
+(:func:`~respstream.server.responses.grounded_answer.grounding_instruction`) and becomes a
+:class:`~respstream.server.responses.grounded_answer.Fact` the final text is checked against.
 
-A mixin of :class:`~respstream.server.pipeline.Pipeline`; the tool call itself is announced, run and finished like
-any other (:meth:`~respstream.server.tool_rounds.ToolRounds._run_server_tool`).
+A mixin of :class:`~respstream.server.responses.pipeline.Pipeline`; the tool call itself is announced, run and
+finished like any other (:meth:`~respstream.server.responses.tool_rounds.ToolRounds._run_server_tool`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from respstream.server.citations import CitationSources, Source
 from respstream.server.events.writer import ResponseWriter
-from respstream.server.grounded_answer import Fact, grounding_instruction
 from respstream.server.inputs.requests import ResponseRequest
+from respstream.server.responses.citations import CitationSources, Source
+from respstream.server.responses.grounded_answer import Fact, grounding_instruction
 from respstream.server.routing.router import ground_first
 from respstream.server.tools.search_query import search_query
 
