@@ -38,7 +38,7 @@ from server_throughput import VENV_BIN, free_port
 DRIVER = r"""
 import asyncio, json, sys
 import httpx
-from respstream.server.app import create_app
+from respstream.server.http.app import create_app
 from respstream.server.config import Config
 
 async def main(telemetry, n):

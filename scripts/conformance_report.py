@@ -35,8 +35,8 @@ import uvicorn
 
 from respstream.conformance.live import run
 from respstream.conformance.scenarios import SCENARIOS
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 from respstream.server.upstream.embedded import EmbeddedUpstream
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from fakes.server_thread import ServerThread
-from respstream.server.app import Components, create_app
 from respstream.server.config import Config
+from respstream.server.http.app import Components, create_app
 from respstream.server.upstream.embedded import EmbeddedUpstream
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]

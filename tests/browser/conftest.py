@@ -59,7 +59,7 @@ def fake() -> Iterator[Any]:
 @pytest.fixture()
 def page(browser: Any) -> Iterator[Any]:
     # bypass_csp: Playwright's wait_for_function evaluates its string in the page, which the playground's CSP
-    # (server/web_security.py) rightly forbids. test_playground_csp.py loads the page under the real CSP.
+    # (server/http/web_security.py) rightly forbids. test_playground_csp.py loads the page under the real CSP.
     context = browser.new_context(viewport={"width": 1440, "height": 960}, bypass_csp=True)
     context.set_default_timeout(10_000)
     pg = context.new_page()

@@ -1,4 +1,4 @@
-"""The real gateway (respstream.server.app.create_app) for the browser tests, on a loopback thread.
+"""The real gateway (respstream.server.http.app.create_app) for the browser tests, on a loopback thread.
 
 The upstream is the in-process SIMULATED ``scripted:`` backend. Components another engineer has not landed yet
 (the server tool registry, the rewriter) are replaced by the small stand-ins below until they exist, so the page is
@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from respstream.server.app import Components, create_app
 from respstream.server.config import Config
+from respstream.server.http.app import Components, create_app
 
 
 @dataclass

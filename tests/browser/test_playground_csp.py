@@ -1,4 +1,4 @@
-"""Issue 13 item 16: the playground works under its own Content-Security-Policy (server/web_security.py), in a
+"""Issue 13 item 16: the playground works under its own Content-Security-Policy (server/http/web_security.py), in a
 REAL headless chromium with CSP enforced (no bypass), against the real gateway app and the SIMULATED scripted
 upstream: it loads, lists models, streams an answer, and the browser reports no CSP violation."""
 

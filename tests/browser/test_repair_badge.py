@@ -14,8 +14,8 @@ import pytest
 
 from fakes.responses_upstream import FakeResponsesUpstream
 from fakes.server_thread import ServerThread
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 
 from .conftest import open_page, wait_status
 

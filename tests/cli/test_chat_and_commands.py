@@ -14,8 +14,8 @@ import pytest
 
 from fakes.server_thread import ServerThread
 from respstream.cli import main
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 
 
 @pytest.fixture

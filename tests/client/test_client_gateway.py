@@ -20,8 +20,8 @@ from client_helpers import SSL_CONTEXT, fast_policy
 
 from respstream.client import AsyncClient, Client
 from respstream.errors import StreamTruncated
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 
 
 class _Server:

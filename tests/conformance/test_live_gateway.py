@@ -14,8 +14,8 @@ import pytest
 
 from respstream.cli import main
 from respstream.conformance import SCENARIOS
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 
 from .live_servers import ServerThread
 

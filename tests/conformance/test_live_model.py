@@ -60,8 +60,8 @@ def test_llama_cpp_own_responses_endpoint(llama: str) -> None:
 
 @pytest.mark.parametrize("dialect", ["openai", "platform"])
 def test_gateway_in_front_of_llama_cpp(llama: str, dialect: str) -> None:
-    from respstream.server.app import create_app
     from respstream.server.config import Config
+    from respstream.server.http.app import create_app
 
     with ServerThread(create_app(Config(dialect=dialect, upstreams=[llama]))) as gateway:
         code, report = check(gateway.base_url, dialect, "plain,cancel,bad_request,unknown_model")

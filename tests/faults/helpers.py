@@ -18,9 +18,9 @@ import httpx
 import uvicorn
 
 from respstream.protocol.stream import StreamCore
-from respstream.server.app import Components, create_app
 from respstream.server.config import Config
-from respstream.server.serving import GatewayServer
+from respstream.server.http.app import Components, create_app
+from respstream.server.http.serving import GatewayServer
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 
 

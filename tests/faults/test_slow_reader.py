@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from faults.helpers import GatewayThread, check, gateway_app, stream_post
-from respstream.server import sse_response
+from respstream.server.http import sse_response
 from respstream.server.upstream.scripted import ScriptedUpstream
 
 BIG = 20_000  # deltas: ~4 MB of frames, far more than the socket buffers hold

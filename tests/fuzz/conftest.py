@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from faults.helpers import GatewayThread, gateway_app
-from respstream.server.auth import KeyStore
+from respstream.server.http.auth import KeyStore
 from respstream.server.upstream.scripted import ScriptedUpstream
 
 

@@ -84,7 +84,7 @@ def test_websocket_handshake_host_and_origin(open_gateway: tuple[str, httpx.Clie
     from websockets.exceptions import InvalidStatus, InvalidURI
     from websockets.uri import parse_uri
 
-    from respstream.server.web_security import is_loopback_host
+    from respstream.server.http.web_security import is_loopback_host
 
     url, _ = open_gateway
     port = int(url.rsplit(":", 1)[1])

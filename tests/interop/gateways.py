@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from conformance.live_servers import ServerThread
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 
 __all__ = ["TEXT_UPSTREAM", "TOOL_UPSTREAM", "Gateway", "serve"]
 

@@ -14,8 +14,8 @@ from openai import AsyncOpenAI
 
 from fakes.mcp_server import TestMcpServer
 from fakes.server_thread import ServerThread
-from respstream.server.app import Components, create_app
 from respstream.server.config import Config
+from respstream.server.http.app import Components, create_app
 from respstream.server.upstream.scripted import ScriptedUpstream
 
 

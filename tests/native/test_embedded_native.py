@@ -18,8 +18,8 @@ import pytest
 
 from fakes.server_thread import ServerThread
 from respstream.conformance import run
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 from respstream.server.upstream.embedded import EmbeddedUpstream
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]

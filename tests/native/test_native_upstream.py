@@ -14,8 +14,8 @@ from fakes.chat_server import FakeChatCompletionsServer, finish, text
 from fakes.responses_upstream import FakeResponsesUpstream
 from fakes.server_thread import ServerThread
 from respstream.protocol.stream import StreamCore
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 from respstream.server.upstream.base import Finish, GenerationRequest, TextDelta, ToolCallDelta, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.factory import build_upstream

@@ -18,8 +18,8 @@ from fakes.responses_upstream import TRANSCRIPTS, FakeResponsesUpstream
 from fakes.server_thread import ServerThread
 from respstream.errors import BadInputError
 from respstream.protocol.stream import StreamCore
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 
 NAMES = sorted(p.stem for p in TRANSCRIPTS.glob("*.sse"))
 DIALECTS = ["platform", "openai", "openresponses"]

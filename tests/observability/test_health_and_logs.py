@@ -18,9 +18,9 @@ import pytest
 from fakes.chat_server import Done, FakeChatCompletionsServer, finish, text
 from fakes.server_thread import ServerThread
 from plugins.redis_server import RedisServer, free_port
-from respstream.server.app import create_app
-from respstream.server.auth import KeyStore
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
+from respstream.server.http.auth import KeyStore
 from respstream.server.telemetry import LoggingSettings, configure_logging
 from respstream.server.telemetry.logs import JsonFormatter, TextFormatter
 

@@ -14,9 +14,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fakes.chat_server import Done, FakeChatCompletionsServer, finish, text, tool, usage
 from fakes.server_thread import ServerThread
-from respstream.server.app import create_app
-from respstream.server.auth import KeyStore
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
+from respstream.server.http.auth import KeyStore
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

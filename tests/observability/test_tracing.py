@@ -13,8 +13,8 @@ import pytest
 from fakes.chat_server import Done, FakeChatCompletionsServer, Status, finish, text, tool, usage
 from fakes.otlp_receiver import OTLPReceiver, ReceivedSpan
 from fakes.server_thread import ServerThread
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 
 OPTIONS = {"idle_timeout": 2.0, "connect_timeout": 1.0, "retries": 0}
 SERVER, CLIENT = 2, 3  # OTLP SpanKind values

@@ -103,7 +103,7 @@ def test_truncated_keys_file_keeps_the_last_good_keys(
     path = tmp_path / "keys.json"
     key = _key(path, capsys)
     good = path.read_text()
-    with _serve_keyed(path) as srv, caplog.at_level(logging.ERROR, logger="respstream.server.auth"):
+    with _serve_keyed(path) as srv, caplog.at_level(logging.ERROR, logger="respstream.server.http.auth"):
         path.write_text(good[: len(good) // 2])  # a half-written file
         os.utime(path, ns=(1, 1))
         keyed = httpx.post(f"{srv.url}/v1/responses", json={"input": "x", "stream": False}, headers=_auth(key))

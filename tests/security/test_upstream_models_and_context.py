@@ -21,8 +21,8 @@ import httpx
 import pytest
 
 from fakes.chat_server import FakeChatCompletionsServer, free_port
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 from server.helpers import ServerThread
 
 from .gateway import Gateway

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from respstream.cli import main
+from respstream.server.http.web_security import PLAYGROUND_CSP
 from respstream.server.tools.netguard import is_public_address
-from respstream.server.web_security import PLAYGROUND_CSP
 from server.helpers import ServerThread, make_app
 
 from .gateway import Gateway

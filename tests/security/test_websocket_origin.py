@@ -14,7 +14,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from respstream.server.auth import KeyStore
+from respstream.server.http.auth import KeyStore
 from server.helpers import ServerThread, make_app
 
 CREATE = json.dumps({"type": "response.create", "input": "hi"})

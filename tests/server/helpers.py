@@ -17,8 +17,8 @@ import httpx
 
 from fakes.server_thread import ServerThread as ServerThread  # re-exported for the server tests
 from respstream.protocol.stream import StreamCore
-from respstream.server.app import Components, create_app
 from respstream.server.config import Config
+from respstream.server.http.app import Components, create_app
 from respstream.server.upstream.base import Upstream
 from respstream.server.upstream.scripted import ScriptedUpstream
 

@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from respstream.cli import main
-from respstream.server.auth import hash_key
+from respstream.server.http.auth import hash_key
 from respstream.server.upstream.scripted import ScriptedUpstream
 
 from .helpers import ServerThread, make_app

@@ -22,8 +22,8 @@ from openai.types.responses.response_output_text_annotation_added_event import (
     AnnotationURLCitation as EventURLCitation,  # the SDK types the event's annotation with its own class
 )
 
-from respstream.server.app import Components, create_app
 from respstream.server.config import Config
+from respstream.server.http.app import Components, create_app
 from respstream.server.routing.router import Router
 from respstream.server.tools.registry import ToolRegistry
 from respstream.server.upstream.base import Chunk, GenerationRequest

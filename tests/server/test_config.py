@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from respstream.server.app import create_app
 from respstream.server.config import Config, load_config, stable_instance_id
+from respstream.server.http.app import create_app
 from respstream.server.responses.rewrite import _CONFIG_KEYS as rewrite_config_keys
 from respstream.server.routing.router import Router, RoutingRules
 from respstream.server.tools.registry import ToolsConfig

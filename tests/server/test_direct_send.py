@@ -1,4 +1,4 @@
-"""The SSE sender's direct path (server/direct_send.py): a caught-up reader's frames sent from the store's append.
+"""The SSE sender's direct path (server/http/direct_send.py): a caught-up reader's frames sent from the store's append.
 
 Units: :func:`finish_suspended` runs a coroutine that suspended outside a task as a task would (the future's result,
 its failure, a cancel of the caller, a bare yield); :class:`DirectSend` sends what an append brought, hands a
@@ -23,9 +23,9 @@ import uvicorn.protocols.http.h11_impl as h11_impl
 import uvicorn.protocols.http.httptools_impl as httptools_impl
 
 from faults.helpers import GatewayThread, check, gateway_app
-from respstream.server import direct_send, sse_response
-from respstream.server.direct_send import DirectSend, direct_send_ok, finish_suspended
 from respstream.server.events.dialects import get_dialect
+from respstream.server.http import direct_send, sse_response
+from respstream.server.http.direct_send import DirectSend, direct_send_ok, finish_suspended
 from respstream.server.store.base import LogEntry
 from respstream.server.upstream.scripted import ScriptedUpstream
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from respstream.server.app import Components, create_app
 from respstream.server.config import Config
+from respstream.server.http.app import Components, create_app
 from respstream.server.upstream.embedded import EmbeddedUpstream, embedded_model_id
 
 from .helpers import ServerThread, decode, post_stream

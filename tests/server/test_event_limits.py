@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from respstream.server.app import Components, create_app
 from respstream.server.config import Config
+from respstream.server.http.app import Components, create_app
 from respstream.server.upstream.base import Chunk, Finish, GenerationRequest, TextDelta
 from respstream.server.upstream.scripted import ScriptedUpstream
 

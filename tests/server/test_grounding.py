@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from respstream.server.app import Components, create_app
 from respstream.server.config import Config
+from respstream.server.http.app import Components, create_app
 from respstream.server.routing.router import Router
 from respstream.server.tools.registry import ToolRegistry
 from respstream.server.upstream.base import Chunk, GenerationRequest

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from respstream.server import http_stack
 from respstream.server.config import ConfigError, load_config
+from respstream.server.http import http_stack
 
 
 def test_auto_uses_the_fast_stack_when_installed_and_pure_forces_asyncio_h11() -> None:

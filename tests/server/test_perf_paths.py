@@ -16,10 +16,10 @@ from respstream.protocol import events as ev
 from respstream.protocol.assembler import Assembler
 from respstream.protocol.rules import RuleChecker
 from respstream.protocol.stream import StreamCore
-from respstream.server import sse_response
 from respstream.server.events.dialects import get_dialect
 from respstream.server.events.writer import ResponseWriter, frame
-from respstream.server.sse_response import EventStreamResponse
+from respstream.server.http import sse_response
+from respstream.server.http.sse_response import EventStreamResponse
 from respstream.server.store.base import DeltaEntry, LogEntry, ResponseRecord
 from respstream.server.store.memory import MemoryStore
 

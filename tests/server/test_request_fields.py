@@ -21,8 +21,8 @@ import httpx
 import pytest
 
 from fakes.chat_server import Chunk, Done, FakeChatCompletionsServer, finish, text, tool
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 
 from .helpers import Decoded, ServerThread, post_stream
 

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from respstream.server.app import Components, create_app
 from respstream.server.config import Config
+from respstream.server.http.app import Components, create_app
 from respstream.server.store.base import Entry
 from respstream.server.store.memory import MemoryStore
 from respstream.server.upstream.scripted import ScriptedUpstream

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from respstream.server import sse_response
 from respstream.server.events.dialects import get_dialect
-from respstream.server.sse_response import EventStreamResponse
+from respstream.server.http import sse_response
+from respstream.server.http.sse_response import EventStreamResponse
 from respstream.server.store.base import LogEntry, ResponseRecord, StoreUnavailable
 from respstream.server.store.memory import MemoryStore
 

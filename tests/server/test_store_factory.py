@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from respstream.server.app import build_store
 from respstream.server.config import Config, load_config
+from respstream.server.http.app import build_store
 from respstream.server.store.base import ResponseRecord
 from respstream.server.store.factory import open_store
 from respstream.server.store.memory import MemoryStore

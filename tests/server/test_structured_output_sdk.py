@@ -11,8 +11,8 @@ import pytest
 from openai import OpenAI
 from pydantic import BaseModel
 
-from respstream.server.app import Components, create_app
 from respstream.server.config import Config
+from respstream.server.http.app import Components, create_app
 from respstream.server.upstream.embedded import EmbeddedUpstream
 
 from .helpers import ServerThread

@@ -23,8 +23,8 @@ from fakes.chat_server import (
     tool,
     usage,
 )
-from respstream.server.app import create_app
 from respstream.server.config import Config
+from respstream.server.http.app import create_app
 
 from .helpers import Decoded, ServerThread, post_stream
 

@@ -16,7 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from respstream.server.config import Config
-from respstream.server.workers import WorkerError, check_workers
+from respstream.server.http.workers import WorkerError, check_workers
 
 from .helpers import decode, free_port
 

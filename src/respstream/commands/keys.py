@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from respstream.server.auth import KeysFileError, KeyStore
+    from respstream.server.http.auth import KeysFileError, KeyStore
 
     path = args.file or os.environ.get("RESPSTREAM_KEYS_FILE") or DEFAULT_FILE
     keys = KeyStore(path)

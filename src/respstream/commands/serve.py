@@ -125,9 +125,9 @@ def _bind(host: str, port: int) -> socket.socket:
 def run(args: argparse.Namespace) -> int:
     """Check every option, bind, take the instance lock; only then build the app (whose startup runs recovery for
     this instance id) and print the banner. Anything wrong before that: one line on stderr, exit 2."""
-    from respstream.server.auth import KeysFileError, KeyStore
     from respstream.server.config import ConfigError, load_config, stable_instance_id
-    from respstream.server.instance_lock import InstanceLocked, lock_instance
+    from respstream.server.http.auth import KeysFileError, KeyStore
+    from respstream.server.http.instance_lock import InstanceLocked, lock_instance
 
     overrides = {"host": args.host, "port": args.port, "upstreams": args.upstreams, "store": args.store,
                  "dialect": args.dialect, "keys_file": args.keys_file,
@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     if config.workers > 1:
         if not config.instance_id:
             config.instance_id = stable_instance_id(config)
-        from respstream.server.workers import WorkerError, check_workers, run_workers
+        from respstream.server.http.workers import WorkerError, check_workers, run_workers
 
         try:
             check_workers(config, config.workers)
@@ -228,10 +228,10 @@ def serve_config(config: Config, log_level: str, *, sockets: list[Any] | None = 
     ``--workers`` hands each worker). Returns the exit status."""
     import uvicorn
 
-    from respstream.server.app import create_app
-    from respstream.server.http_guard import guarded_protocol, quiet_accept_errors
-    from respstream.server.http_stack import StackError, uvicorn_options
-    from respstream.server.serving import GatewayServer
+    from respstream.server.http.app import create_app
+    from respstream.server.http.http_guard import guarded_protocol, quiet_accept_errors
+    from respstream.server.http.http_stack import StackError, uvicorn_options
+    from respstream.server.http.serving import GatewayServer
     from respstream.server.telemetry import configure_logging
 
     try:
@@ -248,7 +248,7 @@ def serve_config(config: Config, log_level: str, *, sockets: list[Any] | None = 
     # first), so this only bounds a client that does not read its last bytes.
     # WebSocket mode: the `websockets` implementation (a dependency), one message at most a request body (+ framing
     # slack, so the gateway answers an oversized one with its own 413 error event instead of a bare close).
-    # Connection limits before auth (server/http_guard.py): the request read deadline and the connection cap ride on
+    # Connection limits before auth (http/http_guard.py): the request read deadline and the connection cap ride on
     # the HTTP protocol class (h11 or httptools); forwarded headers are believed only from trusted_proxies (none
     # by default).
     quiet_accept_errors()

@@ -66,7 +66,7 @@ class Config:
     # A reader whose socket takes nothing for this long is cut with `error` `slow_reader` (0: never).
     slow_reader_timeout_seconds: float = 30.0
     max_tool_rounds: int = 4
-    # WebSocket mode (server/websocket.py): a connection lives at most this long (the spec's 60 minutes), keeps
+    # WebSocket mode (server/http/websocket.py): a connection lives at most this long (the spec's 60 minutes), keeps
     # this many of its responses for previous_response_id, and holds this many response.create messages queued.
     websocket_max_connection_seconds: float = 3600.0
     websocket_cache_responses: int = 64
@@ -79,7 +79,7 @@ class Config:
     # validator refuses every event outside the spec; the routed model is the Response's `model` either way).
     openresponses_routing_event: bool = False
     check_events: bool = True  # run the protocol rule checker on every emitted event
-    # Connection limits (server/http_guard.py, docs/security.md): the whole request (head and body) must arrive
+    # Connection limits (server/http/http_guard.py, docs/security.md): the whole request (head and body) must arrive
     # within request_timeout_seconds of the connection opening or the previous response; past max_connections a
     # new connection is closed at once.
     request_timeout_seconds: float = 10.0
@@ -91,8 +91,8 @@ class Config:
     # Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed (addresses or CIDRs); empty: none, the rate
     # limit keys on the real peer address.
     trusted_proxies: list[str] = field(default_factory=list)
-    workers: int = 1  # gateway processes sharing the port (server/workers.py); > 1 needs a shared store
-    http_stack: str = "auto"  # auto | fast (uvloop + httptools) | pure (asyncio + h11); server/http_stack.py
+    workers: int = 1  # gateway processes sharing the port (server/http/workers.py); > 1 needs a shared store
+    http_stack: str = "auto"  # auto | fast (uvloop + httptools) | pure (asyncio + h11); server/http/http_stack.py
     static_dir: str = ""  # empty: the packaged playground (server/static)
     # Every upstream's health is probed this often (GET /models or its probe()); one that failed its last probe
     # gets requests a 503 naming it, and one that lists no model yet is asked again (0: only at startup).

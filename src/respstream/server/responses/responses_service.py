@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from respstream.server.config import Config
+from respstream.server.endpoints.input_items import input_item_records
 from respstream.server.events.dialects import Dialect, get_dialect
 from respstream.server.events.response_object import new_response, sampling_defaults_of
 from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
 from respstream.server.http_errors import HTTPError
-from respstream.server.input_items import input_item_records
 from respstream.server.inputs.context_limit import check_context, context_limit
 from respstream.server.inputs.history import items_to_messages, output_to_items
 from respstream.server.inputs.input_files import resolve_file_urls

@@ -15,7 +15,7 @@ the gateway's SSE sender takes the compact ones (:meth:`MemoryStore.read_entries
 Besides the ``Store`` interface it offers ``waiter(id, after)`` (a future resolved by the next append, which the SSE
 sender's own keep-alive timer may resolve first: no ``asyncio.timeout`` per wait), ``wait_beyond(id, after)``, and
 ``listen(id, after, fn)``: ``fn()`` called inside every append, so a caught-up SSE reader sends the new frames
-without its task waking (server/direct_send.py).
+without its task waking (server/http/direct_send.py).
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ class MemoryStore:
     def listen(self, response_id: str, after: int, listener: Callable[[], None]) -> bool:
         """Call ``listener()`` after every append to the log (and its end, delete, close) until :meth:`unlisten`;
         False (nothing registered) under the same conditions :meth:`waiter` returns None. A listener runs inside
-        the append: it must be quick and must not raise (the SSE sender's direct path, server/direct_send.py)."""
+        the append: it must be quick and must not raise (the SSE sender's direct path, server/http/direct_send.py)."""
         log = self._logs.get(response_id)
         if log is None or log.ended or len(log.entries) > after + 1:
             return False

@@ -6,7 +6,7 @@ from its ``{hash tag}``. So:
 - every key of one response (record, log, lease) carries the tag ``{r:<response id>}``: the append, take, renew,
   release and delete scripts each touch one slot;
 - every key of one conversation carries ``{c:<conversation id>}``;
-- the shared limits (server/shared_limits.py): a rate bucket per key under ``{l:rate:<key>}``, the stream budget's
+- the shared limits (server/http/shared_limits.py): a rate bucket per key under ``{l:rate:<key>}``, the stream budget's
   two hashes under ``{l}`` (one script reads both);
 - the indexes that list many responses or conversations (responses by age, leased responses, an instance's
   responses, conversations by age) are each one key of their own (tag ``{i}`` keeps them together on one node, so
@@ -51,7 +51,7 @@ class RedisKeys:
         return f"{self._instance}{instance_id}"
 
     def rate_bucket(self, key: str) -> str:
-        """Hash (tokens, stamp): the shared rate-limit bucket of one API key or client (server/shared_limits.py)."""
+        """Hash (tokens, stamp): the shared rate-limit bucket of one API key or client (http/shared_limits.py)."""
         return f"{self.prefix}{{l:rate:{key}}}"
 
     def stream_budget(self) -> tuple[str, str]:

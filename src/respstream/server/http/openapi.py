@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from respstream.server.openapi_more import more_paths
+from respstream.server.http.openapi_more import more_paths
 
 __all__ = ["openapi_document"]
 

@@ -25,7 +25,7 @@ client is uvicorn's transport buffer (paused at its high-water mark) and the ker
 Stores with ``waiter`` (the memory store) are followed directly, compact delta entries and all; others through their
 ``tail()`` iterator, pumped into a bounded queue so a keep-alive timeout never tears the iterator down. A reader of the
 memory store that has caught up, on uvicorn, is sent to by the store's appends themselves (the direct path,
-:mod:`~respstream.server.direct_send`): its task wakes for the terminal, a send held by flow control, a keep-alive,
+:mod:`~respstream.server.http.direct_send`): its task wakes for the terminal, a send held by flow control, a keep-alive,
 or an error, not for every read of the upstream.
 """
 
@@ -37,9 +37,9 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from respstream.server.direct_send import DirectSend, direct_send_ok, finish_suspended
 from respstream.server.events.dialects import Dialect
 from respstream.server.events.frames import frame, frames, reader_terminal_frame
+from respstream.server.http.direct_send import DirectSend, direct_send_ok, finish_suspended
 from respstream.server.store.base import Entry, Store, StoreUnavailable
 
 __all__ = ["SLOW_READER_TIMEOUT_SECONDS", "SSE_HEADERS", "EventStreamResponse"]
@@ -110,9 +110,9 @@ class EventStreamResponse:
         self._keepalive_due = False
         self._timer: asyncio.TimerHandle | None = None
         self._ended = False  # the body's end went out with the terminal frame (no separate empty send)
-        self._direct = False  # caught up, the store's appends send the frames (server/direct_send.py)
+        self._direct = False  # caught up, the store's appends send the frames (server/http/direct_send.py)
 
-    # -- what goes on the wire (a transport beside SSE overrides these three; server/websocket.py) -----------------
+    # -- what goes on the wire (a transport beside SSE overrides these three; http/websocket.py) -----------------
     def entry_message(self, entry: Entry) -> dict[str, Any]:
         """The ASGI message carrying one log entry."""
         return {"type": "http.response.body", "body": frame(self.dialect, entry), "more_body": True}
@@ -305,7 +305,7 @@ class EventStreamResponse:
                 await self._send_keepalive(send)
 
     async def _wait_direct(self, store: Any, send: Any) -> bool:
-        """Caught up: the store's appends send the new frames themselves (server/direct_send.py) until this task is
+        """Caught up: the store's appends send the new frames themselves (server/http/direct_send.py) until this task is
         needed. True once the terminal went out; False to catch up (or to find the log ended)."""
         rid = self.response_id
         loop = asyncio.get_running_loop()

@@ -8,11 +8,11 @@ import os
 from starlette.applications import Starlette
 from starlette.types import Message, Receive, Scope, Send
 
+from respstream.server.http.web_security import COMMON_HEADERS, PLAYGROUND_HEADERS, check_open_request
 from respstream.server.http_errors import HTTPError, error_response
 from respstream.server.telemetry import RequestObservation, Tracing, log_access
 from respstream.server.telemetry.metrics import Metrics
 from respstream.server.telemetry.observation import reset_request, set_request
-from respstream.server.web_security import COMMON_HEADERS, PLAYGROUND_HEADERS, check_open_request
 
 __all__ = ["GatewayApp"]
 

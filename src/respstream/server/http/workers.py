@@ -41,7 +41,7 @@ from typing import Any
 from prometheus_client import multiprocess as prometheus_multiprocess
 
 from respstream.server.config import Config
-from respstream.server.instance_lock import InstanceLocked, lock_instance
+from respstream.server.http.instance_lock import InstanceLocked, lock_instance
 from respstream.server.store.factory import is_memory_url
 
 __all__ = ["MAX_RESTARTS", "WorkerError", "check_workers", "reuseport_socket", "run_workers"]

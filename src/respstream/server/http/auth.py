@@ -29,7 +29,7 @@ __all__ = ["KEY_PREFIX", "KeyStore", "KeysFileError", "hash_key"]
 
 KEY_PREFIX = "rsk_"
 
-log = logging.getLogger("respstream.server.auth")
+log = logging.getLogger("respstream.server.http.auth")
 
 
 class KeysFileError(ValueError):

@@ -28,34 +28,34 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
-from respstream.server.auth import KeyStore
-from respstream.server.compaction import compact
-from respstream.server.components import Components, build_components, build_store
 from respstream.server.config import Config
-from respstream.server.conversations import conversation_routes
+from respstream.server.endpoints.compaction import compact
+from respstream.server.endpoints.conversations import conversation_routes
+from respstream.server.endpoints.input_items import input_tokens, list_input_items
+from respstream.server.http.auth import KeyStore
+from respstream.server.http.components import Components, build_components, build_store
+from respstream.server.http.limits import RateLimiter, StreamGate
+from respstream.server.http.openapi import openapi_document
+from respstream.server.http.request_scope import GatewayApp
+from respstream.server.http.sse_response import EventStreamResponse
+from respstream.server.http.websocket import serve_websocket
 from respstream.server.http_errors import HTTPError, exception_handlers
-from respstream.server.input_items import input_tokens, list_input_items
 from respstream.server.inputs.requests import parse_request
-from respstream.server.limits import RateLimiter, StreamGate
-from respstream.server.openapi import openapi_document
-from respstream.server.request_scope import GatewayApp
 from respstream.server.responses.responses_service import TERMINAL_STATUSES, ResponseService
 from respstream.server.routing.upstream_watch import UpstreamWatch, startup_warnings
-from respstream.server.sse_response import EventStreamResponse
 from respstream.server.store.base import Store
 from respstream.server.store.split import backend_of
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.health import HealthMonitor
 from respstream.server.telemetry.metrics import CONTENT_TYPE, Metrics, NoMetrics
-from respstream.server.websocket import serve_websocket
 
 if TYPE_CHECKING:
-    from respstream.server.shared_limits import SharedLimits
+    from respstream.server.http.shared_limits import SharedLimits
 
 __all__ = ["Components", "GatewayApp", "build_store", "create_app"]
 
 log = logging.getLogger("respstream.server")
-STATIC_DIR = Path(__file__).parent / "static"
+STATIC_DIR = Path(__file__).parent.parent / "static"  # server/static, beside the folders
 
 
 class _Gateway:
@@ -76,7 +76,7 @@ class _Gateway:
         self.gate = StreamGate(config.max_concurrent_streams)
         self.shared: SharedLimits | None = None
         if config.shared_limits_url() and (config.rate_limit_per_minute > 0 or config.shared_max_concurrent_streams):
-            from respstream.server.shared_limits import SharedLimits
+            from respstream.server.http.shared_limits import SharedLimits
 
             self.shared = SharedLimits(config.shared_limits_url(), instance_id=config.instance_id,
                                        per_minute=config.rate_limit_per_minute, burst=config.rate_limit_burst,

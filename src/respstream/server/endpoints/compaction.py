@@ -26,7 +26,7 @@ from respstream.server.inputs.requests import InputItem, ResponseRequest, parse_
 from respstream.server.store.memory import MemoryStore
 
 if TYPE_CHECKING:
-    from respstream.server.app import _Gateway
+    from respstream.server.http.app import _Gateway
 
 __all__ = ["SUMMARY_INSTRUCTIONS", "compact", "transcript"]
 

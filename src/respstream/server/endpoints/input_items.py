@@ -30,7 +30,7 @@ from respstream.server.inputs.history import items_to_messages
 from respstream.server.inputs.requests import InputItem, parse_request
 
 if TYPE_CHECKING:
-    from respstream.server.app import _Gateway
+    from respstream.server.http.app import _Gateway
 
 __all__ = ["INCLUDE_VALUES", "check_include", "estimate_tokens", "input_item_records", "input_tokens", "item_page",
            "list_input_items"]

@@ -21,14 +21,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from respstream.server.endpoints.input_items import check_include, input_item_records, item_page
 from respstream.server.http_errors import HTTPError
-from respstream.server.input_items import check_include, input_item_records, item_page
 from respstream.server.inputs.conversation_records import conversation_of
 from respstream.server.inputs.requests import _metadata, check_depth, parse_request
 from respstream.server.store.base import ConversationRecord
 
 if TYPE_CHECKING:
-    from respstream.server.app import _Gateway
+    from respstream.server.http.app import _Gateway
 
 __all__ = ["MAX_ITEMS_PER_REQUEST", "conversation_routes"]
 

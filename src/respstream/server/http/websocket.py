@@ -31,17 +31,17 @@ import msgspec
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from respstream.server.events.frames import reader_terminal_data
+from respstream.server.http.sse_response import COALESCE_BYTES, EventStreamResponse
+from respstream.server.http.web_security import check_open_websocket
+from respstream.server.http.websocket_writes import FrameWriter
 from respstream.server.http_errors import HTTPError, envelope
 from respstream.server.inputs.requests import parse_request
-from respstream.server.sse_response import COALESCE_BYTES, EventStreamResponse
 from respstream.server.store.base import Entry, StoreUnavailable
 from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import backend_of
-from respstream.server.web_security import check_open_websocket
-from respstream.server.websocket_writes import FrameWriter
 
 if TYPE_CHECKING:
-    from respstream.server.app import _Gateway
+    from respstream.server.http.app import _Gateway
 
 __all__ = ["WebSocketTurnSender", "error_event", "serve_websocket"]
 
