@@ -14,7 +14,7 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
-# The `fast` extra (uvloop + httptools) where it installs; the pure-Python stack otherwise (server/http_stack.py).
+# The `fast` extra (uvloop + httptools) where it installs; the pure-Python stack otherwise (server/http/http_stack.py).
 $(STAMP): pyproject.toml | $(PY)
 	$(PIP) install -q -e '.[test,server,bench,otel,fast]' || $(PIP) install -q -e '.[test,server,bench,otel]'
 	touch $(STAMP)

@@ -73,8 +73,8 @@ def test_every_router_tools_and_rewrite_key_is_documented() -> None:
 def test_the_young_gc_threshold_is_set_by_serve_and_validated() -> None:
     import gc
 
-    from respstream.commands.serve import tune_collector
     from respstream.server.config import ConfigError
+    from respstream.server.http.serving import tune_collector
 
     before = gc.get_threshold()
     try:

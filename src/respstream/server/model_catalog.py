@@ -17,15 +17,27 @@ context_window = { "qwen2.5-7b-instruct" = 32768 }
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from respstream.server.inputs.input_parts import MODALITIES, model_modalities
+__all__ = ["MODALITIES", "ModelCatalog", "model_modalities"]
 
-__all__ = ["ModelCatalog"]
+MODALITIES = ("text", "image", "file")
 
 _KEYS = ("aliases", "input_modalities", "context_window")
+
+
+def model_modalities(model_id: str, upstream: Any, configured: Mapping[str, Sequence[str]]) -> list[str]:
+    """The input modalities ``model_id`` (served by ``upstream``) takes: ``configured`` (``[models]
+    input_modalities``) for the model id, else for the upstream's name, else the upstream's own
+    ``input_modalities`` attribute, else text only."""
+    found = configured.get(model_id)
+    if found is None:
+        found = configured.get(str(getattr(upstream, "name", "")))
+    if found is None:
+        found = getattr(upstream, "input_modalities", None) or ("text",)
+    return [m for m in MODALITIES if m in found]
 
 
 @dataclass(slots=True)

@@ -26,7 +26,7 @@ from respstream.server.inputs.requests import InputItem, ResponseRequest, parse_
 from respstream.server.store.memory import MemoryStore
 
 if TYPE_CHECKING:
-    from respstream.server.http.app import _Gateway
+    from respstream.server.endpoints.gateway import Gateway
 
 __all__ = ["SUMMARY_INSTRUCTIONS", "compact", "transcript"]
 
@@ -50,7 +50,7 @@ def transcript(instructions: str | None, items: list[InputItem]) -> str:
     return "\n".join(lines)
 
 
-async def compact(gw: _Gateway, request: Request) -> Response:
+async def compact(gw: Gateway, request: Request) -> Response:
     owner = gw.authenticate(request)
     await gw.limit_rate(request, owner)
     body = await gw.read_json(request)

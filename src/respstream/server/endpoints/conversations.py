@@ -21,14 +21,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from respstream.server.endpoints.input_items import check_include, input_item_records, item_page
+from respstream.server.endpoints.input_items import check_include, item_page
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.conversation_records import conversation_of
+from respstream.server.inputs.input_records import input_item_records
 from respstream.server.inputs.requests import _metadata, check_depth, parse_request
 from respstream.server.store.base import ConversationRecord
 
 if TYPE_CHECKING:
-    from respstream.server.http.app import _Gateway
+    from respstream.server.endpoints.gateway import Gateway
 
 __all__ = ["MAX_ITEMS_PER_REQUEST", "conversation_routes"]
 
@@ -51,7 +52,7 @@ def _body(raw: Any, allowed: set[str]) -> dict[str, Any]:
     return raw
 
 
-def _items(gw: _Gateway, raw: Any, *, required: bool) -> list[dict[str, Any]]:
+def _items(gw: Gateway, raw: Any, *, required: bool) -> list[dict[str, Any]]:
     if raw is None and not required:
         return []
     if not isinstance(raw, list):
@@ -74,7 +75,7 @@ def _items(gw: _Gateway, raw: Any, *, required: bool) -> list[dict[str, Any]]:
 
 
 class _Handlers:
-    def __init__(self, gw: _Gateway) -> None:
+    def __init__(self, gw: Gateway) -> None:
         self.gw = gw
 
     async def _mine(self, request: Request) -> tuple[ConversationRecord, str | None]:
@@ -154,7 +155,7 @@ def _with_ids(items: list[dict[str, Any]], conversation_id: str) -> list[dict[st
     return [item if "id" in item else {"id": f"item_{conversation_id}_{i}", **item} for i, item in enumerate(items)]
 
 
-def conversation_routes(gw: _Gateway) -> list[Route]:
+def conversation_routes(gw: Gateway) -> list[Route]:
     h = _Handlers(gw)
     base = "/v1/conversations"
     return [

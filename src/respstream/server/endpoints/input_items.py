@@ -24,13 +24,13 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from respstream.server.events.dialects import Dialect
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.history import items_to_messages
-from respstream.server.inputs.requests import InputItem, parse_request
+from respstream.server.inputs.input_records import input_item_records
+from respstream.server.inputs.requests import parse_request
 
 if TYPE_CHECKING:
-    from respstream.server.http.app import _Gateway
+    from respstream.server.endpoints.gateway import Gateway
 
 __all__ = ["INCLUDE_VALUES", "check_include", "estimate_tokens", "input_item_records", "input_tokens", "item_page",
            "list_input_items"]
@@ -41,18 +41,6 @@ INCLUDE_VALUES = frozenset({
     "message.input_image.image_url", "computer_call_output.output.image_url", "code_interpreter_call.outputs",
     "reasoning.encrypted_content", "message.output_text.logprobs",
 })
-_ID_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs"}
-
-
-def input_item_records(items: list[InputItem], dialect: Dialect) -> list[dict[str, Any]]:
-    """The request's input items as stored for the list endpoint: each with its id (and status)."""
-    records = []
-    for item in items:
-        record = {"id": dialect.new_id(_ID_PREFIX.get(item.type, "item")), **item.to_json()}
-        if item.type in ("message", "function_call", "function_call_output"):
-            record["status"] = "completed"
-        records.append(record)
-    return records
 
 
 def _limit(raw: str | None) -> int:
@@ -95,7 +83,7 @@ def item_page(items: list[dict[str, Any]], request: Request, where: str) -> dict
             "last_id": page[-1]["id"] if page else None, "has_more": len(items) > limit}
 
 
-async def list_input_items(gw: _Gateway, request: Request) -> Response:
+async def list_input_items(gw: Gateway, request: Request) -> Response:
     record = await gw._record(request)
     items: list[dict[str, Any]] = list(record.request.get("input_items") or [])
     return JSONResponse(item_page(items, request, f"response '{record.id}'"))
@@ -112,7 +100,7 @@ def estimate_tokens(messages: list[dict[str, Any]], extra_text: str = "") -> int
     return total + math.ceil(len(extra_text) / 4)
 
 
-async def input_tokens(gw: _Gateway, request: Request) -> Response:
+async def input_tokens(gw: Gateway, request: Request) -> Response:
     owner = gw.authenticate(request)
     await gw.limit_rate(request, owner)
     body = await gw.read_json(request)

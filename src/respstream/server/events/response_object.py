@@ -21,34 +21,13 @@ The writer then fills ``status``, ``output``, ``usage``, ``error``, ``incomplete
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from respstream.server.events.dialects import Dialect
+from respstream.server.upstream.sampling import OPENAI_SAMPLING_DEFAULTS, SamplingDefaults, sampling_defaults_of
 
 __all__ = ["OPENAI_SAMPLING_DEFAULTS", "SamplingDefaults", "echo_tools", "mark_completed", "new_response",
            "sampling_defaults_of"]
-
-
-@dataclass(frozen=True, slots=True)
-class SamplingDefaults:
-    """What an upstream samples with when a request leaves a value out."""
-
-    temperature: float = 1.0
-    top_p: float = 1.0
-    presence_penalty: float = 0.0
-    frequency_penalty: float = 0.0
-
-
-# OpenAI's documented defaults (temperature 1, top_p 1, no penalties): what an OpenAI-compatible upstream that
-# declares nothing else is taken to use.
-OPENAI_SAMPLING_DEFAULTS = SamplingDefaults()
-
-
-def sampling_defaults_of(upstream: Any) -> SamplingDefaults:
-    """The ``sampling_defaults`` an upstream declares, else OpenAI's."""
-    found = getattr(upstream, "sampling_defaults", None)
-    return found if isinstance(found, SamplingDefaults) else OPENAI_SAMPLING_DEFAULTS
 
 
 def echo_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from respstream.server.config import Config
-from respstream.server.responses.pipeline import RewriterLike, RouterLike, ToolsLike
+from respstream.server.responses.collaborators import RewriterLike, RouterLike, ToolsLike
 from respstream.server.routing.upstream_watch import configure_upstreams
 from respstream.server.store.base import Store, StoreUnavailable
 from respstream.server.store.factory import is_memory_url, open_store

@@ -25,11 +25,12 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from respstream.server.endpoints.gateway import Gateway
 from respstream.server.events.frames import reader_terminal_data
 from respstream.server.http.sse_response import COALESCE_BYTES, EventStreamResponse
 from respstream.server.http.web_security import check_open_websocket
@@ -41,7 +42,9 @@ from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import backend_of
 
 if TYPE_CHECKING:
-    from respstream.server.http.app import _Gateway
+    from respstream.server.http.auth import KeyStore
+    from respstream.server.http.limits import StreamGate
+    from respstream.server.telemetry.metrics import Metrics
 
 __all__ = ["WebSocketTurnSender", "error_event", "serve_websocket"]
 
@@ -50,6 +53,15 @@ log = logging.getLogger("respstream.server")
 # Fields of a create body that belong to HTTP/SSE: the spec says a WebSocket client MUST NOT send them.
 _HTTP_ONLY_FIELDS = ("stream", "stream_options")
 _CLOSED = object()  # queued by the reader when the peer went away
+
+
+class _WebSocketGateway(Gateway, Protocol):
+    """What the WebSocket mode needs of the app beyond an endpoint: the keys (open gateway or not), the stream
+    gate and the metrics it reports open streams to. A Protocol, so this module need not import the app."""
+
+    keys: KeyStore
+    gate: StreamGate
+    metrics: Metrics
 
 
 def error_event(exc: HTTPError) -> str:
@@ -117,7 +129,7 @@ class WebSocketTurnSender(EventStreamResponse):
 class _Connection:
     """One WebSocket: its queue of messages, its own store, its turns."""
 
-    def __init__(self, gw: _Gateway, ws: WebSocket, owner: str | None) -> None:
+    def __init__(self, gw: _WebSocketGateway, ws: WebSocket, owner: str | None) -> None:
         self.gw = gw
         self.ws = ws
         self.owner = owner
@@ -266,7 +278,7 @@ def _decode(raw: str | bytes, limit: int) -> dict[str, Any]:
     return body
 
 
-async def serve_websocket(gw: _Gateway, ws: WebSocket) -> None:
+async def serve_websocket(gw: _WebSocketGateway, ws: WebSocket) -> None:
     """The ``/v1/responses`` WebSocket endpoint: authenticate the handshake, then run the connection."""
     try:
         if not gw.keys.enabled:  # the open gateway: DNS rebinding and cross-origin pages (web_security.py)

@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from respstream.server.http_errors import HTTPError
+from respstream.server.model_catalog import MODALITIES, model_modalities  # defined with the [models] table
 
 __all__ = ["MEDIA_PART_TYPES", "MODALITIES", "check_modalities", "media_part", "model_modalities", "part_modality"]
 
 MEDIA_PART_TYPES = frozenset({"input_image", "input_file"})
-MODALITIES = ("text", "image", "file")
 _DETAILS = ("auto", "low", "high")
 _IMAGE_SCHEMES = ("http://", "https://", "data:image/")
 
@@ -76,16 +76,6 @@ def media_part(part: dict[str, Any], where: str) -> dict[str, Any]:
 
 def part_modality(chat_part: Mapping[str, Any]) -> str:
     return {"image_url": "image", "file": "file"}.get(str(chat_part.get("type")), "text")
-
-
-def model_modalities(model_id: str, upstream: Any, configured: Mapping[str, Sequence[str]]) -> list[str]:
-    """The input modalities ``model_id`` (served by ``upstream``) takes. See the module docstring."""
-    found = configured.get(model_id)
-    if found is None:
-        found = configured.get(str(getattr(upstream, "name", "")))
-    if found is None:
-        found = getattr(upstream, "input_modalities", None) or ("text",)
-    return [m for m in MODALITIES if m in found]
 
 
 def check_modalities(parts: Sequence[tuple[str, Mapping[str, Any]]], model_id: str, accepted: Sequence[str]) -> None:

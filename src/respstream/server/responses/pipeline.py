@@ -33,13 +33,14 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from typing import Any, Protocol
+from typing import Any
 
 from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
 from respstream.server.inputs.requests import ResponseRequest
 from respstream.server.inputs.structured_output import check_output
 from respstream.server.responses.chat_request import chat_options
 from respstream.server.responses.citations import CitationSources, Source, find_citations, with_source_list
+from respstream.server.responses.collaborators import RewriterLike, RouteDecisionLike, RouterLike, ToolsLike
 from respstream.server.responses.ground_first_step import GroundFirst
 from respstream.server.responses.grounded_answer import Fact, GroundedFacts
 from respstream.server.responses.round_collector import RoundCollector
@@ -60,37 +61,6 @@ from respstream.server.upstream.text_tool_calls import written_call
 __all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolCrashed", "ToolsLike"]
 
 log = logging.getLogger("respstream.server")
-
-
-class RouteDecisionLike(Protocol):
-    model_id: str
-    category: str
-    source: str
-    reasoning: str
-    upstream: Upstream
-
-
-class RouterLike(Protocol):
-    async def route(self, input_text: str, pinned_model: str | None) -> Any: ...
-    def models(self) -> list[str]: ...
-    def fallback(self, decision: Any, error: BaseException) -> Any: ...
-    def record_success(self, upstream: Upstream) -> None: ...
-    def record_failure(self, upstream: Upstream, error: BaseException) -> None: ...
-
-
-class ToolResultLike(Protocol):
-    output: str
-    status: str
-
-
-class ToolsLike(Protocol):
-    def specs(self) -> list[dict[str, Any]]: ...
-    def names(self) -> set[str]: ...
-    async def run(self, name: str, arguments_json: str) -> Any: ...
-
-
-class RewriterLike(Protocol):
-    async def rewrite(self, text: str, *, language: str | None) -> str: ...
 
 
 class Pipeline(GroundFirst, ToolRounds):

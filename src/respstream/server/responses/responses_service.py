@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from respstream.server.config import Config
-from respstream.server.endpoints.input_items import input_item_records
 from respstream.server.events.dialects import Dialect, get_dialect
 from respstream.server.events.response_object import new_response, sampling_defaults_of
 from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
@@ -27,11 +26,13 @@ from respstream.server.inputs.context_limit import check_context, context_limit
 from respstream.server.inputs.history import items_to_messages, output_to_items
 from respstream.server.inputs.input_files import resolve_file_urls
 from respstream.server.inputs.input_parts import check_modalities
+from respstream.server.inputs.input_records import input_item_records
 from respstream.server.inputs.requests import InputItem, ResponseRequest
 from respstream.server.inputs.response_inputs import mcp_toolbox, request_context
 from respstream.server.inputs.truncation import fit_context
 from respstream.server.model_catalog import ModelCatalog
-from respstream.server.responses.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
+from respstream.server.responses.collaborators import RewriterLike, RouterLike, ToolsLike
+from respstream.server.responses.pipeline import Pipeline
 from respstream.server.store.base import ResponseRecord, SequenceConflict, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import Tracing, current_request

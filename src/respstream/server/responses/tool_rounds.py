@@ -24,7 +24,7 @@ from respstream.server.tools.mcp_tools import McpToolbox
 from respstream.server.upstream.base import Finish
 
 if TYPE_CHECKING:
-    from respstream.server.responses.pipeline import ToolsLike
+    from respstream.server.responses.collaborators import ToolsLike
 
 __all__ = ["RoundResult", "ToolCall", "ToolCrashed", "ToolRounds"]
 

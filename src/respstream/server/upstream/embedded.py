@@ -28,7 +28,6 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
-from respstream.server.events.response_object import SamplingDefaults
 from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.gguf_meta import model_id_of
@@ -41,6 +40,7 @@ from respstream.server.upstream.model_catalog import (
 )
 from respstream.server.upstream.model_catalog import locate_model as _locate_size
 from respstream.server.upstream.model_ids import readable_model_id
+from respstream.server.upstream.sampling import SamplingDefaults
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",

@@ -1,0 +1,181 @@
+"""The shape of the code, checked on its own imports (issue 32): no import circles, no layer imports a higher one.
+
+The import graph is read from the AST of every module under ``src/respstream`` (nothing is imported): every
+``import`` and ``from ... import`` naming a ``respstream`` module counts, wherever it is written (module level, inside
+a function, or under ``TYPE_CHECKING``: a circle that only type checking sees is still a circle in the design).
+``from package import name`` counts as an import of ``package.name`` when that is a module, else of ``package``.
+
+:data:`LAYERS` is the order, lowest first. A module belongs to the entry with the longest matching prefix (so
+``respstream.server.tools.mcp_tools`` can sit above the rest of ``tools/``), and may import only its own layer or a
+lower one. Modules of one layer may import each other, but never in a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import respstream
+
+SRC = Path(respstream.__file__).parent.parent
+
+# Lowest first. The server's request walk goes down this list: http -> endpoints -> responses -> inputs -> routing
+# -> events (the writer) -> upstream -> tools -> server base -> store / telemetry.
+LAYERS: list[tuple[str, ...]] = [
+    ("respstream.errors", "respstream.protocol"),  # errors names protocol types for type checking only
+    ("respstream.client",),
+    ("respstream",),  # the package's lazy re-exports of client and protocol names
+    ("respstream.conformance",),
+    ("respstream.server.telemetry",),  # spans, logs, metrics: used by every layer above
+    ("respstream.server.store",),  # the event logs and records
+    ("respstream.server",),  # the base: config, the error envelope, the TLS context, the model catalog
+    ("respstream.server.tools",),  # server tools (calculator, web search...): pure work, no writer
+    ("respstream.server.upstream",),  # model backends: chunks in, no writer
+    ("respstream.server.events",),  # the writer: the only way an event is emitted; dialects, frames
+    ("respstream.server.tools.mcp_tools",),  # remote MCP tools list themselves through the writer
+    ("respstream.server.routing",),  # which model and upstream answer
+    ("respstream.server.inputs",),  # the request parsed, and the context a response is given
+    ("respstream.server.responses",),  # a response as running work: service, pipeline, tool rounds, rewrite
+    ("respstream.server.endpoints",),  # the small endpoints beside create (compact, input items, conversations)
+    ("respstream.server.http",),  # the Starlette app, SSE and WebSocket senders, guards, serving
+    ("respstream.commands",),
+    ("respstream.cli", "respstream.__main__"),
+]
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    found = {}
+    for path in sorted((SRC / "respstream").rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+@cache
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the respstream modules it imports."""
+    modules = _modules()
+
+    def known(name: str) -> str:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: dict[str, set[str]] = {}
+    for module, (path, is_package) in modules.items():
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets.update(known(alias.name) for alias in node.names if alias.name.startswith("respstream"))
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = module.split(".") if is_package else module.split(".")[:-1]
+                    base = base[:len(base) - node.level + 1]
+                    source = ".".join([*base, node.module] if node.module else base)
+                else:
+                    source = node.module or ""
+                if source.split(".")[0] != "respstream":
+                    continue
+                for alias in node.names:
+                    whole = f"{source}.{alias.name}"
+                    targets.add(whole if whole in modules else known(source))
+        targets.discard(module)
+        targets.discard("")
+        graph[module] = targets
+    return graph
+
+
+def layer_of(module: str) -> int:
+    best, best_len = -1, -1
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = index, len(prefix)
+    assert best >= 0, f"{module} is in no layer: add it to LAYERS"
+    return best
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return circles
+
+
+def test_the_graph_sees_the_imports() -> None:
+    # A broken reader would pass the tests below by seeing nothing: it must see what the app is made of.
+    graph = import_graph()
+    assert len(graph) > 150
+    app = next(name for name in graph if name.endswith(".app") and ".server." in name)
+    assert any(name.endswith(".responses_service") for name in graph[app])
+    assert "respstream.server.config" in graph[app]
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert import_circles(graph) == [["a", "b", "c"]]
+
+
+def test_no_import_circles() -> None:
+    circles = import_circles(import_graph())
+    assert not circles, "import circles (break them with a Protocol in the lower module):\n" + "\n".join(
+        " <-> ".join(circle) for circle in circles)
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    upward = sorted(
+        f"{module} (layer {LAYERS[layer_of(module)][0]}) imports {target} (layer {LAYERS[layer_of(target)][0]})"
+        for module, targets in import_graph().items() for target in targets if layer_of(target) > layer_of(module))
+    assert not upward, "imports of a higher layer:\n" + "\n".join(upward)
+
+
+def test_every_server_module_is_in_a_folder_of_the_map() -> None:
+    # The server's root holds only its base; everything else lives in the folder of its layer.
+    base = {"respstream.server", "respstream.server.config", "respstream.server.http_errors",
+            "respstream.server.tls", "respstream.server.model_catalog"}
+    flat = {name for name in import_graph() if name.count(".") == 2 and name.startswith("respstream.server.")
+            and (SRC / Path(*name.split("."))).with_suffix(".py").is_file()}
+    assert flat <= base, f"modules outside the server's folders: {sorted(flat - base)}"
+
+
+def test_every_folder_says_what_it_owns() -> None:
+    for package in sorted((SRC / "respstream" / "server").glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(package.read_text(encoding="utf-8")))
+        assert doc and len(doc) > 40, f"{package.parent.name}/__init__.py needs a docstring saying what it owns"
