@@ -13,8 +13,11 @@ lower one. Modules of one layer may import each other, but never in a circle.
 from __future__ import annotations
 
 import ast
+import sys
+import threading
 from functools import cache
 from pathlib import Path
+from types import CodeType, FrameType
 
 import respstream
 
@@ -179,3 +182,62 @@ def test_every_folder_says_what_it_owns() -> None:
     for package in sorted((SRC / "respstream" / "server").glob("*/__init__.py")):
         doc = ast.get_docstring(ast.parse(package.read_text(encoding="utf-8")))
         assert doc and len(doc) > 40, f"{package.parent.name}/__init__.py needs a docstring saying what it owns"
+
+
+def _module_of(filename: str) -> str | None:
+    root = str(SRC) + "/"
+    if not filename.startswith(root) or not filename.endswith(".py"):
+        return None
+    return filename[len(root):-3].replace("/", ".").removesuffix(".__init__")
+
+
+def _property_getters() -> set[CodeType]:
+    """The code of every property getter in the server: reading a passed-down object's field is not a climb."""
+    codes: set[CodeType] = set()
+    for name in import_graph():
+        if not name.startswith("respstream.server"):
+            continue
+        module = sys.modules.get(name)
+        for value in vars(module).values() if module else ():
+            if isinstance(value, type) and value.__module__ == name:
+                codes.update(member.fget.__code__ for member in vars(value).values()
+                             if isinstance(member, property) and member.fget is not None)
+    return codes
+
+
+def test_a_request_walks_down_the_layers() -> None:
+    """One streamed request with a server tool round (the real router, tools, writer and memory store; the
+    SIMULATED scripted upstream), profiled: no function of a lower server layer calls into a higher one."""
+    from starlette.testclient import TestClient
+
+    from respstream.server.config import Config
+    from respstream.server.http.app import create_app
+
+    calls: list[tuple[str, str, str]] = []
+    tracing = False
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event != "call" or not tracing or frame.f_back is None:
+            return
+        callee, caller = _module_of(frame.f_code.co_filename), _module_of(frame.f_back.f_code.co_filename)
+        if callee and caller and callee.startswith("respstream.server") and caller.startswith("respstream.server"):
+            calls.append((caller, callee, frame.f_code.co_name))
+
+    app = create_app(Config(upstreams=["scripted:4?tool=calculator"]))
+    threading.setprofile(profile)  # the app runs in TestClient's portal thread, started on enter
+    try:
+        with TestClient(app, base_url="http://localhost") as client:
+            tracing = True
+            answer = client.post("/v1/responses", json={"model": "auto", "input": "what is 2+3?", "stream": True})
+            tracing = False
+    finally:
+        threading.setprofile(None)  # type: ignore[arg-type]
+    assert answer.status_code == 200 and "response.completed" in answer.text
+    entered = {LAYERS[layer_of(callee)][0] for _, callee, _ in calls}
+    assert {"respstream.server.http", "respstream.server.inputs", "respstream.server.routing",
+            "respstream.server.responses", "respstream.server.events", "respstream.server.upstream",
+            "respstream.server.tools", "respstream.server.store"} <= entered, entered  # the profile saw the walk
+    getters = {(_module_of(code.co_filename), code.co_name) for code in _property_getters()}
+    climbs = sorted({f"{caller} -> {callee}.{function}" for caller, callee, function in calls
+                     if layer_of(callee) > layer_of(caller) and (callee, function) not in getters})
+    assert not climbs, "calls back up a layer:\n" + "\n".join(climbs)
