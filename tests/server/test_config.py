@@ -74,7 +74,7 @@ def test_the_young_gc_threshold_is_set_by_serve_and_validated() -> None:
     import gc
 
     from respstream.server.config import ConfigError
-    from respstream.server.http.serving import tune_collector
+    from respstream.server.http.run_gateway import tune_collector
 
     before = gc.get_threshold()
     try:

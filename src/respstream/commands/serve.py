@@ -223,9 +223,9 @@ def _banner_text(config: Config) -> str:
 
 
 def serve_config(config: Config, log_level: str, *, sockets: list[Any] | None = None, quiet: bool = False) -> int:
-    """Run one gateway process (:func:`respstream.server.http.serving.serve_config`) with this command's banner and
+    """Run one gateway process (:func:`respstream.server.http.run_gateway.serve_config`) with this command's banner and
     upstream report, unless ``quiet``. Returns the exit status."""
-    from respstream.server.http.serving import serve_config as run_gateway
+    from respstream.server.http.run_gateway import serve_config as run_gateway
 
     if quiet:
         return run_gateway(config, log_level, sockets=sockets)

@@ -7,7 +7,7 @@ How this works:
   inherited from the supervisor).
 - Each worker binds its own listening socket with ``SO_REUSEPORT``, so the kernel spreads new connections across
   the workers (no shared accept queue, no thundering herd), and runs the ordinary single-process gateway on it
-  (``serving.serve_config``). Worker ``i`` gets the instance id ``<instance id>-w<i>``: its leases and unfinished
+  (``run_gateway.serve_config``). Worker ``i`` gets the instance id ``<instance id>-w<i>``: its leases and unfinished
   logs are its own, and a restarted worker ``i`` recovers (ends with ``worker_lost``) what its previous run left.
 - SIGTERM/SIGINT to the supervisor: it sends SIGTERM to every worker (each drains like a single gateway: stop
   accepting, end foreground streams with ``server_shutdown``, give background work ``shutdown_grace_seconds``), waits
@@ -97,7 +97,7 @@ def _die_with_parent() -> None:
 
 def _worker_main(config: Config, index: int, log_level: str) -> None:
     """One worker: its own socket in the port's SO_REUSEPORT group, the single-process gateway on it."""
-    from respstream.server.http.serving import serve_config
+    from respstream.server.http.run_gateway import serve_config
 
     # Out of the terminal's process group: a Ctrl-C reaches only the supervisor, which turns it into one SIGTERM per
     # worker (a SIGINT after a SIGTERM would make uvicorn skip the drain). If the supervisor dies, so do we.
