@@ -72,6 +72,7 @@ class ResponseService:
         self.tools = tools
         self.rewriter = rewriter
         self.metrics = metrics
+        metrics.tool_names = frozenset(tools.names())  # tool metric labels: these, else "other"
         self.tracing = tracing or Tracing(config.telemetry_settings())
         self.running: dict[str, Running] = {}
         self._closing = False
