@@ -353,12 +353,24 @@ class _Gateway:
                             status_code=200 if ready else 503)
 
     async def readyz(self, request: Request) -> Response:
-        """Readiness: the store answers and at least one upstream is healthy; 503 with the breakdown otherwise."""
+        """Readiness: the store answers and at least one upstream is healthy; 503 otherwise. The breakdown (store,
+        upstreams with their addresses and errors) only for a valid API key, or on an open (loopback) gateway."""
         if self.service is None or self.components is None:
             return JSONResponse({"status": "starting"}, status_code=503, headers={"Retry-After": "1"})
         report = await self.health.check(self.svc.store, self.components.upstreams, self.svc.router)
+        if self.keys.enabled and not self._has_valid_key(request):
+            # Upstream addresses and their errors are for a key holder: a balancer needs only the status.
+            report = {"status": report["status"]}
         return JSONResponse(report, status_code=200 if report["status"] == "ready" else 503,
                             headers={"Cache-Control": "no-store"})
+
+    def _has_valid_key(self, request: Request) -> bool:
+        """Whether the request carries a valid API key (wrong keys count against auth_failures as anywhere)."""
+        try:
+            self.authenticate(request)
+        except HTTPError:
+            return False
+        return True
 
     async def metrics_text(self, request: Request) -> Response:
         if self.metrics_key_required:
