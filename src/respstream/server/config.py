@@ -54,6 +54,7 @@ class Config:
     max_concurrent_streams: int = 2000
     # Background generations running at once on this instance; past it a new background request -> 429.
     max_background_responses: int = 64
+    max_background_responses_per_key: int = 16  # of those, at once for one API key (past it -> 429)
     rate_limit_per_minute: float = 0.0  # per API key (or client address when open); 0 = off
     rate_limit_burst: int = 0  # bucket size; 0 = same as rate_limit_per_minute
     # Requests with a wrong API key allowed per client address (token bucket); past it -> 429 (0 = off).
@@ -115,6 +116,7 @@ class Config:
             raise ConfigError(f"model_size must be small, medium or large, not {self.model_size!r}")
         for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes", "websocket_cache_responses",
                      "websocket_max_queued_messages", "memory_store_max_bytes", "max_background_responses",
+                     "max_background_responses_per_key",
                      "max_connections", "listen_backlog", "max_header_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
