@@ -48,6 +48,7 @@ from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.health import HealthMonitor
 from respstream.server.upstream_watch import UpstreamWatch, startup_warnings
 from respstream.server.websocket import serve_websocket
+from respstream.server.websocket_limits import WebSocketBudgets
 
 if TYPE_CHECKING:
     from respstream.server.shared_limits import SharedLimits
@@ -74,6 +75,7 @@ class _Gateway:
         self.rate = RateLimiter(config.rate_limit_per_minute, config.rate_limit_burst)
         self.auth_failures = RateLimiter(config.auth_failures_per_minute, config.auth_failures_burst)
         self.gate = StreamGate(config.max_concurrent_streams)
+        self.websocket_budgets = WebSocketBudgets.from_config(config)  # shared by every WebSocket connection
         self.shared: SharedLimits | None = None
         if config.shared_limits_url() and (config.rate_limit_per_minute > 0 or config.shared_max_concurrent_streams):
             from respstream.server.shared_limits import SharedLimits

@@ -72,6 +72,13 @@ class Config:
     websocket_max_connection_seconds: float = 3600.0
     websocket_cache_responses: int = 64
     websocket_max_queued_messages: int = 16
+    # ...and at most these bytes of them (per connection; all connections together), closes a connection that sent
+    # no message for websocket_idle_timeout_seconds (0: never), and lets one API key's connections keep this many
+    # bytes of store: false responses together (all keys: memory_store_max_bytes).
+    websocket_max_queued_bytes: int = 4 << 20
+    websocket_max_queued_bytes_total: int = 64 << 20
+    websocket_idle_timeout_seconds: float = 300.0
+    websocket_store_max_bytes_per_key: int = 64 << 20
     retention_seconds: float = 24 * 3600.0
     conversation_window: int = 40  # items of conversation history the model sees
     max_event_bytes: int = 16 << 20
@@ -116,7 +123,8 @@ class Config:
             raise ConfigError(f"model_size must be small, medium or large, not {self.model_size!r}")
         for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes", "websocket_cache_responses",
                      "websocket_max_queued_messages", "memory_store_max_bytes", "max_background_responses",
-                     "max_background_responses_per_key",
+                     "max_background_responses_per_key", "websocket_max_queued_bytes",
+                     "websocket_max_queued_bytes_total", "websocket_store_max_bytes_per_key",
                      "max_connections", "listen_backlog", "max_header_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
@@ -126,6 +134,8 @@ class Config:
             raise ConfigError(f"gc_young_threshold must not be negative, not {self.gc_young_threshold}")
         if self.request_timeout_seconds < 0 or self.keep_alive_seconds <= 0:
             raise ConfigError("request_timeout_seconds must not be negative and keep_alive_seconds must be positive")
+        if self.websocket_idle_timeout_seconds < 0:
+            raise ConfigError("websocket_idle_timeout_seconds must not be negative (0: no idle timeout)")
         if self.keepalive_seconds <= 0 or self.websocket_max_connection_seconds <= 0:
             raise ConfigError("keepalive_seconds and websocket_max_connection_seconds must be positive")
         if self.redis_resend_entries < 0 or self.redis_resend_max_bytes < 0:
