@@ -92,6 +92,11 @@ class Config:
     # new connection is closed at once.
     request_timeout_seconds: float = 10.0
     max_connections: int = 1000
+    # ...and the request head alone within header_timeout_seconds. When the pool is full, a client's new connection
+    # takes the place of a head-less one of the client holding the most (server/peer_limit.py); one client address
+    # (IPv6: its /64) may also be capped at max_connections_per_client (0 = no cap; trusted_proxies are exempt).
+    header_timeout_seconds: float = 5.0
+    max_connections_per_client: int = 0
     keep_alive_seconds: float = 5.0  # idle keep-alive connections are closed after this
     listen_backlog: int = 1024
     gc_young_threshold: int = 50000  # `serve`: net allocations between young collections (0: Python's default)
@@ -132,6 +137,8 @@ class Config:
             raise ConfigError(f"port must be between 0 and 65535, not {self.port}")
         if self.gc_young_threshold < 0:
             raise ConfigError(f"gc_young_threshold must not be negative, not {self.gc_young_threshold}")
+        if self.header_timeout_seconds < 0 or self.max_connections_per_client < 0:
+            raise ConfigError("header_timeout_seconds and max_connections_per_client must not be negative (0: off)")
         if self.request_timeout_seconds < 0 or self.keep_alive_seconds <= 0:
             raise ConfigError("request_timeout_seconds must not be negative and keep_alive_seconds must be positive")
         if self.websocket_idle_timeout_seconds < 0:
