@@ -158,3 +158,28 @@ def test_a_head_must_arrive_within_the_header_timeout(tmp_path: Path, stack: str
             slow_body.close()
     assert cut and waited < 15, waited
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+
+
+@pytest.mark.parametrize("stack", ["pure", "auto"])
+def test_the_per_client_cap_counts_websockets_until_they_close(tmp_path: Path, stack: str) -> None:
+    from websockets.sync.client import connect
+
+    with Gateway(tmp_path, http_stack=stack, max_connections_per_client=2) as gw:
+        url = f"ws://127.0.0.1:{gw.port}/v1/responses"
+        first, second = connect(url), connect(url)
+        try:
+            with pytest.raises(httpx.HTTPError), httpx.Client(timeout=3) as client:
+                client.get(f"{gw.url}/healthz")  # a third connection of this address: closed at once
+            first.close()
+            deadline = time.monotonic() + 10
+            while True:  # the upgraded connection's end gave its slot back
+                try:
+                    with httpx.Client(timeout=3) as client:
+                        assert client.get(f"{gw.url}/healthz").status_code == 200
+                    break
+                except httpx.HTTPError:
+                    assert time.monotonic() < deadline, "the closed WebSocket still holds its client's slot"
+                    time.sleep(0.1)
+        finally:
+            first.close()
+            second.close()
