@@ -162,3 +162,29 @@ def test_idle_sockets_are_closed_and_age_is_enforced_while_idle() -> None:
                 ws.recv(timeout=10)
             ws.close()
     assert codes == ["websocket_idle_timeout"] * 5 + ["websocket_connection_limit_reached"], codes
+
+
+def test_socket_stores_and_the_memory_store_share_memory_store_max_bytes() -> None:
+    total = 400_000
+    app = make_app(memory_store_max_bytes=total, upstreams={"big": ScriptedUpstream(400, name="big", models=["big"])})
+    with ServerThread(app, ws="websockets-sansio") as srv:
+        import httpx
+
+        for _ in range(3):  # ~150 KB of stored responses in the gateway's own memory store
+            assert httpx.post(f"{srv.url}/v1/responses", json={"model": "big", "input": "x", "stream": False},
+                              timeout=20).status_code == 200
+        sockets = [connect(_url(srv)) for _ in range(8)]  # keyless: each connection is its own holder
+        errors: list[str] = []
+        try:
+            for ws in sockets:
+                last = _turn(ws, model="big", input="x", store=False)
+                if last["type"] == "error":
+                    errors.append(last["error"]["message"])
+            held = _socket_store_bytes(app)
+            main = app.state.gateway.svc.store
+            in_memory = getattr(main, "memory", main).bytes
+        finally:
+            for ws in sockets:
+                ws.close()
+    assert held + in_memory <= total * 1.25, (held, in_memory)  # before: 8 x ~50 KB on top of the store's own
+    assert errors and all("memory_store_max_bytes" in e for e in errors), errors

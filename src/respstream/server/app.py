@@ -43,6 +43,7 @@ from respstream.server.requests import parse_request
 from respstream.server.responses_service import TERMINAL_STATUSES, ResponseService
 from respstream.server.sse_response import EventStreamResponse
 from respstream.server.store.base import Store
+from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import backend_of
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.health import HealthMonitor
@@ -104,6 +105,9 @@ class _Gateway:
                                        tools=comps.tools, rewriter=comps.rewriter, metrics=self.metrics,
                                        tracing=self.tracing)
         self._expire_task = asyncio.create_task(self._expire_loop(comps.store))
+        memory = comps.store if isinstance(comps.store, MemoryStore) else getattr(comps.store, "memory", None)
+        if isinstance(memory, MemoryStore):  # WebSocket stores and this one share memory_store_max_bytes
+            self.websocket_budgets.store.outside = lambda: memory.bytes
         self.watch = UpstreamWatch(self.health, comps.store, comps.upstreams, comps.router,
                                    self.config.upstream_probe_seconds)
         self.service.upstream_state = self.watch.state

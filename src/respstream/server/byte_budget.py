@@ -11,7 +11,7 @@ only if they do; :meth:`adjust` charges or gives back what was already spent (a 
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 __all__ = ["ByteBudget"]
 
@@ -19,26 +19,32 @@ __all__ = ["ByteBudget"]
 class ByteBudget:
     """``total`` bytes for everyone together, ``per_holder`` bytes for one holder."""
 
-    __slots__ = ("_held", "per_holder", "total", "used")
+    __slots__ = ("_held", "outside", "per_holder", "total", "used")
 
-    def __init__(self, *, total: int, per_holder: int) -> None:
+    def __init__(self, *, total: int, per_holder: int, outside: Callable[[], int] | None = None) -> None:
         self.total = total
         self.per_holder = per_holder
         self.used = 0
+        # Bytes counted against ``total`` that are held elsewhere (the gateway's own memory store shares its
+        # budget with the WebSocket stores): read at each check, never charged here.
+        self.outside = outside
         self._held: dict[Hashable, int] = {}
+
+    def _total_used(self) -> int:
+        return self.used + (self.outside() if self.outside is not None else 0)
 
     def held(self, holder: Hashable) -> int:
         return self._held.get(holder, 0)
 
     def room(self, holder: Hashable) -> int:
         """Bytes ``holder`` may still take (0 or more)."""
-        return max(0, min(self.per_holder - self.held(holder), self.total - self.used))
+        return max(0, min(self.per_holder - self.held(holder), self.total - self._total_used()))
 
     def refusal(self, holder: Hashable, n: int) -> str | None:
         """None when ``n`` more bytes fit; else which limit they would break: ``"holder"`` or ``"total"``."""
         if self.held(holder) + n > self.per_holder:
             return "holder"
-        if self.used + n > self.total:
+        if self._total_used() + n > self.total:
             return "total"
         return None
 

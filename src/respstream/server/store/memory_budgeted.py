@@ -4,7 +4,8 @@ shared with other stores: :class:`BudgetedMemoryStore`.
 Why: a WebSocket connection keeps its ``store: false`` responses in a memory store of its own (server/websocket.py),
 and each of those stores had its own 256 MiB ``max_bytes``, so 59 sockets of one API key reached 4 GB while
 ``memory_store_max_bytes`` bounded only the gateway's shared store. Every connection's store now charges one budget:
-``websocket_store_max_bytes_per_key`` for one key's sockets together, ``memory_store_max_bytes`` for all of them.
+``websocket_store_max_bytes_per_key`` for one key's sockets together, and ``memory_store_max_bytes`` for all of them
+together with the gateway's own memory store (its bytes are read at each check).
 
 How: after each call that changes ``bytes`` (create, update, append, delete, eviction) the difference is charged to
 the budget. ``create`` first drops this store's own oldest finished responses to make room, then refuses with
@@ -51,8 +52,8 @@ class BudgetedMemoryStore(MemoryStore):
                 "WebSocket responses kept in memory " + (
                     f"by this API key's connections hold {self.budget.held(self.holder)} of their "
                     f"{self.budget.per_holder} bytes (websocket_store_max_bytes_per_key)" if refused == "holder" else
-                    f"by all connections hold {self.budget.used} of {self.budget.total} bytes "
-                    "(memory_store_max_bytes)")
+                    f"and the memory store hold {self.budget.total - self.budget.room(self.holder)} of "
+                    f"{self.budget.total} bytes (memory_store_max_bytes)")
                 + "; finish or close other connections, or send store: true")
         await super().create(record)
         self._settle()
