@@ -58,7 +58,11 @@ class Slowloris:
                     if s is None:
                         break
                     conns.append(s)
-                readable, _, _ = select.select(conns, [], [], 0.05) if conns else ([], [], [])
+                poller = select.poll()  # not select(): it cannot watch descriptors past 1024
+                by_fd = {s.fileno(): s for s in conns}
+                for fd in by_fd:
+                    poller.register(fd, select.POLLIN)
+                readable = [by_fd[fd] for fd, _ in poller.poll(50)]
                 for s in readable:  # closed by the server (EOF or reset): re-open it
                     try:
                         gone = s.recv(1024) == b""
