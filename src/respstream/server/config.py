@@ -54,6 +54,7 @@ class Config:
     max_concurrent_streams: int = 2000
     # Background generations running at once on this instance; past it a new background request -> 429.
     max_background_responses: int = 64
+    max_background_responses_per_key: int = 16  # of those, at once for one API key (past it -> 429)
     rate_limit_per_minute: float = 0.0  # per API key (or client address when open); 0 = off
     rate_limit_burst: int = 0  # bucket size; 0 = same as rate_limit_per_minute
     # Requests with a wrong API key allowed per client address (token bucket); past it -> 429 (0 = off).
@@ -71,6 +72,13 @@ class Config:
     websocket_max_connection_seconds: float = 3600.0
     websocket_cache_responses: int = 64
     websocket_max_queued_messages: int = 16
+    # ...and at most these bytes of them (per connection; all connections together), closes a connection that sent
+    # no message for websocket_idle_timeout_seconds (0: never), and lets one API key's connections keep this many
+    # bytes of store: false responses together (all keys: memory_store_max_bytes).
+    websocket_max_queued_bytes: int = 4 << 20
+    websocket_max_queued_bytes_total: int = 64 << 20
+    websocket_idle_timeout_seconds: float = 300.0
+    websocket_store_max_bytes_per_key: int = 64 << 20
     retention_seconds: float = 24 * 3600.0
     conversation_window: int = 40  # items of conversation history the model sees
     max_event_bytes: int = 16 << 20
@@ -84,6 +92,11 @@ class Config:
     # new connection is closed at once.
     request_timeout_seconds: float = 10.0
     max_connections: int = 1000
+    # ...and the request head alone within header_timeout_seconds. When the pool is full, a client's new connection
+    # takes the place of a head-less one of the client holding the most (server/http/peer_limit.py); one client address
+    # (IPv6: its /64) may also be capped at max_connections_per_client (0 = no cap; trusted_proxies are exempt).
+    header_timeout_seconds: float = 5.0
+    max_connections_per_client: int = 0
     keep_alive_seconds: float = 5.0  # idle keep-alive connections are closed after this
     listen_backlog: int = 1024
     gc_young_threshold: int = 50000  # `serve`: net allocations between young collections (0: Python's default)
@@ -115,6 +128,8 @@ class Config:
             raise ConfigError(f"model_size must be small, medium or large, not {self.model_size!r}")
         for name in ("max_body_bytes", "max_concurrent_streams", "max_event_bytes", "websocket_cache_responses",
                      "websocket_max_queued_messages", "memory_store_max_bytes", "max_background_responses",
+                     "max_background_responses_per_key", "websocket_max_queued_bytes",
+                     "websocket_max_queued_bytes_total", "websocket_store_max_bytes_per_key",
                      "max_connections", "listen_backlog", "max_header_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
@@ -122,8 +137,12 @@ class Config:
             raise ConfigError(f"port must be between 0 and 65535, not {self.port}")
         if self.gc_young_threshold < 0:
             raise ConfigError(f"gc_young_threshold must not be negative, not {self.gc_young_threshold}")
+        if self.header_timeout_seconds < 0 or self.max_connections_per_client < 0:
+            raise ConfigError("header_timeout_seconds and max_connections_per_client must not be negative (0: off)")
         if self.request_timeout_seconds < 0 or self.keep_alive_seconds <= 0:
             raise ConfigError("request_timeout_seconds must not be negative and keep_alive_seconds must be positive")
+        if self.websocket_idle_timeout_seconds < 0:
+            raise ConfigError("websocket_idle_timeout_seconds must not be negative (0: no idle timeout)")
         if self.keepalive_seconds <= 0 or self.websocket_max_connection_seconds <= 0:
             raise ConfigError("keepalive_seconds and websocket_max_connection_seconds must be positive")
         if self.redis_resend_entries < 0 or self.redis_resend_max_bytes < 0:

@@ -39,11 +39,13 @@ from respstream.server.http.openapi import openapi_document
 from respstream.server.http.request_scope import GatewayApp
 from respstream.server.http.sse_response import EventStreamResponse
 from respstream.server.http.websocket import serve_websocket
+from respstream.server.http.websocket_limits import WebSocketBudgets
 from respstream.server.http_errors import HTTPError, exception_handlers
 from respstream.server.inputs.requests import parse_request
 from respstream.server.responses.responses_service import TERMINAL_STATUSES, ResponseService
 from respstream.server.routing.upstream_watch import UpstreamWatch, startup_warnings
 from respstream.server.store.base import Store
+from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import backend_of
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.health import HealthMonitor
@@ -74,6 +76,7 @@ class _Gateway:
         self.rate = RateLimiter(config.rate_limit_per_minute, config.rate_limit_burst)
         self.auth_failures = RateLimiter(config.auth_failures_per_minute, config.auth_failures_burst)
         self.gate = StreamGate(config.max_concurrent_streams)
+        self.websocket_budgets = WebSocketBudgets.from_config(config)  # shared by every WebSocket connection
         self.shared: SharedLimits | None = None
         if config.shared_limits_url() and (config.rate_limit_per_minute > 0 or config.shared_max_concurrent_streams):
             from respstream.server.http.shared_limits import SharedLimits
@@ -102,6 +105,9 @@ class _Gateway:
                                        tools=comps.tools, rewriter=comps.rewriter, metrics=self.metrics,
                                        tracing=self.tracing)
         self._expire_task = asyncio.create_task(self._expire_loop(comps.store))
+        memory = comps.store if isinstance(comps.store, MemoryStore) else getattr(comps.store, "memory", None)
+        if isinstance(memory, MemoryStore):  # WebSocket stores and this one share memory_store_max_bytes
+            self.websocket_budgets.store.outside = lambda: memory.bytes
         self.watch = UpstreamWatch(self.health, comps.store, comps.upstreams, comps.router,
                                    self.config.upstream_probe_seconds)
         self.service.upstream_state = self.watch.state
@@ -353,12 +359,24 @@ class _Gateway:
                             status_code=200 if ready else 503)
 
     async def readyz(self, request: Request) -> Response:
-        """Readiness: the store answers and at least one upstream is healthy; 503 with the breakdown otherwise."""
+        """Readiness: the store answers and at least one upstream is healthy; 503 otherwise. The breakdown (store,
+        upstreams with their addresses and errors) only for a valid API key, or on an open (loopback) gateway."""
         if self.service is None or self.components is None:
             return JSONResponse({"status": "starting"}, status_code=503, headers={"Retry-After": "1"})
         report = await self.health.check(self.svc.store, self.components.upstreams, self.svc.router)
+        if self.keys.enabled and not self._has_valid_key(request):
+            # Upstream addresses and their errors are for a key holder: a balancer needs only the status.
+            report = {"status": report["status"]}
         return JSONResponse(report, status_code=200 if report["status"] == "ready" else 503,
                             headers={"Cache-Control": "no-store"})
+
+    def _has_valid_key(self, request: Request) -> bool:
+        """Whether the request carries a valid API key (wrong keys count against auth_failures as anywhere)."""
+        try:
+            self.authenticate(request)
+        except HTTPError:
+            return False
+        return True
 
     async def metrics_text(self, request: Request) -> Response:
         if self.metrics_key_required:

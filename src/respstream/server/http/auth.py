@@ -86,6 +86,11 @@ class KeyStore:
         digest = hash_key(key)
         return digest if digest in self._active else None
 
+    def active(self, owner: str) -> bool:
+        """Whether the key whose owner id is ``owner`` is still valid (re-reads a changed keys file: one stat())."""
+        self._refresh()
+        return owner in self._active
+
     def key_id(self, owner: str) -> str | None:
         """The id (from the keys file) of the key whose owner id is ``owner``: what logs may show, never the key."""
         return self._active.get(owner)

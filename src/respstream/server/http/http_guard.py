@@ -7,8 +7,11 @@ the accept loop logged "out of system resource" 484 MB in 60 s.
 
 :class:`GuardedH11Protocol` (uvicorn's h11 protocol, subclassed) arms a deadline when a connection opens and again
 when a response completes; it is cleared only once the whole request (head and body) has arrived. A connection
-that misses it is closed, silently. Past ``max_connections`` open connections a new one is closed at once (it costs
-no request, no log line). :func:`quiet_accept_errors` rate-limits asyncio's accept-error log to one line per
+that misses it is closed, silently. A shorter deadline, ``header_timeout_seconds``, holds for the request head
+alone. Past ``max_connections`` open connections, or ``max_connections_per_client`` from one client address
+(peer_limit.py: one slowloris client filled the whole pool and ``/healthz`` failed for everybody), a new connection
+is closed at once (it costs no request, no log line). A connection upgraded to a WebSocket keeps its client's slot
+until it closes. :func:`quiet_accept_errors` rate-limits asyncio's accept-error log to one line per
 interval, so an exhausted descriptor table cannot fill the disk.
 """
 
@@ -17,10 +20,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from respstream.server.http.peer_limit import PeerConnections
 
 __all__ = ["GuardedH11Protocol", "GuardedHttpToolsProtocol", "guarded_protocol", "quiet_accept_errors"]
 
@@ -30,32 +36,81 @@ class _ReadDeadline:
     the connection is still reading its request, which each protocol knows in its own terms."""
 
     request_timeout: float = 10.0
+    header_timeout: float = 0.0
     max_connections: int = 1000
+    peers: PeerConnections = PeerConnections(counting=False)  # per server (guarded_protocol): per client address
     _read_deadline: asyncio.TimerHandle | None = None
+    _head_deadline: asyncio.TimerHandle | None = None
+    _reading_head = False  # no request head yet (a new or idle keep-alive connection): it may make room for others
+    _peer_key = ""
     connections: Any
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
 
     def connection_made(self, transport: asyncio.Transport) -> None:
         super().connection_made(transport)  # type: ignore[misc]
-        if len(self.connections) > self.max_connections:
-            transport.abort()  # over the cap: no request is read, nothing is logged
+        peer = transport.get_extra_info("peername")
+        key = self.peers.key_for(peer[0] if isinstance(peer, tuple) and peer else None)
+        admitted, victim = self.peers.enter(key, self, pool_full=len(self.connections) > self.max_connections,
+                                            replaceable=_reading_head)
+        if not admitted:
+            transport.abort()  # over the cap (or this client's share): no request is read, nothing is logged
             return
+        self._peer_key = key
+        if isinstance(victim, _ReadDeadline):
+            victim.transport.abort()  # the biggest client's connection that sent nothing yet makes room
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._release_peer()
         super().connection_lost(exc)  # type: ignore[misc]
+
+    def _release_peer(self) -> None:
+        key, self._peer_key = self._peer_key, ""
+        if key:
+            self.peers.leave(key, self)
+
+    def _hand_over_peer(self) -> None:
+        """After a WebSocket upgrade the new protocol owns the transport (this one never hears of its end): its
+        ``connection_lost`` gives the client's slot back."""
+        key, self._peer_key = self._peer_key, ""
+        if not key:
+            return
+        protocol = self.transport.get_protocol()
+        ended = protocol.connection_lost
+        peers = self.peers
+
+        def connection_lost(exc: Exception | None) -> None:
+            peers.leave(key, self)
+            ended(exc)
+
+        protocol.connection_lost = connection_lost  # type: ignore[method-assign]
 
     def _arm(self) -> None:
         self._disarm()
         if self.request_timeout > 0:
             self._read_deadline = self.loop.call_later(self.request_timeout, self._read_timed_out)
+        self._reading_head = True
+        if self.header_timeout > 0:
+            self._head_deadline = self.loop.call_later(self.header_timeout, self._head_timed_out)
 
     def _disarm(self) -> None:
         if self._read_deadline is not None:
             self._read_deadline.cancel()
             self._read_deadline = None
+        self._head_done()
+
+    def _head_done(self) -> None:
+        self._reading_head = False
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_timed_out(self) -> None:
+        self._head_deadline = None  # cleared when the head is in, so a run means it is not
+        if not self.transport.is_closing():
+            self.transport.abort()
 
     def _still_reading(self) -> bool:
         raise NotImplementedError
@@ -66,19 +121,26 @@ class _ReadDeadline:
             self.transport.abort()
 
 
+def _reading_head(conn: object) -> bool:
+    return isinstance(conn, _ReadDeadline) and conn._reading_head and not conn.transport.is_closing()
+
+
 class GuardedH11Protocol(_ReadDeadline, H11Protocol):  # type: ignore[misc]
     """uvicorn's h11 protocol with a request read deadline and a connection cap (class attributes, set per server
     by :func:`guarded_protocol`)."""
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self.conn.their_state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.SWITCHED_PROTOCOL,
-                                     h11._state.MIGHT_SWITCH_PROTOCOL):
+        state = self.conn.their_state
+        if state in (h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.SWITCHED_PROTOCOL, h11._state.MIGHT_SWITCH_PROTOCOL):
             self._disarm()  # the whole request is in: the app's own limits apply from here
+        elif state is not h11.IDLE:
+            self._head_done()  # the head is in; the body has the rest of request_timeout
 
     def handle_websocket_upgrade(self, event: h11.Request) -> None:
         self._disarm()  # the WebSocket protocol takes the connection over, with its own limits
         super().handle_websocket_upgrade(event)
+        self._hand_over_peer()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -104,6 +166,11 @@ def _httptools_guard() -> type[Any] | None:
         def handle_websocket_upgrade(self) -> None:
             self._disarm()  # the WebSocket protocol takes the connection over, with its own limits
             super().handle_websocket_upgrade()
+            self._hand_over_peer()
+
+        def on_headers_complete(self) -> None:
+            super().on_headers_complete()
+            self._head_done()
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
@@ -125,14 +192,18 @@ def _httptools_guard() -> type[Any] | None:
 GuardedHttpToolsProtocol = _httptools_guard()
 
 
-def guarded_protocol(*, request_timeout: float, max_connections: int, http: str = "h11") -> type[Any]:
+def guarded_protocol(*, request_timeout: float, max_connections: int, http: str = "h11",
+                     header_timeout: float = 0.0, max_connections_per_client: int = 0,
+                     exempt: Iterable[str] = ()) -> type[Any]:
     """A guarded protocol class for uvicorn's ``http`` implementation ``h11`` or ``httptools``, carrying these
-    limits (uvicorn takes a protocol class)."""
+    limits (uvicorn takes a protocol class). ``exempt``: addresses/CIDRs without a per-client cap (the proxies)."""
     base: type[Any] | None = GuardedHttpToolsProtocol if http == "httptools" else GuardedH11Protocol
     if base is None:
         base = GuardedH11Protocol
     return type("GatewayHttpProtocol", (base,), {"request_timeout": request_timeout,
-                                                 "max_connections": max_connections})
+                                                 "header_timeout": header_timeout,
+                                                 "max_connections": max_connections,
+                                                 "peers": PeerConnections(max_connections_per_client, exempt)})
 
 
 class _RateLimitedRecords(logging.Filter):

@@ -54,7 +54,10 @@ def serve_config(config: Config, log_level: str, *, sockets: list[Any] | None = 
     http: Any = stack["http"]
     if http in ("h11", "httptools"):
         http = guarded_protocol(request_timeout=config.request_timeout_seconds,
-                                max_connections=config.max_connections, http=http)
+                                max_connections=config.max_connections, http=http,
+                                header_timeout=config.header_timeout_seconds,
+                                max_connections_per_client=config.max_connections_per_client,
+                                exempt=config.trusted_proxies)
     uv_config = uvicorn.Config(app, host=config.host, port=config.port, log_level=log_level, lifespan="on",
                                access_log=False,  # ours (respstream.access) has the request and response ids
                                timeout_graceful_shutdown=int(config.shutdown_grace_seconds) + 1,

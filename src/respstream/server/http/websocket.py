@@ -13,7 +13,10 @@ One connection runs one response at a time: messages that arrive meanwhile wait 
 (``websocket_max_queued_messages``) and are answered in order. ``store: false`` responses are written to the
 connection's own :class:`MemoryStore` only (``websocket_cache_responses`` of them), so ``previous_response_id``
 continues them on this socket and nowhere else; a turn that fails (4xx/5xx, or a ``failed`` response) evicts the
-response it continued. Errors that are not part of a response are the spec's ``WebSocketErrorEvent``:
+response it continued. What every connection holds is bounded across connections too (websocket_limits.py): the
+bytes of those responses per API key and in total, the bytes of queued messages per connection and in total; an
+idle or too old connection is closed, and one whose key was revoked ends at its next ``response.create``.
+Errors that are not part of a response are the spec's ``WebSocketErrorEvent``:
 ``{"type": "error", "status": 400, "error": {"type", "code", "message", "param"}}``. Closing the socket mid-response
 cancels a foreground response (as an HTTP disconnect does); a ``background: true`` one runs on and stays retrievable.
 """
@@ -34,11 +37,18 @@ from respstream.server.endpoints.gateway import Gateway
 from respstream.server.events.frames import reader_terminal_data
 from respstream.server.http.sse_response import COALESCE_BYTES, EventStreamResponse
 from respstream.server.http.web_security import check_open_websocket
+from respstream.server.http.websocket_limits import (
+    WebSocketBudgets,
+    age_error,
+    message_bytes,
+    revoked_error,
+    wait_limit,
+)
 from respstream.server.http.websocket_writes import FrameWriter
 from respstream.server.http_errors import HTTPError, envelope
 from respstream.server.inputs.requests import parse_request
 from respstream.server.store.base import Entry, StoreUnavailable
-from respstream.server.store.memory import MemoryStore
+from respstream.server.store.memory_budgeted import BudgetedMemoryStore
 from respstream.server.store.split import backend_of
 
 if TYPE_CHECKING:
@@ -53,6 +63,12 @@ log = logging.getLogger("respstream.server")
 # Fields of a create body that belong to HTTP/SSE: the spec says a WebSocket client MUST NOT send them.
 _HTTP_ONLY_FIELDS = ("stream", "stream_options")
 _CLOSED = object()  # queued by the reader when the peer went away
+# Why a connection that queued too much is closed (code, reason), by the limit it broke.
+_QUEUE_FULL = {
+    "count": (1008, "too many messages queued (websocket_max_queued_messages)"),
+    "holder": (1008, "too many bytes queued (websocket_max_queued_bytes)"),
+    "total": (1013, "the server's WebSocket queues are full (websocket_max_queued_bytes_total); retry later"),
+}
 
 
 class _WebSocketGateway(Gateway, Protocol):
@@ -62,6 +78,7 @@ class _WebSocketGateway(Gateway, Protocol):
     keys: KeyStore
     gate: StreamGate
     metrics: Metrics
+    websocket_budgets: WebSocketBudgets
 
 
 def error_event(exc: HTTPError) -> str:
@@ -134,8 +151,13 @@ class _Connection:
         self.ws = ws
         self.owner = owner
         config = gw.config
-        self.local = MemoryStore(retention_seconds=config.websocket_max_connection_seconds,
-                                 max_responses=config.websocket_cache_responses)
+        budgets = gw.websocket_budgets
+        # Its store: false responses count against one budget shared by every connection (per key, and in total).
+        self.local = BudgetedMemoryStore(budget=budgets.store, holder=owner if owner is not None else self,
+                                         retention_seconds=config.websocket_max_connection_seconds,
+                                         max_responses=config.websocket_cache_responses,
+                                         max_bytes=config.websocket_store_max_bytes_per_key)
+        self.queued = budgets.queued  # bytes of the messages in `queue`, charged to this connection
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.opened = time.monotonic()
         self.turn: asyncio.Task[None] | None = None
@@ -153,12 +175,14 @@ class _Connection:
                 message = await self.ws.receive()
                 if message["type"] == "websocket.disconnect":
                     break
-                if self.queue.qsize() >= limit:
-                    with contextlib.suppress(Exception):
-                        await self.ws.close(1008, f"more than {limit} messages queued (websocket_max_queued_messages)")
-                    break
                 text = message.get("text")
-                self.queue.put_nowait(text if text is not None else message.get("bytes") or b"")
+                data = text if text is not None else message.get("bytes") or b""
+                refused = "count" if self.queue.qsize() >= limit else self.queued.take(self, message_bytes(data))
+                if refused is not None:
+                    with contextlib.suppress(Exception):
+                        await self.ws.close(*_QUEUE_FULL[refused])
+                    break
+                self.queue.put_nowait(data)
         except (WebSocketDisconnect, RuntimeError, OSError):
             pass
         finally:
@@ -171,15 +195,21 @@ class _Connection:
         reader = asyncio.create_task(self.read_loop())
         try:
             while True:
-                raw = await self.queue.get()
+                wait, expired = wait_limit(self.gw.config, time.monotonic() - self.opened)
+                try:
+                    async with asyncio.timeout(wait):
+                        raw = await self.queue.get()
+                except TimeoutError:  # idle too long, or too old while idle: close it, saying why
+                    await self._close_with(expired, 1000)
+                    return
                 if raw is _CLOSED or self.gone:
                     return
+                self.queued.adjust(self, -message_bytes(raw))
                 if time.monotonic() - self.opened > self.gw.config.websocket_max_connection_seconds:
-                    await self.send_text(error_event(HTTPError(
-                        400, "websocket_connection_limit_reached",
-                        "This WebSocket connection reached its time limit "
-                        f"({self.gw.config.websocket_max_connection_seconds:g} s); open a new connection.")))
-                    await self.ws.close(1000)
+                    await self._close_with(age_error(self.gw.config), 1000)
+                    return
+                if self.owner is not None and not self.gw.keys.active(self.owner):
+                    await self._close_with(revoked_error(), 1008)  # revoked while the socket was open
                     return
                 self.turn = asyncio.create_task(self.one_turn(raw))
                 try:
@@ -192,7 +222,14 @@ class _Connection:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
+            self.queued.adjust(self, -self.queued.held(self))  # what is still queued is dropped with the socket
             await self.local.aclose()
+
+    async def _close_with(self, error: HTTPError, code: int) -> None:
+        """Send ``error`` as the spec's error event, then close with ``code``."""
+        with contextlib.suppress(Exception):
+            await self.send_text(error_event(error))
+            await self.ws.close(code, error.code)
 
     async def one_turn(self, raw: str | bytes) -> None:
         gw = self.gw

@@ -12,8 +12,10 @@ How this works:
 - SIGTERM/SIGINT to the supervisor: it sends SIGTERM to every worker (each drains like a single gateway: stop
   accepting, end foreground streams with ``server_shutdown``, give background work ``shutdown_grace_seconds``), waits
   for all of them, and exits 0 when they all did. A worker that dies on its own is restarted (same index, so it
-  recovers its logs), at most ``MAX_RESTARTS`` times per minute; past that the supervisor stops everything and
-  exits 1.
+  recovers its logs): at once for its first ``MAX_RESTARTS`` deaths within a minute, then after a backoff that
+  doubles from ``BACKOFF_FIRST`` up to ``BACKOFF_MAX`` seconds while it keeps dying (and is forgotten after a
+  minute without a death). The other workers keep serving meanwhile: one worker that crashes in a loop (a bad
+  request that kills it, a full disk) must not take the whole gateway down with it.
 - Instance lock (``instance_lock.py``): ``serve`` takes the lock of ``<instance id>`` in the supervisor before any
   worker starts, and each worker takes the lock of its own ``<instance id>-w<i>`` before its startup recovery, so
   the same command started twice exits 2 with one line and touches nothing of the running group.
@@ -44,9 +46,12 @@ from respstream.server.config import Config
 from respstream.server.http.instance_lock import InstanceLocked, lock_instance
 from respstream.server.store.factory import is_memory_url
 
-__all__ = ["MAX_RESTARTS", "WorkerError", "check_workers", "reuseport_socket", "run_workers"]
+__all__ = ["BACKOFF_FIRST", "BACKOFF_MAX", "MAX_RESTARTS", "WorkerError", "check_workers", "restart_delay",
+           "reuseport_socket", "run_workers"]
 
-MAX_RESTARTS = 5  # per worker per minute
+MAX_RESTARTS = 5  # immediate restarts per worker per minute; past it each restart waits a backoff
+BACKOFF_FIRST = 1.0  # seconds before the first delayed restart, doubled for each further death
+BACKOFF_MAX = 60.0
 _POLL = 0.2
 
 
@@ -66,6 +71,13 @@ def check_workers(config: Config, workers: int) -> None:
         )
     if workers > 1 and not hasattr(socket, "SO_REUSEPORT"):
         raise WorkerError("--workers > 1 needs SO_REUSEPORT, which this platform does not have")
+
+
+def restart_delay(deaths: int) -> float:
+    """Seconds before restarting a worker that died ``deaths`` times in the last minute (this death included)."""
+    if deaths <= MAX_RESTARTS:
+        return 0.0
+    return min(BACKOFF_MAX, BACKOFF_FIRST * 2.0 ** (deaths - MAX_RESTARTS - 1))
 
 
 def _family(host: str) -> socket.AddressFamily:
@@ -127,9 +139,9 @@ class _Supervisor:
         self.log_level = log_level
         self.ctx = multiprocessing.get_context("spawn")
         self.procs: dict[int, multiprocessing.process.BaseProcess] = {}
-        self.restarts: dict[int, list[float]] = {}
+        self.restarts: dict[int, list[float]] = {}  # index -> when it died, within the last minute
+        self.waiting: dict[int, float] = {}  # index -> when its restart is due (a dead worker in backoff)
         self.stopping = False
-        self.failed = False
 
     def start(self, index: int) -> None:
         proc = self.ctx.Process(target=_worker_main, args=(self.config, index, self.log_level),
@@ -143,23 +155,24 @@ class _Supervisor:
     def supervise(self) -> None:
         while not self.stopping:
             time.sleep(_POLL)
+            now = time.monotonic()
             for index, proc in list(self.procs.items()):
-                if proc.is_alive() or self.stopping:
+                if proc.is_alive() or self.stopping or index in self.waiting:
                     continue
-                now = time.monotonic()
                 recent = [t for t in self.restarts.get(index, []) if now - t < 60] + [now]
                 self.restarts[index] = recent
-                if len(recent) > MAX_RESTARTS:
-                    print(f"respstream serve: worker {index} keeps exiting (status {proc.exitcode}); stopping all "
-                          "workers", file=sys.stderr, flush=True)
-                    self.failed = self.stopping = True
-                    break
                 if proc.pid is not None:  # its live gauges no longer count in /metrics
                     with contextlib.suppress(Exception):
                         prometheus_multiprocess.mark_process_dead(proc.pid)  # type: ignore[no-untyped-call]
-                print(f"respstream serve: worker {index} exited with status {proc.exitcode}; restarting it",
-                      file=sys.stderr, flush=True)
-                self.start(index)
+                delay = restart_delay(len(recent))
+                self.waiting[index] = now + delay
+                print(f"respstream serve: worker {index} exited with status {proc.exitcode}; restarting it"
+                      + (f" in {delay:g} s ({len(recent)} exits in the last minute; the other workers keep serving)"
+                         if delay else ""), file=sys.stderr, flush=True)
+            for index, when in list(self.waiting.items()):
+                if when <= now and not self.stopping:
+                    del self.waiting[index]
+                    self.start(index)
 
     def stop_all(self) -> bool:
         """SIGTERM every worker, wait for each to drain; True when every one exited 0."""
@@ -213,4 +226,4 @@ def run_workers(config: Config, workers: int, log_level: str, banner: str) -> in
         if own_metrics_dir is not None:
             shutil.rmtree(own_metrics_dir, ignore_errors=True)
             os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    return 0 if clean and not supervisor.failed else 1
+    return 0 if clean else 1

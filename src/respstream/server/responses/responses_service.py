@@ -52,6 +52,7 @@ class Running:
     pipeline: Pipeline
     background: bool
     store: Store  # where its log is written (a WebSocket's own store for store:false on a socket)
+    owner: str | None = None  # the API key's owner id (None on an open gateway)
 
 
 class ResponseService:
@@ -73,6 +74,7 @@ class ResponseService:
         self.tools = tools
         self.rewriter = rewriter
         self.metrics = metrics
+        metrics.tool_names = frozenset(tools.names())  # tool metric labels: these, else "other"
         self.tracing = tracing or Tracing(config.telemetry_settings())
         self.running: dict[str, Running] = {}
         self._closing = False
@@ -125,6 +127,13 @@ class ResponseService:
             raise HTTPError(429, "too_many_background_responses",
                             f"{self.config.max_background_responses} background responses are already running "
                             "(max_background_responses); retry when one has finished.", headers={"Retry-After": "5"})
+        per_key = self.config.max_background_responses_per_key
+        if req.background and owner is not None and self.background_running(owner) >= per_key:
+            # One key must not take the whole background budget from every other key.
+            raise HTTPError(429, "too_many_background_responses",
+                            f"This API key already has {per_key} background responses running "
+                            "(max_background_responses_per_key); retry when one has finished.",
+                            headers={"Retry-After": "5"})
         began = time.perf_counter()
         try:
             items = await self.context(req, owner, local)
@@ -189,7 +198,7 @@ class ResponseService:
         pipeline.telemetry = ResponseTelemetry(metrics=self.metrics, tracing=self.tracing, started=began,
                                                observation=obs)
         task = asyncio.create_task(self._run(pipeline, record, req, target), name=f"response {rid}")
-        running = Running(task, pipeline, req.background, target)
+        running = Running(task, pipeline, req.background, target, owner)
         self.running[rid] = running
         self.metrics.set_running(len(self.running))
         return record, running
@@ -340,8 +349,10 @@ class ResponseService:
                         headers={"Retry-After": str(max(1, int(every or 5)))},
                         extra={"upstreams": [str(getattr(u, "name", "")) for u, _ in down]})
 
-    def background_running(self) -> int:
-        return sum(1 for r in self.running.values() if r.background and not r.task.done())
+    def background_running(self, owner: str | None = None) -> int:
+        """Background responses running (of ``owner`` only, when given)."""
+        return sum(1 for r in self.running.values() if r.background and not r.task.done()
+                   and (owner is None or r.owner == owner))
 
     async def wait(self, response_id: str) -> None:
         running = self.running.get(response_id)

@@ -16,7 +16,8 @@ import msgspec
 from respstream.server.telemetry.observation import RequestObservation
 from respstream.server.telemetry.settings import LoggingSettings
 
-__all__ = ["ACCESS_LOGGER", "JsonFormatter", "TextFormatter", "access_fields", "configure_logging", "log_access"]
+__all__ = ["ACCESS_LOGGER", "JsonFormatter", "TextFormatter", "access_fields", "configure_logging", "escape_controls",
+           "log_access"]
 
 ACCESS_LOGGER = "respstream.access"
 access_log = logging.getLogger(ACCESS_LOGGER)
@@ -64,13 +65,27 @@ class JsonFormatter(logging.Formatter):
         return _encode(entry).decode()
 
 
+# Control characters (C0, DEL, C1) and Unicode line/paragraph separators, as \n, \x1b, \u2028: a request path
+# decoded from %0A or %1B must not start a forged line or drive the terminal.
+_CONTROLS = {c: repr(chr(c))[1:-1] for c in (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029)}
+_CONTROLS[ord("\\")] = "\\\\"  # so an escaped sequence cannot be faked by sending its text
+
+
+def escape_controls(text: str) -> str:
+    r"""``text`` with every control character written as its escape (``\n``, ``\x1b``), and ``\`` doubled."""
+    if text.isprintable() and "\\" not in text:
+        return text
+    return text.translate(_CONTROLS)
+
+
 class TextFormatter(logging.Formatter):
-    """``HH:MM:SS level logger: message key=value ...`` for a person at a terminal."""
+    """``HH:MM:SS level logger: message key=value ...`` for a person at a terminal. The message and every value are
+    written with control characters escaped (:func:`escape_controls`), so a logged value is always one line."""
 
     def format(self, record: logging.LogRecord) -> str:
         clock = time.strftime("%H:%M:%S", time.localtime(record.created))
-        extra = " ".join(f"{k}={v}" for k, v in _extra(record).items() if v is not None)
-        line = f"{clock} {record.levelname.lower():7} {record.name}: {record.getMessage()}"
+        extra = " ".join(f"{k}={escape_controls(str(v))}" for k, v in _extra(record).items() if v is not None)
+        line = f"{clock} {record.levelname.lower():7} {record.name}: {escape_controls(record.getMessage())}"
         if extra:
             line += "  " + extra
         if record.exc_info:

@@ -26,6 +26,11 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 EVENTS_BATCH = 1024  # events counted before respstream_events is updated (also at every response's end)
 TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144)
+# Label values a client or a model could otherwise invent at will: every new value is a new time series kept for
+# the life of the process. h11 accepts any token as a method and records it before auth; a model may call a tool
+# by any name. Outside these sets the label is "other".
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"})
+OTHER = "other"
 
 
 class Metrics:
@@ -39,6 +44,7 @@ class Metrics:
         reg = self.registry
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._pending_events = 0
+        self.tool_names: frozenset[str] = frozenset()  # the server tools (set by the service): tool label values
         livesum: dict[str, Any] = {"multiprocess_mode": "livesum"} if self.multiprocess_dir else {}
         self.http_requests = Counter("respstream_http_requests", "HTTP requests by method, route and status.",
                                      ["method", "route", "status"], registry=reg)
@@ -91,7 +97,7 @@ class Metrics:
         return child
 
     def request(self, method: str, route: str, status: int) -> None:
-        self._child(self.http_requests, method, route, str(status)).inc()
+        self._child(self.http_requests, method if method in HTTP_METHODS else OTHER, route, str(status)).inc()
         if status >= 400:
             self._child(self.errors, f"http_{status}").inc()
 
@@ -107,10 +113,18 @@ class Metrics:
         if pending:
             self.events.inc(pending)
 
+    def tool_label(self, name: str) -> str:
+        """``name`` when it is a server tool, else "other" (a model-invented name must not make a time series)."""
+        return name if name in self.tool_names else OTHER
+
     def tool(self, name: str, status: str, seconds: float | None = None) -> None:
-        self._child(self.tool_calls, name, status).inc()
+        label = self.tool_label(name)
+        self._child(self.tool_calls, label, status).inc()
         if seconds is not None:
-            self._child(self.tool_latency, name).observe(seconds)
+            self.tool_seconds(name, seconds)
+
+    def tool_seconds(self, name: str, seconds: float) -> None:
+        self._child(self.tool_latency, self.tool_label(name)).observe(seconds)
 
     def finished(self, *, status: str, dialect: str, model: str, seconds: float, error_code: str | None,
                  input_tokens: int | None, output_tokens: int | None) -> None:
@@ -174,6 +188,9 @@ class NoMetrics(Metrics):
         pass
 
     def tool(self, name: str, status: str, seconds: float | None = None) -> None:
+        pass
+
+    def tool_seconds(self, name: str, seconds: float) -> None:
         pass
 
     def finished(self, **_: Any) -> None:  # type: ignore[override]

@@ -85,7 +85,7 @@ class ResponseTelemetry:
                 if outcome["status"] != "completed":
                     span.record_error(error_type=f"tool_{outcome['status']}")
                 if self.metrics is not None:
-                    self.metrics.tool_latency.labels(name).observe(seconds)
+                    self.metrics.tool_seconds(name, seconds)
 
 
     def observe_end(self, pipeline: Any, record: Any, span: Any, *, dialect: str) -> None:
