@@ -28,6 +28,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
+from respstream.server import request_limits
 from respstream.server.auth import KeyStore
 from respstream.server.compaction import compact
 from respstream.server.components import Components, build_components, build_store
@@ -64,6 +65,7 @@ class _Gateway:
     def __init__(self, config: Config, given: Components) -> None:
         self.config = config
         self.given = given
+        request_limits.install(config.work_limits())
         telemetry = config.telemetry_settings()
         self.metrics: Metrics = Metrics() if telemetry.metrics else NoMetrics()
         self.tracing = Tracing(telemetry)

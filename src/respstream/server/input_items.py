@@ -28,6 +28,7 @@ from respstream.server.dialects import Dialect
 from respstream.server.history import items_to_messages
 from respstream.server.http_errors import HTTPError
 from respstream.server.requests import InputItem, parse_request
+from respstream.server.structured_output import check_schema
 
 if TYPE_CHECKING:
     from respstream.server.app import _Gateway
@@ -124,6 +125,7 @@ async def input_tokens(gw: _Gateway, request: Request) -> Response:
     req = parse_request(body, server_tool_names=svc.tools.names())
     if chain_only:
         req.input = []
+    await check_schema(req.options.text_format)
     items = await svc.context(req, owner)
     messages = items_to_messages(req.instructions, items)
     tools_text = msgspec.json.encode(req.client_tools).decode() if req.client_tools else ""

@@ -33,6 +33,7 @@ from respstream.server.response_inputs import mcp_toolbox, request_context
 from respstream.server.response_object import new_response, sampling_defaults_of
 from respstream.server.store.base import ResponseRecord, SequenceConflict, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
+from respstream.server.structured_output import check_schema
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.response import ResponseTelemetry
 from respstream.server.truncation import fit_context
@@ -124,6 +125,7 @@ class ResponseService:
             raise HTTPError(429, "too_many_background_responses",
                             f"{self.config.max_background_responses} background responses are already running "
                             "(max_background_responses); retry when one has finished.", headers={"Retry-After": "5"})
+        await check_schema(req.options.text_format)  # in a validation process, never on this loop
         began = time.perf_counter()
         try:
             items = await self.context(req, owner, local)
