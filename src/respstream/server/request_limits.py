@@ -27,10 +27,10 @@ class WorkLimits:
     validation_seconds: float = 5.0
     validation_workers: int = 2  # such processes at once (later checks wait, inside their deadline)
     validation_memory_bytes: int = 1 << 30  # address-space limit of a validation process
-    # input_file with file_url: parts per request, bytes per part and per request, one deadline for all fetches.
+    # input_file with file_url: parts per request, bytes of all of them (each also <= [tools] fetch_max_bytes),
+    # one deadline for all fetches.
     file_urls_per_request: int = 16
-    file_url_max_bytes: int = 32 << 20
-    file_urls_max_total_bytes: int = 64 << 20
+    file_urls_max_total_bytes: int = 16 << 20
     file_urls_fetch_seconds: float = 60.0
     # MCP servers: bytes of one HTTP response read, content parts of one tool result kept.
     mcp_max_response_bytes: int = 16 << 20
