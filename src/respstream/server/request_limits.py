@@ -32,8 +32,8 @@ class WorkLimits:
     file_urls_per_request: int = 16
     file_urls_max_total_bytes: int = 16 << 20
     file_urls_fetch_seconds: float = 60.0
-    # MCP servers: bytes of one HTTP response read, content parts of one tool result kept.
-    mcp_max_response_bytes: int = 16 << 20
+    # MCP servers: bytes of one HTTP response read, content parts (or tools) of one result.
+    mcp_max_response_bytes: int = 4 << 20
     mcp_max_result_parts: int = 1_000
 
     @classmethod
