@@ -32,6 +32,9 @@ class WorkLimits:
     file_urls_per_request: int = 16
     file_urls_max_total_bytes: int = 16 << 20
     file_urls_fetch_seconds: float = 60.0
+    # previous_response_id: records read and bytes of items collected when the history is rebuilt from its chain.
+    history_max_depth: int = 256
+    history_max_bytes: int = 8 << 20
     # MCP servers: bytes of one HTTP response read, content parts (or tools) of one result.
     mcp_max_response_bytes: int = 4 << 20
     mcp_max_result_parts: int = 1_000

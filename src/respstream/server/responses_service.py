@@ -29,7 +29,8 @@ from respstream.server.metrics import Metrics
 from respstream.server.model_catalog import ModelCatalog
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
 from respstream.server.requests import InputItem, ResponseRequest
-from respstream.server.response_inputs import mcp_toolbox, request_context
+from respstream.server.response_chain import record_request
+from respstream.server.response_inputs import context_and_base, mcp_toolbox, request_context
 from respstream.server.response_object import new_response, sampling_defaults_of
 from respstream.server.store.base import ResponseRecord, SequenceConflict, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
@@ -128,7 +129,7 @@ class ResponseService:
         await check_schema(req.options.text_format)  # in a validation process, never on this loop
         began = time.perf_counter()
         try:
-            items = await self.context(req, owner, local)
+            items, base = await context_and_base(self.store, self.config, req, owner, local)
         except StoreUnavailable as exc:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
                             headers={"Retry-After": "1"}) from exc
@@ -156,8 +157,9 @@ class ResponseService:
         record = ResponseRecord(
             id=rid, status="queued" if req.background else "in_progress", created_at=created,
             background=req.background, dialect=self.dialect.name, owner=owner, instance_id=self.config.instance_id,
-            response=response, request={"context": [i.to_json() for i in items], "store": req.store,
-                     "input_items": input_item_records(req.input, self.dialect)},
+            response=response,
+            request=record_request(parent=req.previous_response_id, base=base, store=req.store,
+                                   input_items=input_item_records(req.input, self.dialect)),
             conversation_id=req.conversation_id,
         )
         if local is not None and not req.store:
