@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from respstream.server.conversation_records import conversation_of
 from respstream.server.http_errors import HTTPError
-from respstream.server.input_items import check_include, input_item_records, item_page
+from respstream.server.input_items import check_include, input_item_records, item_page, page_window
 from respstream.server.requests import _metadata, check_depth, parse_request
 from respstream.server.store.base import ConversationRecord
 
@@ -117,7 +117,14 @@ class _Handlers:
 
     async def list_items(self, request: Request) -> Response:
         record, _ = await self._mine(request)
-        items = _with_ids(await self.gw.svc.store.conversation(record.id), record.id)
+        store = self.gw.svc.store
+        page = page_window(request)  # the first page is read as such from the store (never the whole conversation)
+        items = []
+        if page is not None:
+            items = await store.conversation(record.id, newest=page[1]) if page[0] == "desc" else \
+                await store.conversation(record.id, oldest=page[1])
+        if page is None or not all("id" in item for item in items):  # an `after` cursor, or legacy id-less items
+            items = _with_ids(await store.conversation(record.id), record.id)
         return JSONResponse(item_page(items, request, f"conversation '{record.id}'"))
 
     async def add_items(self, request: Request) -> Response:

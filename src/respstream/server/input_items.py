@@ -75,6 +75,16 @@ def check_include(request: Request) -> None:
                             f"{', '.join(sorted(INCLUDE_VALUES))}", param="include")
 
 
+def page_window(request: Request) -> tuple[str, int] | None:
+    """``(order, items to read)`` for a first page (no ``after``): ``limit`` + 1, to know ``has_more``; None when
+    the page starts after a cursor. The query is checked by :func:`item_page` all the same."""
+    query = request.query_params
+    order = query.get("order", "desc")
+    if query.get("after") or order not in ("asc", "desc"):
+        return None
+    return order, _limit(query.get("limit")) + 1
+
+
 def item_page(items: list[dict[str, Any]], request: Request, where: str) -> dict[str, Any]:
     """One page of ``items`` (oldest first) in OpenAI's list shape, by the request's ``order``, ``after``,
     ``limit`` and ``include``. ``where`` names the owner in the not-found message of an unknown ``after``."""

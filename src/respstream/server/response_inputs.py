@@ -42,8 +42,7 @@ async def context_and_base(store: Store, config: Config, req: ResponseRequest, o
     base: list[InputItem] = []
     if req.conversation_id:
         await conversation_of(store, req.conversation_id, owner, implicit=not req.conversation_api)
-        stored = await store.conversation(req.conversation_id)
-        base = items_from_json(stored[-config.conversation_window :])
+        base = items_from_json(await store.conversation(req.conversation_id, newest=config.conversation_window))
     items = list(base)
     if req.previous_response_id:
         prev = await previous_record(store, req.previous_response_id, owner, local)

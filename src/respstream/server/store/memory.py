@@ -259,8 +259,12 @@ class MemoryStore:
             await self.wait_beyond(response_id, after)
 
     # -- conversations ---------------------------------------------------------------------------------------------
-    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
-        return list(self._conversations.get(conversation_id, []))
+    async def conversation(self, conversation_id: str, *, newest: int | None = None,
+                           oldest: int | None = None) -> list[dict[str, Any]]:
+        items = self._conversations.get(conversation_id, [])
+        if newest is not None:
+            return items[-newest:] if newest > 0 else []
+        return list(items if oldest is None else items[:oldest])
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
         history = self._conversations.setdefault(conversation_id, [])

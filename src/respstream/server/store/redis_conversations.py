@@ -50,9 +50,13 @@ class RedisConversations:
         # The index lives in its own slot ({i}): updated by a command of its own, never inside the transaction.
         await self._r.zadd(self._conversations_by_age, {conversation_id: time.time()})
 
-    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
+    async def conversation(self, conversation_id: str, *, newest: int | None = None,
+                           oldest: int | None = None) -> list[dict[str, Any]]:
+        if (newest is not None and newest <= 0) or (oldest is not None and oldest <= 0):
+            return []
+        start, stop = (-newest, -1) if newest is not None else (0, -1 if oldest is None else oldest - 1)
         async with self._io():
-            raw = await self._r.lrange(self._conv_keys(conversation_id)[0], 0, -1)
+            raw = await self._r.lrange(self._conv_keys(conversation_id)[0], start, stop)
         return [_decode_item(item) for item in raw]
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:

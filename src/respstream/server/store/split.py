@@ -63,8 +63,9 @@ class SplitStore:
         return self.backend_of(response_id).hold_lease(response_id)
 
     # -- conversations ---------------------------------------------------------------------------------------------
-    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
-        return await self.durable.conversation(conversation_id)
+    async def conversation(self, conversation_id: str, *, newest: int | None = None,
+                           oldest: int | None = None) -> list[dict[str, Any]]:
+        return await self.durable.conversation(conversation_id, newest=newest, oldest=oldest)
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
         await self.durable.extend_conversation(conversation_id, items)

@@ -57,11 +57,17 @@ class SQLiteConversations:
     async def _read(self, job: Callable[[sqlite3.Connection], T]) -> T:
         raise NotImplementedError
 
-    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
+    async def conversation(self, conversation_id: str, *, newest: int | None = None,
+                           oldest: int | None = None) -> list[dict[str, Any]]:
+        # LIMIT -1 is no limit; the newest N are read newest first, then turned around.
+        order, count = ("DESC", max(newest, 0)) if newest is not None else \
+            ("ASC", -1 if oldest is None else max(oldest, 0))
         rows = await self._read(lambda c: c.execute(
-            "SELECT item FROM conversations WHERE conversation_id = ? ORDER BY position", (conversation_id,)
+            f"SELECT item FROM conversations WHERE conversation_id = ? ORDER BY position {order} LIMIT ?",
+            (conversation_id, count),
         ).fetchall())
-        return [_decode_item(r[0]) for r in rows]
+        items = [_decode_item(r[0]) for r in rows]
+        return items[::-1] if newest is not None else items
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
         blobs = [_encode(item) for item in items]
