@@ -24,6 +24,7 @@ from starlette.routing import Route
 from respstream.server.conversation_records import conversation_of
 from respstream.server.http_errors import HTTPError
 from respstream.server.input_items import check_include, input_item_records, item_page, page_window
+from respstream.server.key_quota import stored_bytes
 from respstream.server.requests import _metadata, check_depth, parse_request
 from respstream.server.store.base import ConversationRecord
 
@@ -84,6 +85,12 @@ class _Handlers:
         cid = request.path_params["conversation_id"]
         return await conversation_of(gw.svc.store, cid, owner), owner
 
+    def _charge(self, owner: str | None, items: list[dict[str, Any]]) -> None:
+        """Count ``items`` against the key's store budget (429 naming it, before anything is stored)."""
+        size = stored_bytes(items)
+        self.gw.svc.quota.check(owner, size)
+        self.gw.svc.quota.charge(owner, size)
+
     async def create(self, request: Request) -> Response:
         gw = self.gw
         owner = gw.authenticate(request)
@@ -92,6 +99,7 @@ class _Handlers:
         items = _items(gw, body.get("items"), required=False)
         record = ConversationRecord(id=gw.svc.dialect.new_id("conv"), created_at=time.time(), owner=owner,
                                     metadata=_metadata(body.get("metadata")))
+        self._charge(owner, items)
         store = gw.svc.store
         await store.create_conversation(record)
         await store.extend_conversation(record.id, items)
@@ -132,6 +140,7 @@ class _Handlers:
         check_include(request)
         body = _body(await self.gw.read_json(request), {"items"})
         items = _items(self.gw, body.get("items"), required=True)
+        self._charge(record.owner, items)
         await self.gw.svc.store.extend_conversation(record.id, items)
         return JSONResponse({"object": "list", "data": items, "first_id": items[0]["id"],
                              "last_id": items[-1]["id"], "has_more": False})

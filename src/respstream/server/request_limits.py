@@ -35,6 +35,8 @@ class WorkLimits:
     # previous_response_id: records read and bytes of items collected when the history is rebuilt from its chain.
     history_max_depth: int = 256
     history_max_bytes: int = 8 << 20
+    # Bytes one API key may put in the store within retention_seconds (key_quota.py): past it 429.
+    store_max_bytes_per_key: int = 1 << 30
     # MCP servers: bytes of one HTTP response read, content parts (or tools) of one result.
     mcp_max_response_bytes: int = 4 << 20
     mcp_max_result_parts: int = 1_000

@@ -25,6 +25,7 @@ from respstream.server.http_errors import HTTPError
 from respstream.server.input_files import resolve_file_urls
 from respstream.server.input_items import input_item_records
 from respstream.server.input_parts import check_modalities
+from respstream.server.key_quota import KeyQuota, stored_bytes
 from respstream.server.metrics import Metrics
 from respstream.server.model_catalog import ModelCatalog
 from respstream.server.pipeline import Pipeline, RewriterLike, RouterLike, ToolsLike
@@ -79,6 +80,7 @@ class ResponseService:
         self._closing = False
         self.catalog = ModelCatalog.from_config(config.models)
         self._forgetting: set[asyncio.Task[None]] = set()  # store: false responses waiting to be deleted
+        self.quota = KeyQuota(config.work_limits().store_max_bytes_per_key, config.retention_seconds)
         # The gateway's last health report of an upstream by name (telemetry/health.py), or None before one.
         self.upstream_state: Callable[[str], dict[str, Any] | None] | None = None
 
@@ -154,12 +156,16 @@ class ResponseService:
         rid = self.dialect.new_id("resp")
         response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
                                 defaults=sampling_defaults_of(getattr(decision, "upstream", None)))
+        stored = record_request(parent=req.previous_response_id, base=base, store=req.store,
+                                input_items=input_item_records(req.input, self.dialect))
+        charged = owner if req.store is not False else None  # store:false is deleted once its client has it
+        request_bytes = stored_bytes(stored)
+        self.quota.check(charged, request_bytes)
         record = ResponseRecord(
             id=rid, status="queued" if req.background else "in_progress", created_at=created,
             background=req.background, dialect=self.dialect.name, owner=owner, instance_id=self.config.instance_id,
             response=response,
-            request=record_request(parent=req.previous_response_id, base=base, store=req.store,
-                                   input_items=input_item_records(req.input, self.dialect)),
+            request=stored,
             conversation_id=req.conversation_id,
         )
         if local is not None and not req.store:
@@ -176,6 +182,7 @@ class ResponseService:
         obs = current_request()
         if obs is not None:
             obs.response_id, obs.model, obs.dialect = rid, decision.model_id, self.dialect.name
+        self.quota.charge(charged, request_bytes)
         try:
             with self.tracing.span("store create", {"gen_ai.response.id": rid}):
                 await target.create(record)
@@ -243,10 +250,13 @@ class ResponseService:
                 new = input_item_records(req.input, self.dialect)
                 new += input_item_records(output_to_items(writer.response.get("output", [])), self.dialect)
                 try:
+                    self.quota.charge(record.owner, stored_bytes(new))
                     await self.store.extend_conversation(req.conversation_id, new)
                 except Exception:  # the response itself is complete and stored; only the history missed a turn
                     log.exception("response %s: conversation %s not extended", record.id, req.conversation_id)
         finally:
+            if req.store is not False:  # the snapshot and the event log
+                self.quota.charge(record.owner, 2 * stored_bytes(writer.response))
             self.running.pop(record.id, None)
             self.metrics.set_running(len(self.running))
 
