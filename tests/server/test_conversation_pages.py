@@ -41,8 +41,24 @@ def test_a_first_page_and_a_request_read_only_what_they_need() -> None:
         asc = client.get(f"/v1/conversations/{cid}/items", params={"limit": 2, "order": "asc"}).json()
         assert len(asc["data"]) == 2 and asc["has_more"] is True
         assert store.items_read == 2 + 3  # limit + 1 each, not 500
+        store.items_read = 0
         following = client.get(f"/v1/conversations/{cid}/items", params={"limit": 1, "after": page["data"][0]["id"]})
         assert following.status_code == 200 and len(following.json()["data"]) == 1
+        assert following.json()["data"][0]["id"] != page["data"][0]["id"] and following.json()["has_more"] is True
+        assert store.items_read <= 4  # a window of 2 x (limit + 1) holds the cursor and the next page
+        after_asc = client.get(f"/v1/conversations/{cid}/items",
+                               params={"limit": 5, "order": "asc", "after": asc["data"][1]["id"]}).json()
+        assert len(after_asc["data"]) == 5 and store.items_read <= 4 + 12 + 48
+        everything = client.get(f"/v1/conversations/{cid}/items", params={"limit": 100}).json()
+        walked, cursor = [], None
+        while True:  # paging through all of it gives every item once, in order
+            params: dict[str, Any] = {"limit": 7, **({"after": cursor} if cursor else {})}
+            got = client.get(f"/v1/conversations/{cid}/items", params=params).json()
+            walked += [i["id"] for i in got["data"]]
+            if not got["has_more"]:
+                break
+            cursor = got["last_id"]
+        assert walked[:100] == [i["id"] for i in everything["data"]] and len(walked) == 500 == len(set(walked))
         store.items_read = 0
         r = client.post("/v1/responses", json={"model": "scripted-a", "input": "hi", "stream": False,
                                                "conversation": cid})

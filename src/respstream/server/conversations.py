@@ -125,15 +125,31 @@ class _Handlers:
 
     async def list_items(self, request: Request) -> Response:
         record, _ = await self._mine(request)
-        store = self.gw.svc.store
-        page = page_window(request)  # the first page is read as such from the store (never the whole conversation)
-        items = []
-        if page is not None:
-            items = await store.conversation(record.id, newest=page[1]) if page[0] == "desc" else \
-                await store.conversation(record.id, oldest=page[1])
-        if page is None or not all("id" in item for item in items):  # an `after` cursor, or legacy id-less items
-            items = _with_ids(await store.conversation(record.id), record.id)
+        page = page_window(request)
+        items = await self._page_items(record.id, *page) if page is not None else None
+        if items is None:  # legacy id-less items get ids from their position: read them all
+            items = _with_ids(await self.gw.svc.store.conversation(record.id), record.id)
         return JSONResponse(item_page(items, request, f"conversation '{record.id}'"))
+
+    async def _page_items(self, cid: str, order: str, want: int, after: str | None) -> list[dict[str, Any]] | None:
+        """What one page needs, read from the end its order starts at: ``want`` items, or (after a cursor) a window
+        growing 4x until it holds the cursor and ``want`` items past it — never the whole conversation for a page
+        near its start. None when an item has no id."""
+        store = self.gw.svc.store
+        count = want if after is None else 2 * want
+        while True:
+            items = await (store.conversation(cid, newest=count) if order == "desc" else
+                           store.conversation(cid, oldest=count))
+            if not all("id" in item for item in items):
+                return None
+            if after is None or len(items) < count:
+                return items  # the page, or the whole conversation
+            ids = [item["id"] for item in items]
+            if after in ids:
+                at = ids.index(after)
+                if (at if order == "desc" else len(ids) - 1 - at) >= want:  # items past the cursor, in page order
+                    return items
+            count *= 4
 
     async def add_items(self, request: Request) -> Response:
         record, _ = await self._mine(request)

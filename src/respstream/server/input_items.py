@@ -75,14 +75,14 @@ def check_include(request: Request) -> None:
                             f"{', '.join(sorted(INCLUDE_VALUES))}", param="include")
 
 
-def page_window(request: Request) -> tuple[str, int] | None:
-    """``(order, items to read)`` for a first page (no ``after``): ``limit`` + 1, to know ``has_more``; None when
-    the page starts after a cursor. The query is checked by :func:`item_page` all the same."""
+def page_window(request: Request) -> tuple[str, int, str | None] | None:
+    """``(order, items wanted past the cursor, after)`` of a page: ``limit`` + 1, to know ``has_more``; None for a
+    bad ``order`` (:func:`item_page` checks the query and says what is wrong)."""
     query = request.query_params
     order = query.get("order", "desc")
-    if query.get("after") or order not in ("asc", "desc"):
+    if order not in ("asc", "desc"):
         return None
-    return order, _limit(query.get("limit")) + 1
+    return order, _limit(query.get("limit")) + 1, query.get("after") or None
 
 
 def item_page(items: list[dict[str, Any]], request: Request, where: str) -> dict[str, Any]:
