@@ -60,6 +60,11 @@ def test_a_first_page_and_a_request_read_only_what_they_need() -> None:
             cursor = got["last_id"]
         assert walked[:100] == [i["id"] for i in everything["data"]] and len(walked) == 500 == len(set(walked))
         store.items_read = 0
+        one = client.get(f"/v1/conversations/{cid}/items/{walked[250]}")
+        assert one.status_code == 200 and one.json()["id"] == walked[250]
+        assert client.delete(f"/v1/conversations/{cid}/items/{walked[250]}").status_code == 200
+        assert client.get(f"/v1/conversations/{cid}/items/{walked[250]}").status_code == 404
+        assert store.items_read == 0  # found by id in the store, not by reading the conversation
         r = client.post("/v1/responses", json={"model": "scripted-a", "input": "hi", "stream": False,
                                                "conversation": cid})
         assert r.status_code == 200, r.text

@@ -87,3 +87,15 @@ async def test_a_page_of_the_newest_or_oldest_items_is_read_as_such(store: Store
     assert len(await store.conversation("conv_page", newest=50)) == 9
     assert await store.conversation("conv_page", newest=0) == []
     assert len(await store.conversation("conv_page")) == 9
+
+
+async def test_one_item_is_found_by_its_id(store: Store) -> None:
+    await store.create_conversation(_record("conv_one"))
+    await store.extend_conversation("conv_one", [{"id": f"i{n}", "type": "message", "n": n} for n in range(600)])
+    assert await store.conversation_item("conv_one", "i599") == {"id": "i599", "type": "message", "n": 599}
+    assert await store.conversation_item("conv_one", "i3") == {"id": "i3", "type": "message", "n": 3}
+    assert await store.conversation_item("conv_one", "nope") is None
+    assert await store.conversation_item("conv_other", "i3") is None
+    assert await store.delete_conversation_item("conv_one", "i599") is True
+    assert await store.conversation_item("conv_one", "i599") is None
+    assert await store.delete_conversation_item("conv_one", "i599") is False

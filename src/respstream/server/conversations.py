@@ -164,9 +164,15 @@ class _Handlers:
     async def _item(self, request: Request) -> tuple[ConversationRecord, dict[str, Any]]:
         record, _ = await self._mine(request)
         item_id = request.path_params["item_id"]
-        for item in _with_ids(await self.gw.svc.store.conversation(record.id), record.id):
-            if item.get("id") == item_id:
-                return record, item
+        store = self.gw.svc.store
+        if not item_id.startswith(f"item_{record.id}_"):  # a stored id: looked up in the store alone
+            found = await store.conversation_item(record.id, item_id)
+            if found is not None:
+                return record, found
+        else:  # legacy id-less items have ids from their position: read them all
+            for item in _with_ids(await store.conversation(record.id), record.id):
+                if item.get("id") == item_id:
+                    return record, item
         raise HTTPError(404, "not_found", f"Item with id '{item_id[:120]}' not found in conversation "
                         f"'{record.id}'.", param="item_id")
 

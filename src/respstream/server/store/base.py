@@ -186,6 +186,10 @@ class Store(Protocol):
         """Delete the object and every item of the conversation. True when the object existed."""
         ...
 
+    async def conversation_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
+        """The item whose ``"id"`` is ``item_id`` (None: no such item), found without loading the conversation."""
+        ...
+
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
         """Delete the item whose ``"id"`` is ``item_id``. True when it existed."""
         ...

@@ -287,6 +287,10 @@ class MemoryStore:
         self._conversations.pop(conversation_id, None)
         return self._conversation_objects.pop(conversation_id, None) is not None
 
+    async def conversation_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
+        found = next((i for i in self._conversations.get(conversation_id, []) if i.get("id") == item_id), None)
+        return None if found is None else dict(found)
+
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
         history = self._conversations.get(conversation_id, [])
         for index, item in enumerate(history):

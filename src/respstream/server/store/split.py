@@ -82,6 +82,9 @@ class SplitStore:
     async def delete_conversation(self, conversation_id: str) -> bool:
         return await self.durable.delete_conversation(conversation_id)
 
+    async def conversation_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
+        return await self.durable.conversation_item(conversation_id, item_id)
+
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
         return await self.durable.delete_conversation_item(conversation_id, item_id)
 
