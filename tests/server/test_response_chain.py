@@ -5,11 +5,13 @@ The upstream is the SIMULATED scripted one; the app, the SQLite store and the so
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import httpx
+from websockets.sync.client import connect
 
 from respstream.server.upstream.scripted import ScriptedUpstream
 
@@ -71,3 +73,23 @@ def test_the_rebuilt_history_keeps_to_the_byte_and_depth_budgets(tmp_path: Path)
     app, _ = _app(tmp_path / "depth", history_max_depth=2)
     with ServerThread(app) as srv, httpx.Client(base_url=srv.url, timeout=30) as client:
         assert _tokens(client, _chain(client, 3)) < 1_000  # two records back: the first turn is not reached
+
+
+def test_a_stored_child_of_a_store_false_parent_keeps_its_history(tmp_path: Path) -> None:
+    # On a WebSocket a store:false response lives only on its socket; its stored child must not refer to it.
+    app, _ = _app(tmp_path)
+    with ServerThread(app, ws="websockets-sansio") as srv, httpx.Client(base_url=srv.url, timeout=30) as client:
+        with connect(f"ws://127.0.0.1:{srv.port}/v1/responses") as ws:
+            first = _ws_turn(ws, model="scripted-a", input=BIG, store=False)
+            second = _ws_turn(ws, model="scripted-a", input="next", previous_response_id=first)
+        assert _tokens(client, second) > len(BIG) // 8  # the socket is gone; the history is not
+
+
+def _ws_turn(ws: Any, **body: Any) -> str:
+    ws.send(json.dumps({"type": "response.create", **body}))
+    while True:
+        event = json.loads(ws.recv(timeout=30))
+        assert event["type"] != "error", event
+        if event["type"] in ("response.completed", "response.failed", "response.incomplete"):
+            rid: str = event["response"]["id"]
+            return rid

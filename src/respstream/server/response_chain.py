@@ -8,7 +8,10 @@ from the newest back, collecting turns until it has the ``conversation_window`` 
 ends (no parent, an ancestor deleted or expired), or a budget of ``[limits]`` is spent: ``history_max_depth``
 records read or ``history_max_bytes`` of items collected (older items are then left out, as the window would).
 Records written before this change carry ``request["context"]`` (their whole context): the walk stops there and
-uses it.
+uses it. A stored response whose parent is ``store: false`` (deleted once its client has it, or kept on one
+WebSocket only) keeps that history in its ``base`` instead of a parent reference (see
+:func:`~respstream.server.response_inputs.context_and_base`); a stored parent that is deleted or expires ends its
+children's history there.
 """
 
 from __future__ import annotations

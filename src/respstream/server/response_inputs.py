@@ -34,23 +34,29 @@ async def request_context(store: Store, config: Config, req: ResponseRequest, ow
 
 
 async def context_and_base(store: Store, config: Config, req: ResponseRequest, owner: str | None,
-                           local: Store | None = None) -> tuple[list[InputItem], list[InputItem]]:
+                           local: Store | None = None) -> tuple[list[InputItem], list[InputItem], str | None]:
     """The items the model sees — the conversation's last ``conversation_window`` items, the history of the
     ``previous_response_id`` chain (:func:`~respstream.server.response_chain.chain_items`), then the request's
-    input, the last ``conversation_window`` + input of them — and the conversation items among them (the record's
-    ``base``: a chain reference cannot bring them back)."""
+    input, the last ``conversation_window`` + input of them — the items the new record keeps itself (its ``base``:
+    the conversation's, which a chain reference cannot bring back) and the parent it refers to. A ``store: false``
+    parent is deleted once its client has it (or lives on one socket), so a stored child keeps that history in its
+    base instead of referring to it."""
     base: list[InputItem] = []
     if req.conversation_id:
         await conversation_of(store, req.conversation_id, owner, implicit=not req.conversation_api)
         base = items_from_json(await store.conversation(req.conversation_id, newest=config.conversation_window))
     items = list(base)
-    if req.previous_response_id:
-        prev = await previous_record(store, req.previous_response_id, owner, local)
-        items.extend(await chain_items(store, prev, owner, local, window=config.conversation_window))
+    parent = req.previous_response_id
+    if parent:
+        prev = await previous_record(store, parent, owner, local)
+        history = await chain_items(store, prev, owner, local, window=config.conversation_window)
+        items.extend(history)
+        if prev.request.get("store") is False and req.store is not False:
+            base, parent = base + history[-config.conversation_window :], None
     check_call_outputs(items, req.input)
     items.extend(req.input)
     window = config.conversation_window + len(req.input)
-    return items[-window:], base
+    return items[-window:], base, parent
 
 
 async def mcp_toolbox(store: Store, config: Config, req: ResponseRequest, owner: str | None,

@@ -131,7 +131,7 @@ class ResponseService:
         await check_schema(req.options.text_format)  # in a validation process, never on this loop
         began = time.perf_counter()
         try:
-            items, base = await context_and_base(self.store, self.config, req, owner, local)
+            items, base, parent = await context_and_base(self.store, self.config, req, owner, local)
         except StoreUnavailable as exc:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
                             headers={"Retry-After": "1"}) from exc
@@ -156,7 +156,7 @@ class ResponseService:
         rid = self.dialect.new_id("resp")
         response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
                                 defaults=sampling_defaults_of(getattr(decision, "upstream", None)))
-        stored = record_request(parent=req.previous_response_id, base=base, store=req.store,
+        stored = record_request(parent=parent, base=base, store=req.store,
                                 input_items=input_item_records(req.input, self.dialect))
         charged = owner if req.store is not False else None  # store:false is deleted once its client has it
         request_bytes = stored_bytes(stored)
