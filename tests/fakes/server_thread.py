@@ -19,9 +19,10 @@ class ServerThread:
     """``url`` is ``http://127.0.0.1:<port>``; ``base_url`` adds ``/v1``. Raises RuntimeError if it does not start."""
 
     def __init__(self, app: Any, *, lifespan: str = "auto", start_timeout: float = 30.0, ws: str = "none",
-                 http: Any = "auto") -> None:
+                 http: Any = "auto", loop: str = "auto") -> None:
         """``ws``: uvicorn's WebSocket implementation ("websockets-sansio" to test WebSocket mode); ``http``: its
-        HTTP implementation ("h11", "httptools" or a protocol class)."""
+        HTTP implementation ("h11", "httptools" or a protocol class); ``loop``: uvicorn's event loop ("asyncio"
+        resolves names through ``socket.getaddrinfo``, so a test can hook DNS)."""
         self.start_timeout = start_timeout
         # Bind before starting so the port is ours from the first moment (no race with another test's server).
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -29,7 +30,8 @@ class ServerThread:
         self.sock.bind(("127.0.0.1", 0))
         self.port: int = self.sock.getsockname()[1]
         config = uvicorn.Config(
-            app, log_level="warning", lifespan=lifespan, ws=ws, http=http, access_log=False, timeout_graceful_shutdown=1
+            app, log_level="warning", lifespan=lifespan, ws=ws, http=http, loop=loop, access_log=False,
+            timeout_graceful_shutdown=1,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)

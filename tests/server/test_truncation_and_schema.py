@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from respstream.server.http_errors import HTTPError
-from respstream.server.inputs.structured_output import MAX_VALIDATED_CHARS, TextFormat, check_output, parse_text_format
+from respstream.server.inputs.structured_output import (
+    MAX_VALIDATED_CHARS,
+    TextFormat,
+    check_output,
+    check_schema,
+    parse_text_format,
+)
 from respstream.server.inputs.truncation import estimate_messages, fit_context
 
 
@@ -79,7 +85,6 @@ def test_text_format_parses_and_maps_to_response_format() -> None:
     ({"type": "json_schema", "schema": SCHEMA}, "text.format.name"),
     ({"type": "json_schema", "name": "bad name!", "schema": SCHEMA}, "text.format.name"),
     ({"type": "json_schema", "name": "t"}, "text.format.schema"),
-    ({"type": "json_schema", "name": "t", "schema": {"type": 5}}, "text.format.schema"),
     ({"type": "json_schema", "name": "t", "schema": SCHEMA, "strict": "yes"}, "text.format.strict"),
     ({"type": "json_schema", "name": "t", "schema": SCHEMA, "grammar": "x"}, "text.format.grammar"),
     ({"type": "json_object", "schema": SCHEMA}, "text.format.schema"),
@@ -89,6 +94,14 @@ def test_bad_text_format_names_the_field(raw: Any, param: str) -> None:
     with pytest.raises(HTTPError) as info:
         parse_text_format(raw)
     assert info.value.status == 400 and info.value.param == param
+
+
+def test_a_schema_that_breaks_its_meta_schema_is_a_400_naming_it() -> None:
+    fmt = parse_text_format({"type": "json_schema", "name": "t", "schema": {"type": 5}})
+    with pytest.raises(HTTPError) as info:
+        asyncio.run(check_schema(fmt))
+    assert info.value.status == 400 and info.value.param == "text.format.schema"
+    assert "at '/type'" in info.value.message
 
 
 def test_check_output_names_the_json_path() -> None:

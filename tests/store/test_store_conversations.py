@@ -76,3 +76,26 @@ async def test_untouched_conversations_expire(store_factory: StoreFactory, backe
     await store.expire(time.time() + RETENTION + 60)
     assert await store.get_conversation("conv_old") is None
     assert await store.conversation("conv_old") == []
+
+
+async def test_a_page_of_the_newest_or_oldest_items_is_read_as_such(store: Store) -> None:
+    await store.create_conversation(_record("conv_page"))
+    await store.extend_conversation("conv_page", [{"id": f"i{n}"} for n in range(10)])
+    await store.delete_conversation_item("conv_page", "i8")  # a gap in the positions
+    assert [i["id"] for i in await store.conversation("conv_page", newest=3)] == ["i6", "i7", "i9"]
+    assert [i["id"] for i in await store.conversation("conv_page", oldest=2)] == ["i0", "i1"]
+    assert len(await store.conversation("conv_page", newest=50)) == 9
+    assert await store.conversation("conv_page", newest=0) == []
+    assert len(await store.conversation("conv_page")) == 9
+
+
+async def test_one_item_is_found_by_its_id(store: Store) -> None:
+    await store.create_conversation(_record("conv_one"))
+    await store.extend_conversation("conv_one", [{"id": f"i{n}", "type": "message", "n": n} for n in range(600)])
+    assert await store.conversation_item("conv_one", "i599") == {"id": "i599", "type": "message", "n": 599}
+    assert await store.conversation_item("conv_one", "i3") == {"id": "i3", "type": "message", "n": 3}
+    assert await store.conversation_item("conv_one", "nope") is None
+    assert await store.conversation_item("conv_other", "i3") is None
+    assert await store.delete_conversation_item("conv_one", "i599") is True
+    assert await store.conversation_item("conv_one", "i599") is None
+    assert await store.delete_conversation_item("conv_one", "i599") is False

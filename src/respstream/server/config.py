@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from respstream.server.request_limits import WorkLimits
 from respstream.server.telemetry.settings import LoggingSettings, TelemetrySettings
 
 __all__ = ["Config", "ConfigError", "load_config", "stable_instance_id"]
@@ -117,6 +118,7 @@ class Config:
     models: dict[str, Any] = field(default_factory=dict)  # aliases, input_modalities, context_window
     telemetry: dict[str, Any] = field(default_factory=dict)  # [telemetry]: traces, OTLP endpoint, metrics
     logging: dict[str, Any] = field(default_factory=dict)  # [logging]: level, format, access_log, levels
+    limits: dict[str, Any] = field(default_factory=dict)  # [limits]: work caps per request (request_limits.py)
 
     def validate(self) -> None:
         """Raises :class:`ConfigError` for a value out of range."""
@@ -181,6 +183,7 @@ class Config:
         try:
             self.telemetry_settings()
             self.logging_settings()
+            self.work_limits()
         except (TypeError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
 
@@ -189,6 +192,9 @@ class Config:
 
     def logging_settings(self) -> LoggingSettings:
         return LoggingSettings.from_mapping(self.logging)
+
+    def work_limits(self) -> WorkLimits:
+        return WorkLimits.from_mapping(self.limits)
 
     def options_for(self, spec: str) -> dict[str, Any]:
         """Constructor options for the upstream ``spec``: the shared ``upstream_options`` plus, on top, a sub-table

@@ -21,11 +21,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from respstream.server.endpoints.input_items import check_include, item_page
+from respstream.server.endpoints.input_items import check_include, item_page, page_window
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.conversation_records import conversation_of
 from respstream.server.inputs.input_records import input_item_records
 from respstream.server.inputs.requests import _metadata, check_depth, parse_request
+from respstream.server.responses.key_quota import stored_bytes
 from respstream.server.store.base import ConversationRecord
 
 if TYPE_CHECKING:
@@ -85,6 +86,12 @@ class _Handlers:
         cid = request.path_params["conversation_id"]
         return await conversation_of(gw.svc.store, cid, owner), owner
 
+    def _charge(self, owner: str | None, items: list[dict[str, Any]]) -> None:
+        """Count ``items`` against the key's store budget (429 naming it, before anything is stored)."""
+        size = stored_bytes(items)
+        self.gw.svc.quota.check(owner, size)
+        self.gw.svc.quota.charge(owner, size)
+
     async def create(self, request: Request) -> Response:
         gw = self.gw
         owner = gw.authenticate(request)
@@ -93,6 +100,7 @@ class _Handlers:
         items = _items(gw, body.get("items"), required=False)
         record = ConversationRecord(id=gw.svc.dialect.new_id("conv"), created_at=time.time(), owner=owner,
                                     metadata=_metadata(body.get("metadata")))
+        self._charge(owner, items)
         store = gw.svc.store
         await store.create_conversation(record)
         await store.extend_conversation(record.id, items)
@@ -118,14 +126,38 @@ class _Handlers:
 
     async def list_items(self, request: Request) -> Response:
         record, _ = await self._mine(request)
-        items = _with_ids(await self.gw.svc.store.conversation(record.id), record.id)
+        page = page_window(request)
+        items = await self._page_items(record.id, *page) if page is not None else None
+        if items is None:  # legacy id-less items get ids from their position: read them all
+            items = _with_ids(await self.gw.svc.store.conversation(record.id), record.id)
         return JSONResponse(item_page(items, request, f"conversation '{record.id}'"))
+
+    async def _page_items(self, cid: str, order: str, want: int, after: str | None) -> list[dict[str, Any]] | None:
+        """What one page needs, read from the end its order starts at: ``want`` items, or (after a cursor) a window
+        growing 4x until it holds the cursor and ``want`` items past it — never the whole conversation for a page
+        near its start. None when an item has no id."""
+        store = self.gw.svc.store
+        count = want if after is None else 2 * want
+        while True:
+            items = await (store.conversation(cid, newest=count) if order == "desc" else
+                           store.conversation(cid, oldest=count))
+            if not all("id" in item for item in items):
+                return None
+            if after is None or len(items) < count:
+                return items  # the page, or the whole conversation
+            ids = [item["id"] for item in items]
+            if after in ids:
+                at = ids.index(after)
+                if (at if order == "desc" else len(ids) - 1 - at) >= want:  # items past the cursor, in page order
+                    return items
+            count *= 4
 
     async def add_items(self, request: Request) -> Response:
         record, _ = await self._mine(request)
         check_include(request)
         body = _body(await self.gw.read_json(request), {"items"})
         items = _items(self.gw, body.get("items"), required=True)
+        self._charge(record.owner, items)
         await self.gw.svc.store.extend_conversation(record.id, items)
         return JSONResponse({"object": "list", "data": items, "first_id": items[0]["id"],
                              "last_id": items[-1]["id"], "has_more": False})
@@ -133,9 +165,15 @@ class _Handlers:
     async def _item(self, request: Request) -> tuple[ConversationRecord, dict[str, Any]]:
         record, _ = await self._mine(request)
         item_id = request.path_params["item_id"]
-        for item in _with_ids(await self.gw.svc.store.conversation(record.id), record.id):
-            if item.get("id") == item_id:
-                return record, item
+        store = self.gw.svc.store
+        if not item_id.startswith(f"item_{record.id}_"):  # a stored id: looked up in the store alone
+            found = await store.conversation_item(record.id, item_id)
+            if found is not None:
+                return record, found
+        else:  # legacy id-less items have ids from their position: read them all
+            for item in _with_ids(await store.conversation(record.id), record.id):
+                if item.get("id") == item_id:
+                    return record, item
         raise HTTPError(404, "not_found", f"Item with id '{item_id[:120]}' not found in conversation "
                         f"'{record.id}'.", param="item_id")
 

@@ -28,6 +28,7 @@ from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.history import items_to_messages
 from respstream.server.inputs.input_records import input_item_records
 from respstream.server.inputs.requests import parse_request
+from respstream.server.inputs.structured_output import check_schema
 
 if TYPE_CHECKING:
     from respstream.server.endpoints.gateway import Gateway
@@ -60,6 +61,16 @@ def check_include(request: Request) -> None:
         if value not in INCLUDE_VALUES:
             raise HTTPError(400, "invalid_value", f"include value {value[:60]!r} is not one of: "
                             f"{', '.join(sorted(INCLUDE_VALUES))}", param="include")
+
+
+def page_window(request: Request) -> tuple[str, int, str | None] | None:
+    """``(order, items wanted past the cursor, after)`` of a page: ``limit`` + 1, to know ``has_more``; None for a
+    bad ``order`` (:func:`item_page` checks the query and says what is wrong)."""
+    query = request.query_params
+    order = query.get("order", "desc")
+    if order not in ("asc", "desc"):
+        return None
+    return order, _limit(query.get("limit")) + 1, query.get("after") or None
 
 
 def item_page(items: list[dict[str, Any]], request: Request, where: str) -> dict[str, Any]:
@@ -112,6 +123,7 @@ async def input_tokens(gw: Gateway, request: Request) -> Response:
     req = parse_request(body, server_tool_names=svc.tools.names())
     if chain_only:
         req.input = []
+    await check_schema(req.options.text_format)
     items = await svc.context(req, owner)
     messages = items_to_messages(req.instructions, items)
     tools_text = msgspec.json.encode(req.client_tools).decode() if req.client_tools else ""

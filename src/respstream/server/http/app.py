@@ -28,6 +28,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
+from respstream.server import request_limits
 from respstream.server.config import Config
 from respstream.server.endpoints.compaction import compact
 from respstream.server.endpoints.conversations import conversation_routes
@@ -66,6 +67,7 @@ class _Gateway:
     def __init__(self, config: Config, given: Components) -> None:
         self.config = config
         self.given = given
+        request_limits.install(config.work_limits())
         telemetry = config.telemetry_settings()
         self.metrics: Metrics = Metrics() if telemetry.metrics else NoMetrics()
         self.tracing = Tracing(telemetry)

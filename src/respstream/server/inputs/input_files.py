@@ -7,16 +7,23 @@ every hop resolved and checked by the server tools' :class:`~respstream.server.t
 ``[tools] fetch_max_bytes`` — and replaces it in place by ``file_data`` (a ``data:<type>;base64,`` URL) and a
 ``filename`` (the URL's last path segment when the request gave none). A fetch that fails or is refused is a 400
 naming the part's ``file_url`` and saying why. Image URLs are not fetched: the upstream gets them as they are.
+
+Bounds (``[limits]``, docs/security.md): a request with more than ``file_urls_per_request`` such parts is refused
+before anything is fetched; each part may use ``fetch_max_bytes`` but all of them together at most
+``file_urls_max_total_bytes`` (each fetch gets what is left), and all fetches share one deadline,
+``file_urls_fetch_seconds``. So one request holds at most that many fetched bytes, whatever its body packs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import posixpath
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from respstream.server import request_limits
 from respstream.server.http_errors import HTTPError
 from respstream.server.tools.netguard import AddressPolicy, FetchRefused
 from respstream.server.tools.web_fetch import FetchError, fetch_bytes
@@ -41,15 +48,36 @@ async def resolve_file_urls(media: Sequence[tuple[str, dict[str, Any]]], tools: 
     pending = [(where, part) for where, part in media if "file_url" in part.get("file", {})]
     if not pending:
         return
+    caps = request_limits.current()
+    if len(pending) > caps.file_urls_per_request:
+        where = pending[caps.file_urls_per_request][0]
+        raise HTTPError(400, "too_many_file_urls", f"a request may give at most {caps.file_urls_per_request} "
+                        f"input_file parts by file_url (limits.file_urls_per_request); {len(pending)} were given",
+                        param=f"{where}.file_url")
+    try:
+        async with asyncio.timeout(caps.file_urls_fetch_seconds):
+            await _fetch_all(pending, tools, caps.file_urls_max_total_bytes)
+    except TimeoutError:
+        raise HTTPError(400, "file_fetch_timeout", f"fetching the input_file URLs took longer than "
+                        f"{caps.file_urls_fetch_seconds:g} s (limits.file_urls_fetch_seconds)",
+                        param=f"{pending[0][0]}.file_url") from None
+
+
+async def _fetch_all(pending: list[tuple[str, dict[str, Any]]], tools: Any, total_bytes: int) -> None:
     policy, max_bytes, timeout = _limits(tools)
+    left = total_bytes
     for where, part in pending:
         file = part["file"]
         url = file.pop("file_url")
+        budget = min(max_bytes, left)
         try:
-            fetched = await fetch_bytes(url, policy=policy, max_bytes=max_bytes, timeout=timeout)
+            fetched = await fetch_bytes(url, policy=policy, max_bytes=budget, timeout=timeout)
         except (FetchError, FetchRefused) as exc:
-            raise HTTPError(400, "invalid_value", f"{where}.file_url could not be fetched: {exc}",
+            why = f" (limits.file_urls_max_total_bytes: {left} of {total_bytes} bytes were left)" \
+                if budget < max_bytes else ""
+            raise HTTPError(400, "invalid_value", f"{where}.file_url could not be fetched: {exc}{why}",
                             param=f"{where}.file_url") from None
+        left -= len(fetched.data)
         encoded = base64.b64encode(fetched.data).decode("ascii")
         file["file_data"] = f"data:{fetched.content_type};base64,{encoded}"
         file.setdefault("filename", posixpath.basename(urlsplit(fetched.url).path) or "file")

@@ -7,24 +7,21 @@ from __future__ import annotations
 from respstream.server.config import Config
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.conversation_records import conversation_of
-from respstream.server.inputs.history import items_from_json, output_to_items
+from respstream.server.inputs.history import items_from_json
 from respstream.server.inputs.requests import InputItem, ResponseRequest
+from respstream.server.inputs.response_chain import chain_items, find_record
 from respstream.server.store.base import ResponseRecord, Store
 from respstream.server.tools.mcp_tools import McpApproval, McpToolbox
 from respstream.server.tools.netguard import AddressPolicy
 
-__all__ = ["check_call_outputs", "mcp_toolbox", "previous_record", "request_context"]
+__all__ = ["check_call_outputs", "context_and_base", "mcp_toolbox", "previous_record", "request_context"]
 
 
 async def previous_record(store: Store, rid: str, owner: str | None, local: Store | None) -> ResponseRecord:
-    """The record ``previous_response_id`` names: from the connection-local store first (WebSocket), else the
-    store, where a ``store: false`` response is not found for a connection that has its own cache."""
-    prev = await local.get(rid) if local is not None else None
+    """The record ``previous_response_id`` names (see :func:`~respstream.server.inputs.response_chain.find_record`);
+    a 400 when the caller cannot see it."""
+    prev = await find_record(store, rid, owner, local)
     if prev is None:
-        prev = await store.get(rid)
-        if prev is not None and local is not None and prev.request.get("store") is False:
-            prev = None  # a store:false response lives only on the socket that made it
-    if prev is None or prev.owner != owner:
         raise HTTPError(400, "previous_response_not_found", f"Previous response with id '{rid}' not found.",
                         param="previous_response_id")
     return prev
@@ -32,21 +29,34 @@ async def previous_record(store: Store, rid: str, owner: str | None, local: Stor
 
 async def request_context(store: Store, config: Config, req: ResponseRequest, owner: str | None,
                           local: Store | None = None) -> list[InputItem]:
-    """The items the model sees: the conversation's last ``conversation_window`` items or the previous response's
-    context and output, then the request's input."""
-    items: list[InputItem] = []
+    """The items the model sees (see :func:`context_and_base`)."""
+    return (await context_and_base(store, config, req, owner, local))[0]
+
+
+async def context_and_base(store: Store, config: Config, req: ResponseRequest, owner: str | None,
+                           local: Store | None = None) -> tuple[list[InputItem], list[InputItem], str | None]:
+    """The items the model sees — the conversation's last ``conversation_window`` items, the history of the
+    ``previous_response_id`` chain (:func:`~respstream.server.inputs.response_chain.chain_items`), then the request's
+    input, the last ``conversation_window`` + input of them — the items the new record keeps itself (its ``base``:
+    the conversation's, which a chain reference cannot bring back) and the parent it refers to. A ``store: false``
+    parent is deleted once its client has it (or lives on one socket), so a stored child keeps that history in its
+    base instead of referring to it."""
+    base: list[InputItem] = []
     if req.conversation_id:
         await conversation_of(store, req.conversation_id, owner, implicit=not req.conversation_api)
-        stored = await store.conversation(req.conversation_id)
-        items.extend(items_from_json(stored[-config.conversation_window :]))
-    if req.previous_response_id:
-        prev = await previous_record(store, req.previous_response_id, owner, local)
-        items.extend(items_from_json(prev.request.get("context", [])))
-        items.extend(output_to_items(prev.response.get("output", [])))
+        base = items_from_json(await store.conversation(req.conversation_id, newest=config.conversation_window))
+    items = list(base)
+    parent = req.previous_response_id
+    if parent:
+        prev = await previous_record(store, parent, owner, local)
+        history = await chain_items(store, prev, owner, local, window=config.conversation_window)
+        items.extend(history)
+        if prev.request.get("store") is False and req.store is not False:
+            base, parent = base + history[-config.conversation_window :], None
     check_call_outputs(items, req.input)
     items.extend(req.input)
     window = config.conversation_window + len(req.input)
-    return items[-window:]
+    return items[-window:], base, parent
 
 
 async def mcp_toolbox(store: Store, config: Config, req: ResponseRequest, owner: str | None,

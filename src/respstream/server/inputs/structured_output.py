@@ -12,34 +12,32 @@ text is parsed as JSON and, for ``json_schema``, validated with the ``jsonschema
 A ``$ref`` is resolved only inside the schema itself: no retriever is configured, so a reference to a URL is never
 fetched (the answer then fails naming it).
 
-Cost bounds: the schema is checked once (``check_schema``) while the request is validated; the request body limit
-bounds its size. Validation runs in a worker thread (never on the event loop) under
-:data:`VALIDATION_TIMEOUT_SECONDS`, and answers over :data:`MAX_VALIDATED_CHARS` are refused rather than parsed.
+Cost bounds (docs/security.md "Work caps per request"): when the request is parsed, one linear walk holds the
+schema to the ``[limits]`` caps (bytes, nodes, depth, enum/const values, regexes; a 400 names the cap). The checks
+whose cost can grow faster than their input (the meta-schema check with its ``uniqueItems``, the answer's
+validation, every ``pattern``) run in a validation process (:mod:`~respstream.server.inputs.schema_pool`) that is killed
+when ``validation_seconds`` pass, with regexes on a linear-time engine; the event loop only waits for it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
-
+from respstream.server import request_limits
 from respstream.server.http_errors import HTTPError
+from respstream.server.inputs import schema_pool
 
 __all__ = [
     "MAX_VALIDATED_CHARS",
-    "VALIDATION_TIMEOUT_SECONDS",
     "TextFormat",
     "check_output",
+    "check_schema",
     "parse_text_format",
 ]
 
 MAX_VALIDATED_CHARS = 4 << 20  # a longer structured answer fails instead of being parsed
-VALIDATION_TIMEOUT_SECONDS = 5.0  # a schema whose validation takes longer (pathological `pattern`) fails the answer
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
@@ -52,6 +50,7 @@ class TextFormat:
     schema: dict[str, Any] | None = None
     strict: bool | None = None
     description: str | None = None
+    schema_json: str | None = field(default=None, compare=False, repr=False)  # the schema as sent to the checker
 
     @property
     def structured(self) -> bool:
@@ -109,49 +108,69 @@ def parse_text_format(raw: Any) -> TextFormat:
     if not isinstance(schema, dict):
         raise _bad("text.format.schema must be a JSON Schema object", "text.format.schema",
                    "missing_required_parameter" if schema is None else "invalid_type")
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.exceptions.SchemaError as exc:
-        where = "".join(f"/{p}" for p in exc.path)
-        raise _bad(f"text.format.schema is not a valid JSON Schema (at '{where or '/'}'): {exc.message}",
-                   "text.format.schema") from None
+    schema_json = _check_size(schema)
     strict = raw.get("strict")
     if strict is not None and not isinstance(strict, bool):
         raise _bad("text.format.strict must be a boolean", "text.format.strict", "invalid_type")
     description = raw.get("description")
     if description is not None and not isinstance(description, str):
         raise _bad("text.format.description must be a string", "text.format.description", "invalid_type")
-    return TextFormat("json_schema", name=name, schema=schema, strict=strict, description=description)
+    return TextFormat("json_schema", name=name, schema=schema, strict=strict, description=description,
+                      schema_json=schema_json)
 
 
-def _problem(text: str, fmt: TextFormat) -> str | None:
-    """Why ``text`` is not a valid answer for ``fmt`` (``None``: it is). Runs in a worker thread."""
-    if len(text) > MAX_VALIDATED_CHARS:
-        return f"the answer is longer than {MAX_VALIDATED_CHARS} characters, too long to validate"
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        return f"the answer is not valid JSON ({exc})"
-    if fmt.type == "json_object":
-        return None if isinstance(value, dict) else "the answer is JSON but not an object"
-    assert fmt.schema is not None
-    validator = jsonschema.validators.validator_for(fmt.schema)(fmt.schema)
-    try:
-        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-    except Exception as exc:  # e.g. a $ref to a URL: no retriever is configured, so nothing is ever fetched
-        return f"the schema {fmt.name!r} cannot be applied ({type(exc).__name__}: {str(exc)[:200]})"
-    if error is None:
-        return None
-    where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-    message = error.message if len(error.message) <= 300 else error.message[:300] + "..."
-    return f"the answer does not match the schema {fmt.name!r} at {where}: {message}"
+def _over(what: str, limit: int, key: str) -> HTTPError:
+    return _bad(f"text.format.schema has more than {limit} {what} (limits.{key})", "text.format.schema",
+                "schema_too_large")
+
+
+def _check_size(schema: dict[str, Any]) -> str:
+    """The schema as compact JSON, after one linear walk holds it to the ``[limits]`` caps."""
+    limits = request_limits.current()
+    text = json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
+    if len(text.encode()) > limits.schema_max_bytes:
+        raise _over("bytes of JSON", limits.schema_max_bytes, "schema_max_bytes")
+    nodes = values = patterns = 0
+    stack: list[tuple[Any, int]] = [(schema, 1)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > limits.schema_max_nodes:
+            raise _over("nodes (objects, arrays and values)", limits.schema_max_nodes, "schema_max_nodes")
+        if depth > limits.schema_max_depth:
+            raise _over("levels of nesting", limits.schema_max_depth, "schema_max_depth")
+        if isinstance(node, dict):
+            enum = node.get("enum")
+            values += (len(enum) if isinstance(enum, list) else 0) + ("const" in node)
+            patterns += isinstance(node.get("pattern"), str)
+            props = node.get("patternProperties")
+            patterns += len(props) if isinstance(props, dict) else 0
+            stack.extend((value, depth + 1) for value in node.values())
+        elif isinstance(node, list):
+            stack.extend((value, depth + 1) for value in node)
+    if values > limits.schema_max_enum_values:
+        raise _over("enum/const values", limits.schema_max_enum_values, "schema_max_enum_values")
+    if patterns > limits.schema_max_patterns:
+        raise _over("regexes (pattern, patternProperties)", limits.schema_max_patterns, "schema_max_patterns")
+    return text
+
+
+async def check_schema(fmt: TextFormat) -> None:
+    """Check ``fmt``'s schema against its meta-schema and compile its regexes, in a validation process.
+
+    Raises 400 naming ``text.format.schema``; plain text and ``json_object`` pass at once."""
+    if fmt.schema is None:
+        return
+    problem = await schema_pool.ask({"op": "schema", "schema": fmt.schema})
+    if problem is not None:
+        raise _bad(f"text.format.schema {problem}", "text.format.schema")
 
 
 async def check_output(text: str, fmt: TextFormat) -> str | None:
     """Why the final ``text`` does not satisfy ``fmt``, or ``None`` when it does (plain text always does)."""
     if not fmt.structured:
         return None
-    try:
-        return await asyncio.wait_for(asyncio.to_thread(_problem, text, fmt), VALIDATION_TIMEOUT_SECONDS)
-    except TimeoutError:
-        return f"validating the answer against the schema took longer than {VALIDATION_TIMEOUT_SECONDS:g} s"
+    if len(text) > MAX_VALIDATED_CHARS:
+        return f"the answer is longer than {MAX_VALIDATED_CHARS} characters, too long to validate"
+    schema = None if fmt.schema is None else fmt.schema_json or json.dumps(fmt.schema, separators=(",", ":"))
+    return await schema_pool.ask({"op": "answer", "schema": schema, "text": text, "name": fmt.name or ""})

@@ -28,10 +28,13 @@ from respstream.server.inputs.input_files import resolve_file_urls
 from respstream.server.inputs.input_parts import check_modalities
 from respstream.server.inputs.input_records import input_item_records
 from respstream.server.inputs.requests import InputItem, ResponseRequest
-from respstream.server.inputs.response_inputs import mcp_toolbox, request_context
+from respstream.server.inputs.response_chain import record_request
+from respstream.server.inputs.response_inputs import context_and_base, mcp_toolbox, request_context
+from respstream.server.inputs.structured_output import check_schema
 from respstream.server.inputs.truncation import fit_context
 from respstream.server.model_catalog import ModelCatalog
 from respstream.server.responses.collaborators import RewriterLike, RouterLike, ToolsLike
+from respstream.server.responses.key_quota import KeyQuota, stored_bytes
 from respstream.server.responses.pipeline import Pipeline
 from respstream.server.store.base import ResponseRecord, SequenceConflict, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
@@ -80,6 +83,7 @@ class ResponseService:
         self._closing = False
         self.catalog = ModelCatalog.from_config(config.models)
         self._forgetting: set[asyncio.Task[None]] = set()  # store: false responses waiting to be deleted
+        self.quota = KeyQuota(config.work_limits().store_max_bytes_per_key, config.retention_seconds)
         # The gateway's last health report of an upstream by name (telemetry/health.py), or None before one.
         self.upstream_state: Callable[[str], dict[str, Any] | None] | None = None
 
@@ -134,9 +138,10 @@ class ResponseService:
                             f"This API key already has {per_key} background responses running "
                             "(max_background_responses_per_key); retry when one has finished.",
                             headers={"Retry-After": "5"})
+        await check_schema(req.options.text_format)  # in a validation process, never on this loop
         began = time.perf_counter()
         try:
-            items = await self.context(req, owner, local)
+            items, base, parent = await context_and_base(self.store, self.config, req, owner, local)
         except StoreUnavailable as exc:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
                             headers={"Retry-After": "1"}) from exc
@@ -161,11 +166,16 @@ class ResponseService:
         rid = self.dialect.new_id("resp")
         response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
                                 defaults=sampling_defaults_of(getattr(decision, "upstream", None)))
+        stored = record_request(parent=parent, base=base, store=req.store,
+                                input_items=input_item_records(req.input, self.dialect))
+        charged = owner if req.store is not False else None  # store:false is deleted once its client has it
+        request_bytes = stored_bytes(stored)
+        self.quota.check(charged, request_bytes)
         record = ResponseRecord(
             id=rid, status="queued" if req.background else "in_progress", created_at=created,
             background=req.background, dialect=self.dialect.name, owner=owner, instance_id=self.config.instance_id,
-            response=response, request={"context": [i.to_json() for i in items], "store": req.store,
-                     "input_items": input_item_records(req.input, self.dialect)},
+            response=response,
+            request=stored,
             conversation_id=req.conversation_id,
         )
         if local is not None and not req.store:
@@ -182,6 +192,7 @@ class ResponseService:
         obs = current_request()
         if obs is not None:
             obs.response_id, obs.model, obs.dialect = rid, decision.model_id, self.dialect.name
+        self.quota.charge(charged, request_bytes)
         try:
             with self.tracing.span("store create", {"gen_ai.response.id": rid}):
                 await target.create(record)
@@ -249,10 +260,13 @@ class ResponseService:
                 new = input_item_records(req.input, self.dialect)
                 new += input_item_records(output_to_items(writer.response.get("output", [])), self.dialect)
                 try:
+                    self.quota.charge(record.owner, stored_bytes(new))
                     await self.store.extend_conversation(req.conversation_id, new)
                 except Exception:  # the response itself is complete and stored; only the history missed a turn
                     log.exception("response %s: conversation %s not extended", record.id, req.conversation_id)
         finally:
+            if req.store is not False:  # the snapshot and the event log
+                self.quota.charge(record.owner, 2 * stored_bytes(writer.response))
             self.running.pop(record.id, None)
             self.metrics.set_running(len(self.running))
 

@@ -164,8 +164,10 @@ class Store(Protocol):
         """Every entry after ``after``, waiting for new ones, ending after the terminal entry (or when deleted)."""
         ...
 
-    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
-        """The stored input/output items of a conversation, oldest first."""
+    async def conversation(self, conversation_id: str, *, newest: int | None = None,
+                           oldest: int | None = None) -> list[dict[str, Any]]:
+        """The stored input/output items of a conversation, oldest first; only the ``newest`` (or ``oldest``) N of
+        them when given, read as such from the backing store (a page never loads the whole conversation)."""
         ...
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None: ...
@@ -182,6 +184,10 @@ class Store(Protocol):
 
     async def delete_conversation(self, conversation_id: str) -> bool:
         """Delete the object and every item of the conversation. True when the object existed."""
+        ...
+
+    async def conversation_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
+        """The item whose ``"id"`` is ``item_id`` (None: no such item), found without loading the conversation."""
         ...
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:

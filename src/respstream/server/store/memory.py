@@ -259,8 +259,12 @@ class MemoryStore:
             await self.wait_beyond(response_id, after)
 
     # -- conversations ---------------------------------------------------------------------------------------------
-    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
-        return list(self._conversations.get(conversation_id, []))
+    async def conversation(self, conversation_id: str, *, newest: int | None = None,
+                           oldest: int | None = None) -> list[dict[str, Any]]:
+        items = self._conversations.get(conversation_id, [])
+        if newest is not None:
+            return items[-newest:] if newest > 0 else []
+        return list(items if oldest is None else items[:oldest])
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
         history = self._conversations.setdefault(conversation_id, [])
@@ -282,6 +286,10 @@ class MemoryStore:
     async def delete_conversation(self, conversation_id: str) -> bool:
         self._conversations.pop(conversation_id, None)
         return self._conversation_objects.pop(conversation_id, None) is not None
+
+    async def conversation_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
+        found = next((i for i in self._conversations.get(conversation_id, []) if i.get("id") == item_id), None)
+        return None if found is None else dict(found)
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
         history = self._conversations.get(conversation_id, [])

@@ -22,6 +22,7 @@ __all__ = ["RedisConversations"]
 _encode = msgspec.json.Encoder().encode
 _decode_item = msgspec.json.Decoder(dict[str, Any]).decode
 _decode_conversation = msgspec.json.Decoder(ConversationRecord).decode
+_SCAN_CHUNK = 256  # items read per round trip when one item is looked for
 
 
 class RedisConversations:
@@ -50,9 +51,13 @@ class RedisConversations:
         # The index lives in its own slot ({i}): updated by a command of its own, never inside the transaction.
         await self._r.zadd(self._conversations_by_age, {conversation_id: time.time()})
 
-    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
+    async def conversation(self, conversation_id: str, *, newest: int | None = None,
+                           oldest: int | None = None) -> list[dict[str, Any]]:
+        if (newest is not None and newest <= 0) or (oldest is not None and oldest <= 0):
+            return []
+        start, stop = (-newest, -1) if newest is not None else (0, -1 if oldest is None else oldest - 1)
         async with self._io():
-            raw = await self._r.lrange(self._conv_keys(conversation_id)[0], 0, -1)
+            raw = await self._r.lrange(self._conv_keys(conversation_id)[0], start, stop)
         return [_decode_item(item) for item in raw]
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
@@ -99,14 +104,28 @@ class RedisConversations:
             await self._r.zrem(self._conversations_by_age, conversation_id)
         return bool(existed)
 
+    async def _find_item(self, key: str, item_id: str) -> bytes | None:
+        """The stored blob of the item ``item_id``, scanned in chunks (memory stays bounded whatever the length)."""
+        start = 0
+        while True:
+            raw: list[bytes] = await self._r.lrange(key, start, start + _SCAN_CHUNK - 1)
+            for blob in raw:
+                if _decode_item(blob).get("id") == item_id:
+                    return blob
+            if len(raw) < _SCAN_CHUNK:
+                return None
+            start += _SCAN_CHUNK
+
+    async def conversation_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
+        async with self._io():
+            blob = await self._find_item(self._conv_keys(conversation_id)[0], item_id)
+        return None if blob is None else _decode_item(blob)
+
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
         key = self._conv_keys(conversation_id)[0]
         async with self._io():
-            raw: list[bytes] = await self._r.lrange(key, 0, -1)
-            for blob in raw:
-                if _decode_item(blob).get("id") == item_id:
-                    return bool(await self._r.lrem(key, 1, blob))
-        return False
+            blob = await self._find_item(key, item_id)
+            return blob is not None and bool(await self._r.lrem(key, 1, blob))
 
     async def expire_conversations(self, cutoff: float) -> None:
         async with self._io():

@@ -63,8 +63,9 @@ class SplitStore:
         return self.backend_of(response_id).hold_lease(response_id)
 
     # -- conversations ---------------------------------------------------------------------------------------------
-    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
-        return await self.durable.conversation(conversation_id)
+    async def conversation(self, conversation_id: str, *, newest: int | None = None,
+                           oldest: int | None = None) -> list[dict[str, Any]]:
+        return await self.durable.conversation(conversation_id, newest=newest, oldest=oldest)
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
         await self.durable.extend_conversation(conversation_id, items)
@@ -80,6 +81,9 @@ class SplitStore:
 
     async def delete_conversation(self, conversation_id: str) -> bool:
         return await self.durable.delete_conversation(conversation_id)
+
+    async def conversation_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
+        return await self.durable.conversation_item(conversation_id, item_id)
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
         return await self.durable.delete_conversation_item(conversation_id, item_id)

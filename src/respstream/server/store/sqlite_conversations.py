@@ -28,6 +28,8 @@ CREATE TABLE IF NOT EXISTS conversation_objects(
     id TEXT PRIMARY KEY, owner TEXT, created_at REAL NOT NULL, metadata BLOB NOT NULL, touched_at REAL NOT NULL);
 """
 
+# An item's "id", found by SQLite's JSON functions: one item is looked up without decoding the others in Python.
+_ITEM_ID = "json_extract(CAST(item AS TEXT), '$.id')"
 _encode = msgspec.json.Encoder().encode
 _decode_item = msgspec.json.Decoder(dict[str, Any]).decode
 _decode_metadata = msgspec.json.Decoder(dict[str, str]).decode
@@ -57,11 +59,17 @@ class SQLiteConversations:
     async def _read(self, job: Callable[[sqlite3.Connection], T]) -> T:
         raise NotImplementedError
 
-    async def conversation(self, conversation_id: str) -> list[dict[str, Any]]:
+    async def conversation(self, conversation_id: str, *, newest: int | None = None,
+                           oldest: int | None = None) -> list[dict[str, Any]]:
+        # LIMIT -1 is no limit; the newest N are read newest first, then turned around.
+        order, count = ("DESC", max(newest, 0)) if newest is not None else \
+            ("ASC", -1 if oldest is None else max(oldest, 0))
         rows = await self._read(lambda c: c.execute(
-            "SELECT item FROM conversations WHERE conversation_id = ? ORDER BY position", (conversation_id,)
+            f"SELECT item FROM conversations WHERE conversation_id = ? ORDER BY position {order} LIMIT ?",
+            (conversation_id, count),
         ).fetchall())
-        return [_decode_item(r[0]) for r in rows]
+        items = [_decode_item(r[0]) for r in rows]
+        return items[::-1] if newest is not None else items
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
         blobs = [_encode(item) for item in items]
@@ -110,15 +118,14 @@ class SQLiteConversations:
 
         return await self._write(job)
 
-    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
-        def job(conn: sqlite3.Connection) -> bool:
-            rows = conn.execute("SELECT position, item FROM conversations WHERE conversation_id = ?",
-                                (conversation_id,)).fetchall()
-            for position, blob in rows:
-                if _decode_item(blob).get("id") == item_id:
-                    conn.execute("DELETE FROM conversations WHERE conversation_id = ? AND position = ?",
-                                 (conversation_id, position))
-                    return True
-            return False
+    async def conversation_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
+        row = await self._read(lambda c: c.execute(
+            f"SELECT item FROM conversations WHERE conversation_id = ? AND {_ITEM_ID} = ? LIMIT 1",
+            (conversation_id, item_id)).fetchone())
+        return None if row is None else _decode_item(row[0])
 
-        return await self._write(job)
+    async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
+        return await self._write(lambda c: c.execute(
+            "DELETE FROM conversations WHERE conversation_id = ? AND position = (SELECT position FROM conversations"
+            f" WHERE conversation_id = ? AND {_ITEM_ID} = ? LIMIT 1)",
+            (conversation_id, conversation_id, item_id)).rowcount > 0)

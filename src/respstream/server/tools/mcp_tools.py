@@ -13,8 +13,10 @@ the request item echoed in its input): an approved call runs first (its ``mcp_ca
 
 Network policy: a server URL must be http(s) and resolve only to public addresses, or to ones allowed in
 ``tools.fetch_allow`` (the list ``web_fetch`` uses; tests allow loopback there). The check runs on the resolved
-addresses before connecting; the SDK then resolves the name again itself, so a name whose DNS answer changes
-between the two lookups is a gap this check does not close (IP literals and allow-listed hosts have none).
+addresses before connecting, and the SDK's HTTP client connects to the checked address only
+(:mod:`~respstream.server.tools.mcp_transport`: pinned, so DNS rebinding between check and connect is closed). Every
+HTTP response is read under ``limits.mcp_max_response_bytes``, and a result of more than ``limits.mcp_max_result_parts``
+content parts (or tools) fails naming the limit, counted before the SDK parses it.
 Sessions are closed when the response ends, whatever way it ends.
 """
 
@@ -27,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from respstream.server import request_limits
 from respstream.server.http_errors import HTTPError
-from respstream.server.tools.netguard import AddressPolicy, FetchRefused, resolve
+from respstream.server.tools.netguard import AddressPolicy, FetchRefused
 
 if TYPE_CHECKING:
     from respstream.server.events.writer import ResponseWriter
@@ -156,18 +159,21 @@ class McpToolbox:
     async def _connect(self, server: _Server) -> None:
         from mcp import Client
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        from respstream.server.tools.mcp_transport import PinnedTransport, mcp_http_client
 
         parts = urlsplit(server.spec.url)
         host = parts.hostname or ""
+        limits = request_limits.current()
+        pinned = PinnedTransport(self.policy, limits.mcp_max_response_bytes, limits.mcp_max_result_parts)
         try:
-            self.policy.check(host, await resolve(host, parts.port or (443 if parts.scheme == "https" else 80)))
+            await pinned.pin(host, parts.port or (443 if parts.scheme == "https" else 80))
         except FetchRefused:
             raise McpToolError(f"refusing to connect to MCP server {server.spec.label!r} at {host}: a private, "
                                "loopback, link-local or reserved address (allow it in tools.fetch_allow)") from None
         except OSError as exc:
             raise McpToolError(f"cannot resolve {host}: {exc}") from None
-        http = create_mcp_http_client(headers=server.spec.headers or None)
+        http = mcp_http_client(server.spec.headers or None, pinned)
         transport = streamable_http_client(server.spec.url, http_client=http)
         await self._stack.enter_async_context(http)
         server.client = await self._stack.enter_async_context(Client(transport, read_timeout_seconds=self.timeout))

@@ -13,8 +13,9 @@ import asyncio
 import ipaddress
 import socket
 from collections.abc import Iterable
+from urllib.parse import SplitResult, urlunsplit
 
-__all__ = ["AddressPolicy", "FetchRefused", "IPAddress", "is_public_address", "resolve"]
+__all__ = ["AddressPolicy", "FetchRefused", "IPAddress", "is_public_address", "pinned_url", "resolve"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
@@ -117,3 +118,12 @@ async def resolve(host: str, port: int) -> list[IPAddress]:
         if ip not in out:
             out.append(ip)
     return out
+
+
+def pinned_url(parts: SplitResult, ip: IPAddress, port: int) -> str:
+    """``parts`` with the host replaced by the checked ``ip``: the connection goes where the policy looked (the caller
+    keeps the name in the ``Host`` header and, for https, in TLS SNI via the ``sni_hostname`` extension)."""
+    host = f"[{ip}]" if ip.version == 6 else str(ip)
+    default = 443 if parts.scheme == "https" else 80
+    netloc = host if port == default else f"{host}:{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))

@@ -11,18 +11,17 @@ refused whole when larger than ``max_bytes`` (a cut file is useless).
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
-from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 
 from respstream.server.tls import client_tls_context
 from respstream.server.tools.html_text import html_to_text
-from respstream.server.tools.netguard import AddressPolicy, resolve
+from respstream.server.tools.netguard import AddressPolicy, pinned_url, resolve
 
 __all__ = ["FetchError", "FetchResult", "FetchedFile", "fetch_bytes", "fetch_url"]
 
@@ -59,13 +58,6 @@ class FetchedFile:
     url: str
     content_type: str
     data: bytes
-
-
-def _pinned_url(parts: SplitResult, ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int) -> str:
-    host = f"[{ip}]" if ip.version == 6 else str(ip)
-    default = 443 if parts.scheme == "https" else 80
-    netloc = host if port == default else f"{host}:{port}"
-    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
 
 
 async def fetch_url(
@@ -127,7 +119,7 @@ async def _fetch(
         ip = addresses[0]
         request = client.build_request(
             "GET",
-            _pinned_url(parts, ip, port),
+            pinned_url(parts, ip, port),
             headers={"host": parts.netloc.rsplit("@", 1)[-1], "user-agent": user_agent, "accept": "*/*",
                      "accept-encoding": "gzip, deflate"},
             extensions={"sni_hostname": host} if parts.scheme == "https" else {},
