@@ -90,6 +90,10 @@ class RoutingRules:
     """Thresholds and keyword lists for :func:`classify`. Build from a mapping with :meth:`from_mapping`."""
 
     long_input_tokens: int = 500
+    # The output cap of a `fast` turn (short input, no reasoning or retrieval cue) when neither the request nor the
+    # route sets one and the upstream caps by default (the embedded model: 1,024 tokens, minutes on a loaded CPU for
+    # "remember 4711" when a small model rambles on about the number).
+    fast_max_output_tokens: int = 512
     reasoning_keywords: tuple[str, ...] = _REASONING
     retrieval_keywords: tuple[str, ...] = _RETRIEVAL
     code_keywords: tuple[str, ...] = _CODE
@@ -107,11 +111,12 @@ class RoutingRules:
         """Raises ValueError naming an unknown key or a value of the wrong type."""
         data = dict(data or {})
         kwargs: dict[str, Any] = {}
-        if "long_input_tokens" in data:
-            value = data.pop("long_input_tokens")
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError("router.rules.long_input_tokens must be a positive integer")
-            kwargs["long_input_tokens"] = value
+        for key in ("long_input_tokens", "fast_max_output_tokens"):
+            if key in data:
+                value = data.pop(key)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                    raise ValueError(f"router.rules.{key} must be a positive integer")
+                kwargs[key] = value
         for key in ("reasoning_keywords", "retrieval_keywords", "code_keywords"):
             if key in data:
                 value = data.pop(key)

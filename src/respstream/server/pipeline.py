@@ -36,6 +36,7 @@ from contextlib import aclosing
 from typing import Any, Protocol
 
 from respstream.server.citations import CitationSources, Source, find_citations, with_source_list
+from respstream.server.classify import RoutingRules
 from respstream.server.ground_first_step import GroundFirst
 from respstream.server.grounded_answer import Fact, GroundedFacts
 from respstream.server.mcp_tools import McpToolbox, McpToolError
@@ -272,6 +273,16 @@ class Pipeline(GroundFirst, ToolRounds):
             self.router.record_success(upstream)
             return result
 
+    def _output_cap(self, upstream: Upstream) -> int | None:
+        """The request's ``max_output_tokens``; else, on the ``fast`` route of an upstream that caps answers by
+        default (the embedded model), the shorter cap of a chat turn (``router.rules.fast_max_output_tokens``)."""
+        default = getattr(upstream, "max_output_tokens", None)
+        if self.request.max_output_tokens is not None or default is None or self.pinned \
+                or getattr(self.decision, "category", None) != "fast":
+            return self.request.max_output_tokens
+        rules = getattr(self.router, "rules", None) or RoutingRules()
+        return min(int(default), rules.fast_max_output_tokens)
+
     async def _round(self, upstream: Upstream, offer_tools: bool) -> RoundResult:
         w = self.writer
         specs = self._tool_specs() if offer_tools else []
@@ -285,7 +296,7 @@ class Pipeline(GroundFirst, ToolRounds):
             messages=self.messages,
             tools=specs,
             tool_choice=self._chat_tool_choice() if specs else None,
-            max_output_tokens=self.request.max_output_tokens,
+            max_output_tokens=self._output_cap(upstream),
             temperature=self.request.temperature,
             options=chat_options(self.request, tools_offered=bool(specs)),
         )
