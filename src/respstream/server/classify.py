@@ -8,14 +8,13 @@ maps the category to models.
 from __future__ import annotations
 
 import re
-import zoneinfo
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from respstream.server.tools.arith_words import spoken_to_expression
 from respstream.server.tools.calculator import CalculatorError, evaluate
+from respstream.server.tools.place_zones import time_zone_in
 from respstream.server.tools.search_query import search_query
 from respstream.server.url_scan import find_url
 
@@ -71,8 +70,6 @@ _TIME_QUESTION = re.compile(
     r"|\bla\s+date\s+d'aujourd'hui\b",
     re.IGNORECASE,
 )
-_ZONE_REGIONS = ("Africa/", "America/", "Antarctica/", "Asia/", "Atlantic/", "Australia/", "Europe/", "Indian/",
-                 "Pacific/")  # fmt: skip
 
 
 def estimate_tokens(text: str) -> int:
@@ -148,30 +145,6 @@ def arithmetic_expression(text: str) -> str | None:
             continue
         return span
     return None
-
-
-@lru_cache(maxsize=1)
-def _zone_names() -> dict[str, str]:
-    """Lower-case city name with spaces ("new york") -> IANA zone; the shortest zone name wins (canonical over
-    legacy links such as America/Argentina/Buenos_Aires vs America/Buenos_Aires, deterministically)."""
-    found: dict[str, str] = {}
-    for zone in sorted(zoneinfo.available_timezones(), key=lambda z: (len(z), z)):
-        if zone.startswith(_ZONE_REGIONS):
-            found.setdefault(zone.rsplit("/", 1)[1].replace("_", " ").lower(), zone)
-    return found
-
-
-def time_zone_in(text: str) -> str:
-    """The IANA zone of a city named in ``text`` (``"Amsterdam"`` -> ``Europe/Amsterdam``; up to three words, e.g.
-    "New York"), else ``"UTC"``."""
-    words = re.findall(r"[^\W\d]+", text.lower())
-    names = _zone_names()
-    for size in (3, 2, 1):  # longest names first: "new york" before "york"
-        for i in range(len(words) - size + 1):
-            zone = names.get(" ".join(words[i:i + size]))
-            if zone is not None:
-                return zone
-    return "UTC"
 
 
 def ground_first(text: str, category: str) -> tuple[str, dict[str, str]] | None:
