@@ -297,6 +297,10 @@ def test_the_compliance_figures_match_the_conformance_table() -> None:
     by_run = dict(zip(columns, counts, strict=True))
     assert by_run["`openresponses` scripted"] == f"{claim[1]} of {claim[2]}"
     assert by_run["`openresponses` embedded"] == f"{claim[3]} of {claim[4]}"
+    readme = re.search(r"Open Responses suite: (\d+)/(\d+); (\d+)/(\d+) with the embedded model",
+                       (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert readme, "README.md no longer states the compliance figures this test checks"
+    assert readme.groups() == claim.groups(), "README.md and docs/compatibility.md give different figures"
 
 
 # -- the claims, against a live gateway ----------------------------------------------------------------------------
