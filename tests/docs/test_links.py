@@ -72,3 +72,22 @@ def test_every_relative_link_resolves(page: Path) -> None:
         if anchor and linked.suffix == ".md" and anchor not in anchors(linked):
             broken.append(f"{target}: no heading with anchor #{anchor} in {name}")
     assert broken == [], f"{page.relative_to(ROOT)}: broken links: {broken}"
+
+
+def _linked_pages(page: Path) -> set[Path]:
+    found = set()
+    for target in links(page):
+        path_part = target.partition("#")[0]
+        linked = (page.parent / path_part).resolve() if path_part else page
+        if linked.suffix == ".md" and linked.exists():
+            found.add(linked)
+    return found
+
+
+def test_every_docs_page_is_reachable_from_the_readme() -> None:
+    """A newcomer starts at the README: no page of docs/ is an orphan (reached in at most two clicks)."""
+    readme = ROOT / "README.md"
+    first = _linked_pages(readme)
+    reached = first | {p for page in first for p in _linked_pages(page)}
+    orphans = sorted(p.name for p in PAGES if p != readme and p.resolve() not in reached)
+    assert orphans == [], f"docs pages no link path from README.md reaches: {orphans}"
