@@ -328,3 +328,32 @@ def test_the_row_holds_on_a_live_gateway(gateway: httpx.Client, table: str, name
     error = answer.json().get("error") or {}
     assert (answer.status_code, error.get("code"), error.get("param")) == (
         400, "unsupported_parameter", claim.refused[1]), f"docs say `{name}` is refused; got {answer.text[:300]}"
+
+
+def _dialect_rows() -> dict[str, str]:
+    """dialect -> the claim of the "Which server tools may run" table."""
+    rows: dict[str, str] = {}
+    for names, claim in re.findall(r"^\| ((?:`[a-z]+`(?:, )?)+) \| (.+) \|$", _section("### Tool types"),
+                                   flags=re.MULTILINE):
+        for name in re.findall(r"`([a-z]+)`", names):
+            rows[name] = claim
+    return rows
+
+
+@pytest.mark.parametrize("dialect", ["platform", "openai", "openresponses"])
+def test_the_server_tools_per_dialect_row_holds(dialect: str) -> None:
+    claim = _dialect_rows().get(dialect)
+    assert claim is not None, f"docs/compatibility.md: no 'which server tools may run' row for {dialect}"
+    runs_unlisted = claim.startswith("The seed's fixed server-side catalogue")
+    assert runs_unlisted or claim.startswith("Only the hosted tool types the request lists"), claim
+    app = create_app(Config(dialect=dialect, upstreams=["scripted:4"]))
+    with ServerThread(app, lifespan="on") as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        def tool_items(extra: dict[str, Any]) -> list[str]:
+            answer = client.post("/v1/responses", headers={"Accept": "application/json"},
+                                 json={"input": "What is 17 * 23?", "stream": False, **extra})
+            assert answer.status_code == 200, answer.text[:300]
+            return [item["type"] for item in answer.json()["output"] if item["type"] != "message"]
+
+        unlisted = tool_items({})
+        assert bool(unlisted) == runs_unlisted, f"{dialect}: with no tools listed the gateway ran {unlisted}"
+        assert tool_items({"tools": [{"type": "calculator"}]}), f"{dialect}: a listed calculator did not run"
