@@ -5,6 +5,7 @@
 // else: then the page stays where they put it. Earlier turns stay in the page above, a scroll away.
 
 const READING_KEYS = new Set(["PageUp", "ArrowUp", "Home"]);
+const MARGIN = 12; // px between the answer's end and the composer (the CSS scroll-padding's 0.75rem)
 
 export class Follow {
   /** `composer`: the sticky composer; `ignore`: a selector whose own scrolling (the event timeline) is not ours. */
@@ -37,8 +38,10 @@ export class Follow {
   /** The answer grew: keep its end above the composer while following. */
   update(end) {
     if (!this.following) return;
-    const limit = innerHeight - this.composer.getBoundingClientRect().height;
-    if (end.getBoundingClientRect().bottom > limit) end.scrollIntoView({ block: "end" });
+    // One layout read per frame (the render has just changed the answer) and a plain scrollBy: no smooth scrolling
+    // or scrollIntoView work on every delta of a long answer.
+    const over = end.getBoundingClientRect().bottom - (innerHeight - this.composer.offsetHeight - MARGIN);
+    if (over > 0) scrollBy(0, over);
   }
 
   /** The stream ended: stop following (the next send starts again). */
