@@ -31,6 +31,8 @@ def _usage(url: str, body: dict[str, Any]) -> tuple[int, str, Any]:
     ({"input": "Onthoud dit getal voor me: 4711."}, 40),  # fast route: the chat-turn cap
     ({"input": "Onthoud dit getal voor me: 4711.", "max_output_tokens": 60}, 60),  # the request's own cap wins
     ({"input": "Explain why the sky is blue."}, 100),  # reasoning route: the upstream's own default
+    ({"input": "Tell me a long story about a dragon."}, 100),  # a fast turn that asks for length: no chat-turn cap
+    ({"input": "Vertel me een uitgebreid verhaal."}, 100),
 ])
 def test_the_fast_route_gets_the_chat_turn_cap(body: dict[str, Any], expected: int) -> None:
     upstream = CappingScripted(100, name="scripted", models=["scripted"])

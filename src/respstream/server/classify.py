@@ -18,8 +18,8 @@ from respstream.server.tools.place_zones import time_zone_in
 from respstream.server.tools.search_query import search_query
 from respstream.server.url_scan import find_url
 
-__all__ = ["CATEGORIES", "RoutingRules", "arithmetic_expression", "classify", "estimate_tokens", "ground_first",
-           "time_zone_in"]
+__all__ = ["CATEGORIES", "RoutingRules", "arithmetic_expression", "asks_for_length", "classify", "estimate_tokens",
+           "ground_first", "time_zone_in"]
 
 
 CATEGORIES = ("fast", "reasoning", "retrieval", "code")
@@ -43,6 +43,12 @@ _CODE = (
     "traceback", "stack trace", "exception", "refactor", "unit test", "api", "json", "bash", "script",
 )  # fmt: skip
 
+# A short input that asks for a long answer: the `fast` turn's output cap does not apply (RoutingRules).
+_LENGTH_CUES = re.compile(
+    r"\b(?:long|longer|detailed|in\s+detail|essay|story|lang|lange|langer|uitgebreid|uitgebreide|verhaal|opstel"
+    r"|ausf(?:ü|ue)hrlich|ausf(?:ü|ue)hrliche|geschichte|aufsatz|d(?:é|e)taill(?:é|e)e?|histoire|r(?:é|e)daction)\b",
+    re.IGNORECASE,
+)
 _YEAR = re.compile(r"\b20[2-9]\d\b")
 _CODE_SHAPES = re.compile(r"```|\bdef \w+\(|\bclass \w+[:(]|=>|\bfunction \w*\(|;\s*$|\{\s*$", re.MULTILINE)
 _MATH = re.compile(r"\d\s*[-+*/^%]\s*\d")
@@ -169,6 +175,11 @@ def ground_first(text: str, category: str) -> tuple[str, dict[str, str]] | None:
             return "web_fetch", {"url": address if "://" in address else f"https://{address}"}
         return "web_search", {"query": search_query(text)}
     return None
+
+
+def asks_for_length(text: str) -> bool:
+    """True when ``text`` asks for a long answer ("a long story", "in detail", "een uitgebreid verhaal")."""
+    return _LENGTH_CUES.search(text) is not None
 
 
 def classify(text: str, rules: RoutingRules | None = None, *, code_enabled: bool = True) -> tuple[str, str]:

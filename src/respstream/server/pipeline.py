@@ -36,7 +36,7 @@ from contextlib import aclosing
 from typing import Any, Protocol
 
 from respstream.server.citations import CitationSources, Source, find_citations, with_source_list
-from respstream.server.classify import RoutingRules
+from respstream.server.classify import RoutingRules, asks_for_length
 from respstream.server.ground_first_step import GroundFirst
 from respstream.server.grounded_answer import Fact, GroundedFacts
 from respstream.server.mcp_tools import McpToolbox, McpToolError
@@ -275,10 +275,11 @@ class Pipeline(GroundFirst, ToolRounds):
 
     def _output_cap(self, upstream: Upstream) -> int | None:
         """The request's ``max_output_tokens``; else, on the ``fast`` route of an upstream that caps answers by
-        default (the embedded model), the shorter cap of a chat turn (``router.rules.fast_max_output_tokens``)."""
+        default (the embedded model), the shorter cap of a chat turn (``router.rules.fast_max_output_tokens``),
+        unless the input asks for a long answer ("tell me a long story")."""
         default = getattr(upstream, "max_output_tokens", None)
         if self.request.max_output_tokens is not None or default is None or self.pinned \
-                or getattr(self.decision, "category", None) != "fast":
+                or getattr(self.decision, "category", None) != "fast" or asks_for_length(self.request.input_text):
             return self.request.max_output_tokens
         rules = getattr(self.router, "rules", None) or RoutingRules()
         return min(int(default), rules.fast_max_output_tokens)
