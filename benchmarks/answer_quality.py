@@ -12,6 +12,11 @@ that dialect runs only the hosted tools a request names) and gets the prompts be
 - **grounded** (10: arithmetic and time, English/Dutch/German/French): the final text states the tool's result
   (calculator: the number; current_datetime: the time, see ``responses/grounded_answer.py``). ``model`` counts what the
   model itself streamed (before the gateway's GroundedFacts rewrite), ``final`` what the client ends up with.
+- **words & places** (10, issue 31): arithmetic in number words (English/Dutch/German/French: "seven times eight
+  plus twelve", "zevenentwintig keer drie"), the time in places named in Dutch/German/French ("Tokio", "Londen",
+  "Peking", "Moscou", "Kaapstad") and the weekday there. ``tool`` counts prompts where the gateway ran the right
+  tool with the right input (the expression's value, the place's IANA zone); ``model`` / ``final`` as for grounded,
+  and the time check now also fails a wrong weekday.
 - **facts** (10, two of them Dutch/German): the answer contains the expected word.
 - **long** (2 long-answer prompts, no ``max_output_tokens``): the response ends within the default cap
   (``output_tokens <= 1024``); ``repetition`` counts answers the loop guard ended.
@@ -54,6 +59,15 @@ GROUNDED = [
     "What is 2^10?", "Wat is 12 keer 12?", "Was ist 7 mal 6?", "What time is it in Amsterdam?",
     "Hoe laat is het in Tokyo?", "Quelle heure est-il à Paris ?",
 ]  # fmt: skip
+# (prompt, expected calculator result or IANA zone)
+WORDS_AND_PLACES = [
+    ("What is seven times eight plus twelve?", "68"), ("Hoeveel is zevenentwintig keer drie?", "81"),
+    ("Was ist sieben mal acht?", "56"), ("Combien font douze fois douze ?", "144"),
+    ("Hoe laat is het in Tokio?", "Asia/Tokyo"), ("Hoe laat is het in Londen?", "Europe/London"),
+    ("Wie spät ist es in Peking?", "Asia/Shanghai"), ("Quelle heure est-il à Moscou ?", "Europe/Moscow"),
+    ("What day of the week is it in Tokyo right now?", "Asia/Tokyo"),
+    ("Welke dag is het vandaag in Kaapstad?", "Africa/Johannesburg"),
+]  # fmt: skip
 FACTS = [
     ("Who wrote Hamlet?", ("shakespeare",)), ("What is the capital of France?", ("paris",)),
     ("What is the largest planet in our solar system?", ("jupiter",)),
@@ -87,6 +101,9 @@ class Score:
     model: str = ""
     grounded_model: int = 0
     grounded_final: int = 0
+    words_tool: int = 0
+    words_model: int = 0
+    words_final: int = 0
     facts: int = 0
     long_within_cap: int = 0
     long_repetition: int = 0
@@ -125,6 +142,16 @@ def _stated(text: str, tools: list[tuple[str, dict[str, Any], str]]) -> bool:
     return False
 
 
+def _right_tool(tools: list[tuple[str, dict[str, Any], str]], expected: str) -> bool:
+    """The gateway ran the expected tool with the expected input: the calculator's result, or the clock's zone."""
+    for name, arguments, output in tools:
+        if name == "calculator":
+            return output == expected
+        if name == "current_datetime":
+            return arguments.get("timezone") == expected
+    return False
+
+
 def _citations(result: Any) -> tuple[bool, bool]:
     """(the model cited a result itself, the final answer has a url_citation). Raises on an annotation outside
     the text: that is a gateway bug, not a quality figure."""
@@ -144,7 +171,10 @@ def _citations(result: Any) -> tuple[bool, bool]:
     return model, final
 
 
-def run_size(size: str, verbose: bool) -> Score:
+SETS = ("grounded", "words", "facts", "long", "tool", "cited")
+
+
+def run_size(size: str, verbose: bool, sets: tuple[str, ...] = SETS) -> Score:
     score = Score(size)
     port = _free_port()
     data = tempfile.mkdtemp(prefix="respstream-quality-")
@@ -179,7 +209,7 @@ def run_size(size: str, verbose: bool) -> Score:
                 score.output_tokens += int(usage.get("output_tokens") or 0)
                 return result
 
-            for prompt in GROUNDED:
+            for prompt in GROUNDED if "grounded" in sets else ():
                 # The openai dialect runs only the hosted tools a request lists (docs/compatibility.md).
                 result = ask({"input": prompt, "tools": [{"type": "calculator"}, {"type": "current_datetime"}]})
                 tools = _tool_outputs(result)
@@ -188,13 +218,24 @@ def run_size(size: str, verbose: bool) -> Score:
                 score.grounded_final += final_ok
                 if verbose:
                     print(f"  [{size}] grounded {model_ok}/{final_ok} {prompt!r} -> {result.output_text[:120]!r}")
-            for prompt, words in FACTS:
+            for prompt, expected in WORDS_AND_PLACES if "words" in sets else ():
+                result = ask({"input": prompt, "tools": [{"type": "calculator"}, {"type": "current_datetime"}]})
+                tools = _tool_outputs(result)
+                right = _right_tool(tools, expected)
+                model_ok, final_ok = _stated(result.streamed_text, tools), _stated(result.output_text, tools)
+                score.words_tool += right
+                score.words_model += model_ok
+                score.words_final += final_ok
+                if verbose:
+                    print(f"  [{size}] words {right}/{model_ok}/{final_ok} {prompt!r} {tools[:1]} -> "
+                          f"{result.output_text[:140]!r}")
+            for prompt, words in FACTS if "facts" in sets else ():
                 result = ask({"input": prompt})
                 ok = any(w in result.output_text.lower().replace("-", " ") for w in words)
                 score.facts += ok
                 if verbose:
                     print(f"  [{size}] fact {ok} {prompt!r} -> {result.output_text[:120]!r}")
-            for prompt in LONG:
+            for prompt in LONG if "long" in sets else ():
                 result = ask({"input": prompt})
                 tokens = int((result.usage or {}).get("output_tokens") or 0)
                 reason = (result.incomplete_details or {}).get("reason")
@@ -202,7 +243,7 @@ def run_size(size: str, verbose: bool) -> Score:
                 score.long_repetition += reason == "repetition"
                 if verbose:
                     print(f"  [{size}] long {result.status} {reason} {tokens} tokens")
-            for prompt, name, schema in TOOL_PROMPTS:
+            for prompt, name, schema in TOOL_PROMPTS if "tool" in sets else ():
                 tool = {"type": "function", "name": name, "description": f"{name.replace('_', ' ')}",
                         "parameters": schema}
                 result = ask({"input": prompt, "tools": [tool]})
@@ -217,7 +258,7 @@ def run_size(size: str, verbose: bool) -> Score:
                 if verbose:
                     print(f"  [{size}] tool {ok} {prompt!r} -> {[(c['name'], c['arguments']) for c in calls]}"
                           f" {result.output_text[:80]!r}")
-            for prompt in CITED:
+            for prompt in CITED if "cited" in sets else ():
                 result = ask({"input": prompt, "tools": [{"type": "web_search"}]})
                 model_ok, final_ok = _citations(result)
                 score.cited_model += model_ok
@@ -238,23 +279,33 @@ def main() -> int:
     parser.add_argument("--sizes", default="small,medium,large")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--sets", default=",".join(SETS), help=f"prompt sets to run (default all: {','.join(SETS)})")
     args = parser.parse_args()
     sizes = [s for s in args.sizes.split(",") if s]
+    sets = tuple(s for s in args.sets.split(",") if s)
+    unknown = [s for s in sets if s not in SETS]
+    if unknown:
+        print(f"unknown prompt set(s): {', '.join(unknown)} (known: {', '.join(SETS)})", file=sys.stderr)
+        return 2
     missing = [s for s in sizes if not EmbeddedUpstream.available(s)]
     if missing:
         print(f"not installed: {', '.join(missing)} (make install-model MODEL_SIZE=...)", file=sys.stderr)
         return 2
-    header = ("| size | model | grounded: model / final (of 10) | facts (of 10) | long within cap (of 2) | "
+    header = ("| size | model | grounded: model / final (of 10) | words & places: tool / model / final (of 10) | "
+              "facts (of 10) | long within cap (of 2) | "
               "ended by loop guard | client tool call (of 5) | cited: model / final (of 3) | s per prompt | "
               "output tokens / request second |")
     print(header)
-    print("|" + "---|" * 10, flush=True)
+    print("|" + "---|" * 11, flush=True)
     scores = []
-    prompts = len(GROUNDED) + len(FACTS) + len(LONG) + len(TOOL_PROMPTS) + len(CITED)
+    counts = {"grounded": len(GROUNDED), "words": len(WORDS_AND_PLACES), "facts": len(FACTS), "long": len(LONG),
+              "tool": len(TOOL_PROMPTS), "cited": len(CITED)}
+    prompts = sum(counts[s] for s in sets)
     for size in sizes:
-        s = run_size(size, args.verbose)
+        s = run_size(size, args.verbose, sets)
         scores.append(s)
-        print(f"| {s.size} | {s.model} | {s.grounded_model} / {s.grounded_final} | {s.facts} | {s.long_within_cap} | "
+        print(f"| {s.size} | {s.model} | {s.grounded_model} / {s.grounded_final} | "
+              f"{s.words_tool} / {s.words_model} / {s.words_final} | {s.facts} | {s.long_within_cap} | "
               f"{s.long_repetition} | {s.tool_calls} | {s.cited_model} / {s.cited_final} | "
               f"{s.seconds / prompts:.1f} | {s.output_tokens / max(s.seconds, 1e-9):.1f} |", flush=True)
     small = next((s for s in scores if s.size == "small"), None)

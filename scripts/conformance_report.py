@@ -3,10 +3,11 @@ our gateway in front of the same model, side by side.
 
 Usage (from the repository root)::
 
-    .venv/bin/python scripts/conformance_report.py [--out docs/conformance.md] [--json-dir DIR]
+    .venv/bin/python scripts/conformance_report.py [--out docs/conformance.md] [--json-dir DIR] [--model-size SIZE]
 
-How it works: it starts the embedded model exactly as the gateway's ``embedded`` upstream does (SmolLM2-135M-Instruct
-served by llama.cpp through the ``xllamacpp`` wheel on a random loopback port). llama.cpp serves its own
+How it works: it starts the embedded model exactly as the gateway's ``embedded`` upstream does (``--model-size``,
+default the gateway's default, Qwen2.5-Coder-1.5B-Instruct; served by llama.cpp through the ``xllamacpp`` wheel
+on a random loopback port). llama.cpp serves its own
 ``/v1/responses`` on that port; the gateway (``openai``, ``platform`` and ``openresponses`` dialects, each in a
 uvicorn thread on another loopback port) uses the same llama.cpp server as its upstream, through Chat Completions and
 through llama.cpp's own ``/v1/responses`` (the repair proxy). The live
@@ -38,10 +39,11 @@ from respstream.conformance.scenarios import SCENARIOS
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
 from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.model_catalog import DEFAULT_MODEL_SIZE, MODEL_SIZES, spec_for
 
 ROOT = Path(__file__).resolve().parents[1]
 SIMULATED = "scripted:40?delay_ms=2&tool=get_weather"  # in-process scripted backend: no model, calls the tool
-TIMEOUT = 300.0  # seconds per scenario: a 135M model on 2 cores is fast, but the machine may be shared
+TIMEOUT = 300.0  # seconds per scenario: the machine may be shared
 
 # Short reading of each code, for the "what differs" list (DESIGN §3 has the full definitions).
 MEANING = {
@@ -104,8 +106,8 @@ def check(url: str, dialect: str) -> dict[str, Any]:
     return report
 
 
-def collect() -> list[tuple[str, dict[str, Any]]]:
-    upstream = EmbeddedUpstream(n_parallel=2)
+def collect(model_size: str) -> list[tuple[str, dict[str, Any]]]:
+    upstream = EmbeddedUpstream(n_parallel=2, model_size=model_size)
     asyncio.run(upstream.start())
     assert upstream.address is not None
     llama = f"{upstream.address}/v1"
@@ -129,7 +131,7 @@ def collect() -> list[tuple[str, dict[str, Any]]]:
     finally:
         asyncio.run(upstream.aclose())
     # The same gateway without a model: the scripted upstream always calls the client tool, so the tool round trip
-    # (which SmolLM2-135M does not do) is exercised too. Labelled as simulated everywhere it appears.
+    # (which a small model rarely does) is exercised too. Labelled as simulated everywhere it appears.
     app = create_app(Config(dialect="openai", upstreams=[SIMULATED], store="memory"))
     with ServerThread(app) as gateway:
         print(f"\n== respstream gateway, openai dialect, SIMULATED upstream {SIMULATED}", file=sys.stderr)
@@ -147,14 +149,16 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(reports: list[tuple[str, dict[str, Any]]]) -> str:
+def render(reports: list[tuple[str, dict[str, Any]]], model_size: str = DEFAULT_MODEL_SIZE) -> str:
+    model = spec_for(model_size).title
     names = [name for name, _ in reports]
     by_scenario = [{s["name"]: s for s in report["scenarios"]} for _, report in reports]
     lines = [
         "# Conformance: llama.cpp's own `/v1/responses` vs the respstream gateway",
         "",
         "Regenerate with `.venv/bin/python scripts/conformance_report.py` (this page is its output; do not edit by "
-        "hand). It starts SmolLM2-135M-Instruct with llama.cpp (the `xllamacpp` wheel) on loopback, exactly as the "
+        f"hand). It starts {model} (`--model-size {model_size}`), with llama.cpp (the `xllamacpp` wheel) on "
+        "loopback, exactly as the "
         "gateway's `embedded` upstream does, then runs `respstream check --url` against llama.cpp's own "
         "`/v1/responses` and against our gateway using that same llama.cpp server as its upstream: through its Chat "
         "Completions API (`chat+http://…`), and through llama.cpp's own `/v1/responses` (`responses+http://…`: the "
@@ -167,10 +171,11 @@ def render(reports: list[tuple[str, dict[str, Any]]]) -> str:
         "Results: `passed` (the stream ran and the rules found nothing), `violations` (it ran; the rules found "
         "protocol violations), `unsupported` (the server clearly does not offer the feature: a 4xx refusal, no "
         "background mode, no tool call), `failed` (the server broke the contract: 5xx, hang, wrong status, no "
-        "terminal event). The number in brackets counts violations. A scenario the *model* cannot do (SmolLM2-135M "
-        "rarely calls tools) shows up as `unsupported` on both sides. The last column is the same gateway with the "
+        "terminal event). The number in brackets counts violations. A scenario the *model* cannot do (it answers "
+        "in text instead of calling the tool) shows up as `unsupported` on both sides. The last column is the same "
+        "gateway with the "
         f"SIMULATED in-process scripted upstream (`{SIMULATED}`, no model): it always calls the client tool, so it "
-        "shows the protocol side of the tool round trip the small model cannot do.",
+        "shows the protocol side of the tool round trip whatever the model does.",
         "",
         "## Scenario results",
         "",
@@ -246,8 +251,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "conformance.md")
     parser.add_argument("--json-dir", type=Path, default=None, help="also write each JSON report here")
+    parser.add_argument("--model-size", choices=list(MODEL_SIZES), default=DEFAULT_MODEL_SIZE,
+                        help=f"the embedded model (default {DEFAULT_MODEL_SIZE}, the gateway's default)")
     options = parser.parse_args()
-    reports = collect()
+    reports = collect(options.model_size)
     if options.json_dir is not None:
         options.json_dir.mkdir(parents=True, exist_ok=True)
         for index, (name, report) in enumerate(reports):
@@ -257,7 +264,7 @@ def main() -> int:
     old = options.out.read_text(encoding="utf-8") if options.out.is_file() else ""
     start, end = "<!-- openresponses-suite:start -->", "<!-- openresponses-suite:end -->"
     kept = ("\n" + start + old.split(start, 1)[1].split(end, 1)[0] + end + "\n") if start in old and end in old else ""
-    options.out.write_text(render(reports) + kept, encoding="utf-8")
+    options.out.write_text(render(reports, options.model_size) + kept, encoding="utf-8")
     print(f"\nwrote {options.out}", file=sys.stderr)
     return 0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
-from respstream.server.upstream.base import Chunk, Finish, TextDelta
+from respstream.server.upstream.base import Chunk, Finish, ReasoningDelta, TextDelta
 from respstream.server.upstream.loop_guard import LoopGuard, guard_stream
 
 
@@ -71,4 +71,41 @@ async def test_guard_stream_ends_with_repetition_and_closes_the_source() -> None
             closed.append(True)
 
     out = [c async for c in guard_stream(source(), LoopGuard())]
-    assert out[-1] == Finish("repetition") and len(out) < 20 and closed == [True]
+    assert isinstance(out[-1], Finish) and out[-1].reason == "repetition" and len(out) < 20 and closed == [True]
+
+
+async def test_a_stopped_loop_reports_the_tokens_it_streamed() -> None:
+    # Issue 31: stopping early loses the upstream's usage chunk; the response reported 0 output tokens after
+    # a thousand. Every generated chunk (one token each from a llama.cpp-style server) counts, the one that showed
+    # the loop included; the prompt's count comes from the server's tokenizer when it has one.
+    async def source() -> AsyncIterator[Chunk]:
+        yield ReasoningDelta("thinking")
+        for _ in range(10_000):
+            for word in ["All", "work", "and", "no", "play", "makes", "Jack", "a", "dull", "boy.", ""]:
+                yield TextDelta(word + " ")
+        yield Finish("stop")
+
+    asked: list[bool] = []
+
+    async def count_input() -> int | None:
+        asked.append(True)
+        return 321
+
+    out = [c async for c in guard_stream(source(), LoopGuard(), input_tokens=7, count_input=count_input)]
+    finish = out[-1]
+    assert isinstance(finish, Finish) and finish.reason == "repetition" and finish.usage is not None
+    passed = sum(1 for c in out if isinstance(c, TextDelta | ReasoningDelta))
+    assert finish.usage.output_tokens == passed + 1 > 20  # what went out, and the delta that showed the loop
+    assert finish.usage.input_tokens == 321 and asked == [True]
+
+    async def no_count() -> int | None:
+        return None
+
+    out = [c async for c in guard_stream(source(), LoopGuard(), input_tokens=7, count_input=no_count)]
+    assert out[-1].usage is not None and out[-1].usage.input_tokens == 7  # type: ignore[union-attr]
+
+
+def test_a_sentence_said_three_times_is_a_loop() -> None:
+    text = "Het getal 4711 is een interessant getal. Dit maakt het een interessant onderwerp voor astronomie. " * 3
+    reason, _ = feed_words(LoopGuard(), text)
+    assert reason is not None and "3 times" in reason

@@ -43,7 +43,7 @@ def test_parameters_reach_the_request(page: Any, fake: Any) -> None:
     page.fill("#max-tokens", "64")
     page.fill("#instructions", "Answer briefly.")
     page.check("input[name=tool][value=web_search]")
-    assert page.inner_text("#tools-note") == "The gateway runs web_search when the model calls it."
+    assert page.inner_text("#tools-note") == "The gateway runs web_search when the question or the model calls for it."
     page.click("#send")
     wait_status(page, "completed")
     sent = fake.requests[-1]

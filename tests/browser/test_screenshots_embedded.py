@@ -1,4 +1,5 @@
-"""README pictures from the REAL embedded model (SmolLM2 via xllamacpp): a two-turn conversation and view code.
+"""README pictures from the REAL embedded model (the default, Qwen2.5-Coder-1.5B, via xllamacpp): a two-turn
+conversation and view code.
 
 Run by `make screenshots` (RESPSTREAM_SCREENSHOTS=1); skipped otherwise, because a real generation on a shared
 machine takes long and the behaviour it shows is covered by the faster tests beside it."""
@@ -24,12 +25,12 @@ def test_embedded_model_conversation_pictures(browser: Any, gateway: Gateway) ->
     try:
         with gateway("embedded") as url:
             open_page(page, url, models=False)
-            page.fill("#max-tokens", "120")
+            page.fill("#max-tokens", "300")
             page.fill("#prompt", "In two sentences: what is a server-sent event?")
             page.click("#send")
             page.wait_for_function("window.__playground.turns === 1 && "
                                    "['completed', 'incomplete'].includes(window.__playground.status)")
-            page.fill("#prompt", "Show a tiny Python example that reads one.")
+            page.fill("#prompt", "Show a tiny Python client that reads those events with requests. Code only.")
             page.click("#send")
             page.wait_for_function("window.__playground.turns === 2 && "
                                    "['completed', 'incomplete'].includes(window.__playground.status)")

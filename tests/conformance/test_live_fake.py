@@ -119,6 +119,33 @@ def test_a_hanging_stream_fails_within_the_timeout() -> None:
     assert "hangs" in report["scenarios"][0]["detail"]
 
 
+def test_a_timeout_says_so_and_names_the_option() -> None:
+    # Issue 31: under load, timeouts read as plain failures with no hint of --timeout.
+    with ServerThread(FakeResponses("stall").app) as server:
+        code, report, _ = check(server.base_url, scenario="long_answer", timeout=0.5)
+        out, err = io.StringIO(), io.StringIO()
+        args = types.SimpleNamespace(url=server.base_url, json=False, dialect="openai", starting_after=None,
+                                     timeout=0.5, scenario=["long_answer"])
+        assert run(args, stdout=out, stderr=err) == 1
+    detail = report["scenarios"][0]["detail"]
+    assert code == 1 and detail.startswith("timed out after ") and "--timeout SECONDS, now 0.5" in detail
+    assert "1 scenario(s) timed out (long_answer)" in out.getvalue() and "--timeout SECONDS" in out.getvalue()
+
+
+def test_a_failure_that_is_not_a_timeout_gets_no_timeout_hint() -> None:
+    with ServerThread(FakeResponses("bad_request_500").app) as server:
+        code, report, _ = check(server.base_url, scenario="bad_request", timeout=20)
+    assert code == 1 and results(report) == {"bad_request": "failed"}
+    assert "500" in report["scenarios"][0]["detail"] and "--timeout" not in report["scenarios"][0]["detail"]
+
+
+def test_check_help_documents_timeout(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--timeout SECONDS deadline per scenario (default 60); raise it for a slow or busy server" in text
+
+
 def test_only_features_missing_is_still_ok() -> None:
     with ServerThread(FakeResponses("no_features").app) as server:
         code, report, _ = check(server.base_url)

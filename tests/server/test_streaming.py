@@ -198,11 +198,12 @@ def test_retrieval_route_does_not_search_again_on_a_tool_output_continuation(ser
     assert routing["category"] == "retrieval"
     assert not _searched(follow)
     assert follow.core.result.output_text
-    # The same history followed by a new user question is fresh input again: it searches.
+    # The same history followed by a new user question is fresh input again: it searches (when the request brings
+    # no client tools: with them it is an agent's turn, and the model calls what it needs; test_client_tool_turns).
     fresh = post_stream(url, {"input": [
         {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
-        {"type": "message", "role": "user", "content": "and the latest news?"}], "tools": [tool, search]},
+        {"type": "message", "role": "user", "content": "and the latest news?"}], "tools": [search]},
         dialect=dialect)
     assert fresh.violations == []
     assert _searched(fresh)

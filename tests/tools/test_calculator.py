@@ -92,7 +92,7 @@ def _spoken_unguarded(text: str) -> str:
     """spoken_to_expression's passes without its digit-or-")" guard: the reference the guard must agree with."""
     from respstream.server.tools import arith_words as w
 
-    out = text.translate(w._SIGNS)
+    out = w.words_to_digits(text.translate(w._SIGNS))
     out = w._ROOT.sub(lambda m: f"sqrt({m.group(1) or m.group(2)})", out)
     out = w._PERCENT_OF.sub(lambda m: f"({m.group(1)}/100)*", out)
     out = w._SQUARED.sub("^2", out)

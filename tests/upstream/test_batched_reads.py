@@ -215,6 +215,10 @@ async def test_answer_filters_still_see_every_chunk_one_by_one(fake: FakeChatCom
         await upstream.aclose()
     assert all(len(b) == 1 for b in batches)  # through the filters: one chunk per step, as before
     assert batches[-1][0].reason == "repetition"  # type: ignore[union-attr]
+    usage = batches[-1][0].usage  # type: ignore[union-attr]
+    streamed = sum(1 for b in batches for c in b if isinstance(c, TextDelta))
+    assert usage is not None and usage.output_tokens == streamed + 1
+    assert usage.input_tokens > 0  # the fake has no tokenizer endpoint: an estimate, never 0
 
 
 async def test_generate_is_the_batches_flattened(fake: FakeChatCompletionsServer) -> None:

@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from respstream.commands import get
-from respstream.commands.resume import add_connection_options
+from respstream.commands.connection import add_connection_options
 
 __all__ = ["register", "run"]
 

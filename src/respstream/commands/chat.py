@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from respstream.client.sync import Client, ResponseStream
-from respstream.commands.resume import add_connection_options
+from respstream.commands.connection import add_connection_options, open_client
 from respstream.commands.stream import EXIT_INTERRUPTED, EXIT_USAGE, _fail, option_error, render
 
 __all__ = ["Conversation", "register", "run"]
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     last_code = 0
     if tty:
         sys.stderr.write("respstream chat: one message per line; /reset starts over, /history, /exit quits\n")
-    with Client(args.url or None, args.api_key, idle_timeout=args.idle_timeout) as client:
+    with open_client(args) as client:
         while True:
             if tty:
                 sys.stderr.write("you> ")

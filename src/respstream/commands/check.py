@@ -36,7 +36,9 @@ def register(subparsers: Any) -> None:
     live = parser.add_argument_group("live suite (--url)")
     live.add_argument("--api-key", metavar="KEY", help="bearer key (default: $RESPSTREAM_API_KEY or $OPENAI_API_KEY)")
     live.add_argument("--model", metavar="M", help="model to request (default: the server's default)")
-    live.add_argument("--timeout", metavar="SECONDS", type=float, help="deadline per scenario (default 60)")
+    live.add_argument("--timeout", metavar="SECONDS", type=float,
+                      help="deadline per scenario (default 60); raise it for a slow or busy server (a loaded CPU "
+                           "model): a scenario that runs out of time is reported as timed out with this hint")
     live.add_argument("--scenario", metavar="NAME", action="append",
                       help="run only these scenarios (repeatable or comma-separated)")
     add_stream_options(parser)

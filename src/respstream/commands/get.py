@@ -12,8 +12,7 @@ import json
 import sys
 from typing import Any
 
-from respstream.client.sync import Client
-from respstream.commands.resume import add_connection_options
+from respstream.commands.connection import add_connection_options, open_client
 from respstream.commands.stream import EXIT_CODES, _fail, option_error
 from respstream.errors import RespstreamError
 
@@ -66,7 +65,7 @@ def run(args: argparse.Namespace, *, command: str = "get") -> int:
     if not args.response_id.strip():
         return _fail("the response id is empty", command)
     try:
-        with Client(args.url or None, args.api_key, idle_timeout=args.idle_timeout) as client:
+        with open_client(args) as client:
             response = client.cancel(args.response_id.strip()) if command == "cancel" else client.retrieve(
                 args.response_id.strip())
     except RespstreamError as exc:

@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from respstream.commands.stream import DEFAULT_URL, _fail, option_error, render
+from respstream.commands.connection import add_connection_options
+from respstream.commands.stream import _fail, option_error, render
 
-__all__ = ["register", "run"]
+__all__ = ["add_connection_options", "register", "run"]  # add_connection_options: re-exported (old import path)
 
 
 def register(subparsers: Any) -> None:
@@ -26,13 +27,6 @@ def register(subparsers: Any) -> None:
     view.add_argument("--json", action="store_true", help="print the assembled response as JSON (as replay --json)")
     view.add_argument("--events", action="store_true", help="print a compact timeline, one line per event")
     parser.set_defaults(func=run)
-
-
-def add_connection_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", default=None, help=f"base URL (default: $RESPSTREAM_BASE_URL or {DEFAULT_URL})")
-    parser.add_argument("--api-key", default=None, help="API key (default: $RESPSTREAM_API_KEY or $OPENAI_API_KEY)")
-    parser.add_argument("--idle-timeout", type=float, default=60.0, metavar="S",
-                        help="give up after S seconds without data (default 60)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,12 +17,12 @@ from typing import Any, Final, TextIO
 
 from respstream.client.sync import Client, ResponseStream
 from respstream.client.terminal import LiveRenderer, Spinner, Style, Timeline
+from respstream.commands.connection import DEFAULT_URL, add_connection_options, open_client
 from respstream.errors import APIStatusError, BadInputError, RespstreamError, StreamTruncated
 from respstream.protocol.assembler import AssembledResponse
 
 __all__ = ["DEFAULT_URL", "EXIT_CODES", "build_request", "option_error", "register", "render", "run"]
 
-DEFAULT_URL: Final = "http://127.0.0.1:8080/v1"
 # The same table as `respstream replay` (DESIGN §3).
 EXIT_CODES: Final[dict[str, int]] = {
     "completed": 0,
@@ -45,8 +45,6 @@ def register(subparsers: Any) -> None:
         "5 incomplete, 6 truncated, 8 cancelled, 2 bad input / unreachable / HTTP error.",
     )
     parser.add_argument("prompt", metavar="PROMPT", help="the input text, or - to read it from stdin")
-    parser.add_argument("--url", default=None,
-                        help=f"base URL (default: $RESPSTREAM_BASE_URL or {DEFAULT_URL})")
     parser.add_argument("--model", default=None, help="model id (the gateway routes 'auto' when omitted)")
     parser.add_argument("--background", action="store_true",
                         help="background response: a dropped connection resumes with starting_after")
@@ -62,10 +60,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--tool", action="append", default=[], metavar="NAME",
                         help="enable a server tool by type (web_search, calculator, ...); repeatable")
     parser.add_argument("--max-output-tokens", type=int, default=None, metavar="N")
-    parser.add_argument("--api-key", default=None,
-                        help="API key (default: $RESPSTREAM_API_KEY or $OPENAI_API_KEY)")
-    parser.add_argument("--idle-timeout", type=float, default=60.0, metavar="S",
-                        help="give up (or resume, with --background) after S seconds without data (default 60)")
+    add_connection_options(parser, idle_help="give up (or resume, with --background) after S seconds without data "
+                           "(default 60)")
     parser.set_defaults(func=run)
 
 
@@ -130,7 +126,6 @@ def render(
     """Open a stream with ``open_stream`` and show it (``--json`` / ``--events`` / live text). Returns the exit code
     (DESIGN §3) and the assembled response (None when nothing came). ``client``: reuse one (chat).
     ``ws_request``: send this request over one WebSocket turn instead (``--ws``)."""
-    url = args.url or os.environ.get("RESPSTREAM_BASE_URL") or DEFAULT_URL
     tty = sys.stdout.isatty()
     color = tty and "NO_COLOR" not in os.environ
     style = Style(color)
@@ -142,7 +137,7 @@ def render(
     error: RespstreamError | None = None
     stream: ResponseStream | None = None
     own = client is None
-    active = client or Client(url, args.api_key, idle_timeout=args.idle_timeout)
+    active = client or open_client(args)
     try:
         try:
             spinner.start()

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from respstream.conformance.outcome import Failed, ScenarioResult, Unsupported
+from respstream.conformance.outcome import Failed, ScenarioResult, TimedOut, Unsupported, timeout_hint
 from respstream.conformance.report import Progress, summary_table, to_json
 from respstream.conformance.scenarios import SCENARIOS
 from respstream.conformance.session import Session
@@ -89,8 +89,14 @@ def _run_one(session: Session, name: str) -> ScenarioResult:
         result = ScenarioResult(name, "violations" if session.violations else "passed", detail)
     except Unsupported as exc:
         result = ScenarioResult(name, "unsupported", exc.detail)
+    except TimedOut as exc:
+        hint = timeout_hint(time.monotonic() - started, session.scenario_timeout)
+        result = ScenarioResult(name, "failed", f"{hint}: {exc.detail}", timed_out=True)
     except Failed as exc:
         result = ScenarioResult(name, "failed", exc.detail)
+    except httpx.TimeoutException as exc:
+        hint = timeout_hint(time.monotonic() - started, session.scenario_timeout)
+        result = ScenarioResult(name, "failed", f"{hint}: {type(exc).__name__}", timed_out=True)
     except httpx.HTTPError as exc:
         result = ScenarioResult(name, "failed", f"{type(exc).__name__}: {exc}")
     except RespstreamError as exc:  # not an event stream at all (an HTML page, invalid JSON...)
@@ -123,7 +129,9 @@ def run(args: Any, *, stdout: TextIO | None = None, stderr: TextIO | None = None
         model=getattr(args, "model", None),
         dialect=getattr(args, "dialect", None),
         scenario_timeout=timeout,
-        read_timeout=min(DEFAULT_READ_TIMEOUT, timeout),
+        # Silence is noticed within half the deadline (at most), but never sooner than 30 s unless the deadline is
+        # shorter: a loaded server's first token can take longer than that, and --timeout is how to allow it.
+        read_timeout=min(max(DEFAULT_READ_TIMEOUT, timeout / 2), timeout),
     )
     try:
         preflight(session)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["RESULTS", "Failed", "Result", "ScenarioResult", "Unsupported", "violation_dict"]
+__all__ = ["RESULTS", "Failed", "Result", "ScenarioResult", "TimedOut", "Unsupported", "timeout_hint", "violation_dict"]
 
 Result = Literal["passed", "violations", "unsupported", "failed"]
 RESULTS: tuple[Result, ...] = ("passed", "violations", "unsupported", "failed")
@@ -32,6 +32,17 @@ class Failed(Exception):
         self.detail = detail
 
 
+class TimedOut(Failed):
+    """The server did not answer (or finish) in time: under load that is slowness, not a broken contract, and the
+    report says so and how to allow more (:func:`timeout_hint`)."""
+
+
+def timeout_hint(elapsed: float, deadline: float) -> str:
+    """What a timed-out scenario's detail starts with: how long it waited and the option that allows more."""
+    return (f"timed out after {elapsed:.1f} s (a slow or busy server may need more time per scenario: rerun with "
+            f"--timeout SECONDS, now {deadline:g})")
+
+
 @dataclass
 class ScenarioResult:
     """One row of the report. ``violations`` holds ``{"code", "sequence_number", "message"}`` dicts."""
@@ -41,6 +52,7 @@ class ScenarioResult:
     detail: str = ""
     violations: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0  # shown in the table; not part of the JSON contract
+    timed_out: bool = False  # the table's footer repeats the --timeout hint; the JSON has it in `detail`
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "result": self.result, "violations": self.violations, "detail": self.detail}

@@ -104,4 +104,8 @@ def summary_table(endpoint: str, results: list[ScenarioResult]) -> str:
     verdict = "OK" if to_json(endpoint, results)["ok"] else "NOT OK"
     tally = ", ".join(f"{counts[k]} {k}" for k in ("passed", "violations", "unsupported", "failed") if counts[k])
     lines += ["", f"{verdict}: {tally}"]
+    slow = [r.name for r in results if r.timed_out]
+    if slow:
+        lines.append(f"{len(slow)} scenario(s) timed out ({', '.join(slow)}): a slow or busy server may need more time "
+                     "per scenario; rerun with --timeout SECONDS")
     return "\n".join(lines)

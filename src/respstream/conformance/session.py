@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from respstream.conformance.outcome import Failed, violation_dict
+from respstream.conformance.outcome import Failed, TimedOut, violation_dict
 from respstream.protocol.events import Event, encode_event
 from respstream.protocol.spec_schema import response_problems
 from respstream.protocol.stream import StreamCore
@@ -135,7 +135,7 @@ class StreamReader:
             self.ended = True
             return
         except httpx.ReadTimeout as exc:
-            raise Failed(f"{self.label}: no data for {self._session.read_timeout:g} s (the stream hangs)") from exc
+            raise TimedOut(f"{self.label}: no data for {self._session.read_timeout:g} s (the stream hangs)") from exc
         except httpx.HTTPError as exc:  # RemoteProtocolError, ReadError: the connection broke mid-stream
             self.ended = True
             self._session.note(f"{self.label}: connection broke mid-stream ({type(exc).__name__})")
@@ -200,7 +200,7 @@ class Session:
 
     def check_deadline(self, what: str) -> None:
         if time.monotonic() > self._deadline:
-            raise Failed(f"{what} within {self.scenario_timeout:g} s")
+            raise TimedOut(f"{what} within {self.scenario_timeout:g} s")
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -228,7 +228,7 @@ class Session:
         try:
             response = self.client.send(request, stream=True)
         except httpx.TimeoutException as exc:
-            raise Failed(f"{method} {path}: no answer within {self.read_timeout:g} s") from exc
+            raise TimedOut(f"{method} {path}: no answer within {self.read_timeout:g} s") from exc
         except httpx.HTTPError as exc:
             raise Failed(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         self._open.append(response)

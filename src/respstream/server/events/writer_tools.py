@@ -5,7 +5,8 @@ How this works: a mixin of :class:`~respstream.server.events.writer.ResponseWrit
 message item first (so items never interleave) and emits through the writer's ``_emit``, so the protocol rule checker
 and the sequence numbers see these events like any other. Which item type a server tool becomes depends on the dialect:
 an extension item (``respstream:<name>_call``) in Open Responses, the hosted ``web_search_call`` / ``mcp_call`` items
-where the platform has them, else a ``function_call`` with its output.
+where the platform has them, else (the seed platform) a ``function_call`` with its output, marked
+``server_tool: true`` so a client can tell it from a call it must run.
 """
 
 from __future__ import annotations
@@ -67,14 +68,20 @@ class ToolCallItems:
             self._emit("response.mcp_call_arguments.done", {**where, "arguments": arguments})
             self._output[index] = {**item, "arguments": arguments}
             return index
-        item, index = self._function_call(call_id, name, arguments)
+        # The seed platform: a server tool is a `function_call` item whose `output_item.done` carries `output` and
+        # `status`. `server_tool: true` (from `output_item.added` on) tells a client that runs every function call
+        # that this one already runs on the server: it must not run it, nor send a function_call_output for it.
+        item, index = self._function_call(call_id, name, arguments, server_tool=True)
         self._output[index] = {**item, "arguments": arguments}
         return index
 
-    def _function_call(self, call_id: str, name: str, arguments: str) -> tuple[dict[str, Any], int]:
+    def _function_call(self, call_id: str, name: str, arguments: str, *, server_tool: bool = False
+                       ) -> tuple[dict[str, Any], int]:
         """A ``function_call`` item added with its whole arguments (one delta, then done); (the item, its index)."""
-        item = {"id": self.dialect.new_id("fc"), "type": "function_call", "status": "in_progress",
-                "call_id": call_id, "name": name, "arguments": ""}
+        item: dict[str, Any] = {"id": self.dialect.new_id("fc"), "type": "function_call", "status": "in_progress",
+                                "call_id": call_id, "name": name, "arguments": ""}
+        if server_tool:
+            item["server_tool"] = True
         index = self._add_item(item)
         where = {"item_id": item["id"], "output_index": index}
         if arguments:

@@ -279,6 +279,10 @@ def _input_items(raw: Any, param: str = "input",
                     raise _type_error(f"{where}.{key}", "a string")
             items.append(InputItem("function_call", role="assistant", call_id=item["call_id"], name=item["name"],
                                    arguments=item["arguments"]))
+            if item.get("server_tool") is True and isinstance(item.get("output"), str):
+                # A server tool call echoed back from a platform-dialect response: its result came in the item.
+                items.append(InputItem("function_call_output", role="tool", call_id=item["call_id"],
+                                       output=item["output"]))
         elif kind == "function_call_output":
             if not isinstance(item.get("call_id"), str):
                 raise _type_error(f"{where}.call_id", "a string")

@@ -4,8 +4,9 @@ Why: a model too small to call tools still answers from the right facts.
 :func:`~respstream.server.routing.router.ground_first` picks the tool from the input and the route (arithmetic ->
 ``calculator``, a time question -> ``current_datetime``, the ``retrieval`` route -> ``web_fetch`` for a URL or
 ``web_search``). Only for a routed (not pinned) request, a tool enabled for the request, fresh user input (not a
-``function_call_output`` continuation), and once per response. A computed result (calculator, current_datetime) also
-goes to the model as a system instruction to state it
+``function_call_output`` continuation), and once per response; and never the retrieval route's search or fetch when the
+request brings client function tools (an agent's turn: the model calls those, or a server tool itself when it needs
+one). A computed result (calculator, current_datetime) also goes to the model as a system instruction to state it
 (:func:`~respstream.server.responses.grounded_answer.grounding_instruction`) and becomes a
 :class:`~respstream.server.responses.grounded_answer.Fact` the final text is checked against.
 
@@ -26,6 +27,8 @@ from respstream.server.routing.router import ground_first
 from respstream.server.tools.search_query import search_query
 
 __all__ = ["GroundFirst"]
+
+_RETRIEVAL_TOOLS = ("web_search", "web_fetch")  # what the retrieval route runs first; skipped for client-tool turns
 
 
 class GroundFirst:
@@ -62,6 +65,12 @@ class GroundFirst:
         text = self.request.input_text
         category = str(getattr(self.decision, "category", ""))
         chosen = ground_first(text, category)
+        if self.client_tools and (chosen is None or chosen[0] in _RETRIEVAL_TOOLS):
+            # A request with client tools is an agent's turn: the model is about to call one of them, and a search
+            # (29-53 s with the embedded model and a web provider) would only delay that call and put a server tool
+            # item in front of it. The model is still offered the server tools and may search when it needs to.
+            # A computed fact (calculator, current_datetime) costs milliseconds and stays.
+            return None
         if chosen is not None and chosen[0] in self.server_tools:
             return chosen
         if category == "retrieval" and "web_search" in self.server_tools:

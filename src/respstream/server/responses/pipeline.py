@@ -45,6 +45,7 @@ from respstream.server.responses.ground_first_step import GroundFirst
 from respstream.server.responses.grounded_answer import Fact, GroundedFacts
 from respstream.server.responses.round_collector import RoundCollector
 from respstream.server.responses.tool_rounds import RoundResult, ToolCrashed, ToolRounds
+from respstream.server.routing.classify import RoutingRules, asks_for_length
 from respstream.server.store.base import SequenceConflict, SequenceGap, StoreUnavailable
 from respstream.server.telemetry.observation import current_attempt
 from respstream.server.telemetry.response import NULL_TELEMETRY, ResponseTelemetry
@@ -242,6 +243,17 @@ class Pipeline(GroundFirst, ToolRounds):
             self.router.record_success(upstream)
             return result
 
+    def _output_cap(self, upstream: Upstream) -> int | None:
+        """The request's ``max_output_tokens``; else, on the ``fast`` route of an upstream that caps answers by
+        default (the embedded model), the shorter cap of a chat turn (``router.rules.fast_max_output_tokens``),
+        unless the input asks for a long answer ("tell me a long story")."""
+        default = getattr(upstream, "max_output_tokens", None)
+        if self.request.max_output_tokens is not None or default is None or self.pinned \
+                or getattr(self.decision, "category", None) != "fast" or asks_for_length(self.request.input_text):
+            return self.request.max_output_tokens
+        rules = getattr(self.router, "rules", None) or RoutingRules()
+        return min(int(default), rules.fast_max_output_tokens)
+
     async def _round(self, upstream: Upstream, offer_tools: bool) -> RoundResult:
         w = self.writer
         specs = self._tool_specs() if offer_tools else []
@@ -255,7 +267,7 @@ class Pipeline(GroundFirst, ToolRounds):
             messages=self.messages,
             tools=specs,
             tool_choice=self._chat_tool_choice() if specs else None,
-            max_output_tokens=self.request.max_output_tokens,
+            max_output_tokens=self._output_cap(upstream),
             temperature=self.request.temperature,
             options=chat_options(self.request, tools_offered=bool(specs)),
         )

@@ -8,19 +8,18 @@ search). Every pattern here is linear in the input (no nested quantifiers);
 from __future__ import annotations
 
 import re
-import zoneinfo
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from respstream.server.routing.url_scan import find_url
 from respstream.server.tools.arith_words import spoken_to_expression
 from respstream.server.tools.calculator import CalculatorError, evaluate
+from respstream.server.tools.place_zones import time_zone_in
 from respstream.server.tools.search_query import search_query
 
-__all__ = ["CATEGORIES", "RoutingRules", "arithmetic_expression", "classify", "estimate_tokens", "ground_first",
-           "time_zone_in"]
+__all__ = ["CATEGORIES", "RoutingRules", "arithmetic_expression", "asks_for_length", "classify", "estimate_tokens",
+           "ground_first", "time_zone_in"]
 
 
 CATEGORIES = ("fast", "reasoning", "retrieval", "code")
@@ -44,6 +43,12 @@ _CODE = (
     "traceback", "stack trace", "exception", "refactor", "unit test", "api", "json", "bash", "script",
 )  # fmt: skip
 
+# A short input that asks for a long answer: the `fast` turn's output cap does not apply (RoutingRules).
+_LENGTH_CUES = re.compile(
+    r"\b(?:long|longer|detailed|in\s+detail|essay|story|lang|lange|langer|uitgebreid|uitgebreide|verhaal|opstel"
+    r"|ausf(?:ü|ue)hrlich|ausf(?:ü|ue)hrliche|geschichte|aufsatz|d(?:é|e)taill(?:é|e)e?|histoire|r(?:é|e)daction)\b",
+    re.IGNORECASE,
+)
 _YEAR = re.compile(r"\b20[2-9]\d\b")
 _CODE_SHAPES = re.compile(r"```|\bdef \w+\(|\bclass \w+[:(]|=>|\bfunction \w*\(|;\s*$|\{\s*$", re.MULTILINE)
 _MATH = re.compile(r"\d\s*[-+*/^%]\s*\d")
@@ -71,8 +76,6 @@ _TIME_QUESTION = re.compile(
     r"|\bla\s+date\s+d'aujourd'hui\b",
     re.IGNORECASE,
 )
-_ZONE_REGIONS = ("Africa/", "America/", "Antarctica/", "Asia/", "Atlantic/", "Australia/", "Europe/", "Indian/",
-                 "Pacific/")  # fmt: skip
 
 
 def estimate_tokens(text: str) -> int:
@@ -90,6 +93,10 @@ class RoutingRules:
     """Thresholds and keyword lists for :func:`classify`. Build from a mapping with :meth:`from_mapping`."""
 
     long_input_tokens: int = 500
+    # The output cap of a `fast` turn (short input, no reasoning or retrieval cue) when neither the request nor the
+    # route sets one and the upstream caps by default (the embedded model: 1,024 tokens, minutes on a loaded CPU for
+    # "remember 4711" when a small model rambles on about the number).
+    fast_max_output_tokens: int = 512
     reasoning_keywords: tuple[str, ...] = _REASONING
     retrieval_keywords: tuple[str, ...] = _RETRIEVAL
     code_keywords: tuple[str, ...] = _CODE
@@ -107,11 +114,12 @@ class RoutingRules:
         """Raises ValueError naming an unknown key or a value of the wrong type."""
         data = dict(data or {})
         kwargs: dict[str, Any] = {}
-        if "long_input_tokens" in data:
-            value = data.pop("long_input_tokens")
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError("router.rules.long_input_tokens must be a positive integer")
-            kwargs["long_input_tokens"] = value
+        for key in ("long_input_tokens", "fast_max_output_tokens"):
+            if key in data:
+                value = data.pop(key)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                    raise ValueError(f"router.rules.{key} must be a positive integer")
+                kwargs[key] = value
         for key in ("reasoning_keywords", "retrieval_keywords", "code_keywords"):
             if key in data:
                 value = data.pop(key)
@@ -145,30 +153,6 @@ def arithmetic_expression(text: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=1)
-def _zone_names() -> dict[str, str]:
-    """Lower-case city name with spaces ("new york") -> IANA zone; the shortest zone name wins (canonical over
-    legacy links such as America/Argentina/Buenos_Aires vs America/Buenos_Aires, deterministically)."""
-    found: dict[str, str] = {}
-    for zone in sorted(zoneinfo.available_timezones(), key=lambda z: (len(z), z)):
-        if zone.startswith(_ZONE_REGIONS):
-            found.setdefault(zone.rsplit("/", 1)[1].replace("_", " ").lower(), zone)
-    return found
-
-
-def time_zone_in(text: str) -> str:
-    """The IANA zone of a city named in ``text`` (``"Amsterdam"`` -> ``Europe/Amsterdam``; up to three words, e.g.
-    "New York"), else ``"UTC"``."""
-    words = re.findall(r"[^\W\d]+", text.lower())
-    names = _zone_names()
-    for size in (3, 2, 1):  # longest names first: "new york" before "york"
-        for i in range(len(words) - size + 1):
-            zone = names.get(" ".join(words[i:i + size]))
-            if zone is not None:
-                return zone
-    return "UTC"
-
-
 def ground_first(text: str, category: str) -> tuple[str, dict[str, str]] | None:
     """Which server tool to run before generating, and its arguments; None when nothing should run first.
 
@@ -191,6 +175,11 @@ def ground_first(text: str, category: str) -> tuple[str, dict[str, str]] | None:
             return "web_fetch", {"url": address if "://" in address else f"https://{address}"}
         return "web_search", {"query": search_query(text)}
     return None
+
+
+def asks_for_length(text: str) -> bool:
+    """True when ``text`` asks for a long answer ("a long story", "in detail", "een uitgebreid verhaal")."""
+    return _LENGTH_CUES.search(text) is not None
 
 
 def classify(text: str, rules: RoutingRules | None = None, *, code_enabled: bool = True) -> tuple[str, str]:

@@ -4,6 +4,7 @@ import { copyButton, copyText } from "./clipboard.js";
 import { SNIPPETS } from "./codegen.js";
 import { UnreachableError, explain } from "./errors.js";
 import { canonicalType } from "./event-types.js";
+import { Follow } from "./follow.js";
 import { highlight } from "./highlight.js";
 import { Attachments, modalitiesOf } from "./images.js";
 import { buildRequest, initSampling, initToolNote, websocketMessage } from "./request.js";
@@ -48,6 +49,7 @@ const run = {
 };
 const view = new ResultView();
 const timeline = new Timeline();
+const follow = new Follow(document.querySelector(".composer"), "#timeline-panel");
 const threads = new ThreadStore();
 const attachments = new Attachments($("attachments"), () => scheduleRender());
 const models = new Map(); // id -> /v1/models entry
@@ -77,6 +79,8 @@ function renderAll() {
   timeline.flush();
   view.render(run.state, { statusLabel: run.statusLabel, error: run.error, now: now(), schema: run.schema });
   const busy = streaming();
+  follow.update($("answer")); // the answer's end stays above the composer while it streams (follow.js)
+  if (!busy) follow.stop();
   const wait = Math.ceil((retryUntil - Date.now()) / 1000);
   $("send").disabled = busy || wait > 0;
   $("send").textContent = wait > 0 ? `Send (${wait} s)` : "Send";
@@ -281,6 +285,7 @@ async function sendTurn({ text, images, replaceLast }) {
   liveTurn = turn;
   Object.assign(run, { body: built.body, schema: built.schema, turn });
   renderConversation();
+  follow.start($("current-user")); // the new question at the top of the window; earlier turns a scroll above
   run.state.start(run.t0);
   const ctrl = new AbortController();
   run.ctrl = ctrl;

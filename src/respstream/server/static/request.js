@@ -88,14 +88,21 @@ export function initSampling() {
 }
 
 const TOOL_NOTE_NONE = "None selected: no server tool is offered, so the model answers from what it knows.";
+// The seed platform's default: a request that lists no tools gets every server tool (tool_policy.py), so the
+// gateway may still compute an answer first (a calculator card for arithmetic, the clock for a time question).
+const TOOL_NOTE_PLATFORM = "None selected: in the platform dialect the gateway may run any of its server tools, " +
+  "e.g. the calculator for arithmetic or current_datetime for a time question. Select some to offer only those.";
 
-/** Say what the current tool selection means (all four run on the gateway, never in this page). */
+/** Say what the current tool selection means (all four run on the gateway, never in this page), for the dialect
+ * the gateway reports (the #dialect text, filled in once /healthz answers). */
 export function initToolNote() {
   const update = () => {
     const on = [...document.querySelectorAll("input[name=tool]:checked")].map((box) => box.value);
-    $("tools-note").textContent = on.length === 0 ? TOOL_NOTE_NONE
-      : `The gateway runs ${on.join(", ")} when the model calls ${on.length === 1 ? "it" : "them"}.`;
+    const platform = $("dialect").textContent.trim() === "platform";
+    $("tools-note").textContent = on.length === 0 ? (platform ? TOOL_NOTE_PLATFORM : TOOL_NOTE_NONE)
+      : `The gateway runs ${on.join(", ")} when the question or the model calls for ${on.length === 1 ? "it" : "them"}.`;
   };
   for (const box of document.querySelectorAll("input[name=tool]")) box.addEventListener("change", update);
+  new MutationObserver(update).observe($("dialect"), { childList: true, characterData: true, subtree: true });
   update();
 }

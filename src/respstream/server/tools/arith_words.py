@@ -4,13 +4,17 @@
 ``"12 keer 12"`` -> ``"12 * 12"``; ``"7 mal 6"``, ``"3 fois 4"``, ``"9 times 9"``, ``"10 x 3"`` -> ``*``;
 ``"plus"``, ``"minus"``/``"min"``/``"moins"``, ``"divided by"``/``"gedeeld door"``/``"geteilt durch"``/
 ``"divisé par"``, ``"to the power of"``/``"tot de macht"``/``"hoch"``, ``"squared"``/``"kwadraat"``. Words are
-replaced only between (or, for roots and percentages, before) numbers, so ordinary prose is left alone. A handful of
-regular-expression passes: linear in the text.
+replaced only between (or, for roots and percentages, before) numbers, so ordinary prose is left alone. Numbers
+written as words become digits first (``"seven times eight plus twelve"`` -> ``"7 * 8 + 12"``,
+``"zevenentwintig keer drie"`` -> ``"27 * 3"``; server/tools/number_words.py). A handful of regular-expression
+passes: linear in the text.
 """
 
 from __future__ import annotations
 
 import re
+
+from respstream.server.tools.number_words import words_to_digits
 
 __all__ = ["spoken_to_expression"]
 
@@ -41,7 +45,7 @@ _SIGNS = str.maketrans({"\u00d7": "*", "\u00f7": "/", "\u2212": "-", "\u00b7": "
 
 def spoken_to_expression(text: str) -> str:
     """``text`` with spoken arithmetic rewritten (see the module docstring); everything else unchanged."""
-    out = text.translate(_SIGNS)
+    out = words_to_digits(text.translate(_SIGNS))
     if _ANCHOR.search(out) is None:  # every rewrite needs a digit or ")" next to its words: prose stays as it is
         return out
     out = _ROOT.sub(lambda m: f"sqrt({m.group(1) or m.group(2)})", out)

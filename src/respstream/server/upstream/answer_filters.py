@@ -7,8 +7,9 @@ early stop ends the HTTP response, and with it the generation).
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
+from typing import Any
 
 from respstream.server.upstream.base import Chunk, GenerationRequest
 from respstream.server.upstream.loop_guard import LoopGuard, guard_stream
@@ -18,9 +19,11 @@ __all__ = ["answer_filters"]
 
 
 async def answer_filters(
-    chunks: AsyncGenerator[Chunk, None], request: GenerationRequest, *, loop_guard: bool, text_tool_calls: bool
+    chunks: AsyncGenerator[Chunk, None], request: GenerationRequest, *, loop_guard: bool, text_tool_calls: bool,
+    count_tokens: Callable[[list[dict[str, Any]]], Awaitable[int | None]] | None = None,
 ) -> AsyncGenerator[Chunk, None]:
-    """``chunks`` with the enabled stages applied (see the module docstring)."""
+    """``chunks`` with the enabled stages applied (see the module docstring). ``count_tokens``: the upstream's own
+    prompt-token count, asked only when the loop guard stops a generation (its usage chunk never comes then)."""
     async with aclosing(chunks):
         stream: AsyncIterator[Chunk] = chunks
         if text_tool_calls and request.tools and request.tool_choice != "none":
@@ -28,6 +31,13 @@ async def answer_filters(
             if functions:
                 stream = text_tool_call_stream(stream, functions, answered_calls(request.messages))
         if loop_guard:
-            stream = guard_stream(stream, LoopGuard())
+            count_input = (lambda: count_tokens(request.messages)) if count_tokens is not None else None
+            stream = guard_stream(stream, LoopGuard(), input_tokens=_estimated_prompt_tokens(request.messages),
+                                  count_input=count_input)
         async for chunk in stream:
             yield chunk
+
+
+def _estimated_prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    """About four characters a token plus a few for each message's chat template (when the server cannot count)."""
+    return sum(len(str(message.get("content") or "")) // 4 + 4 for message in messages)

@@ -262,7 +262,7 @@ class ChatCompletionsUpstream:
         if self.loop_guard or self.text_tool_calls:  # the answer filters work chunk by chunk
             batches = self._attempt(request, ChunkTranslator(), deadline_at)
             return _singles(answer_filters(_flatten(batches), request, loop_guard=self.loop_guard,
-                                           text_tool_calls=self.text_tool_calls))
+                                           text_tool_calls=self.text_tool_calls, count_tokens=self.count_tokens))
         return self._attempt(request, ChunkTranslator(), deadline_at, sink)
 
     def _retryable(self, exc: UpstreamError) -> bool:

@@ -14,15 +14,18 @@ How this works: :class:`LoopGuard` is fed the answer text delta by delta and ret
 Each character is looked at a bounded number of times; memory is the set of distinct sentences (bounded by the
 output cap). :func:`guard_stream` applies it to an upstream chunk stream: on a loop it stops reading the upstream
 (closing it stops the generation) and ends with ``Finish("repetition")``, which the pipeline reports as an
-``incomplete`` response with ``incomplete_details.reason = "repetition"``.
+``incomplete`` response with ``incomplete_details.reason = "repetition"``. That ``Finish`` carries the usage the
+upstream would have sent at the end (stopping early loses its usage chunk, and a response that streamed a thousand
+tokens must not report 0): the output tokens streamed so far (a llama.cpp-style server streams one token a chunk)
+and the prompt's tokens from ``count_input`` (the server's tokenizer) or, failing that, an estimate.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
-from respstream.server.upstream.base import Chunk, Finish, TextDelta
+from respstream.server.upstream.base import Chunk, Finish, ReasoningDelta, RefusalDelta, TextDelta, Usage
 
 __all__ = ["LoopGuard", "guard_stream"]
 
@@ -40,7 +43,7 @@ class LoopGuard:
         max_period: int = 80,
         check_every: int = 40,
         min_sentence: int = 16,
-        max_repeats: int = 4,
+        max_repeats: int = 3,
     ) -> None:
         if window < 2 * max_period:
             raise ValueError("window must be at least twice max_period (a cycle has to repeat to be one)")
@@ -109,15 +112,29 @@ class LoopGuard:
         return None
 
 
-async def guard_stream(chunks: AsyncIterator[Chunk], guard: LoopGuard) -> AsyncIterator[Chunk]:
-    """Pass ``chunks`` through; when the text loops, stop reading them and end with ``Finish("repetition")``."""
+_GENERATED = (TextDelta, ReasoningDelta, RefusalDelta)
+
+
+async def guard_stream(chunks: AsyncIterator[Chunk], guard: LoopGuard, *, input_tokens: int = 0,
+                       count_input: Callable[[], Awaitable[int | None]] | None = None) -> AsyncIterator[Chunk]:
+    """Pass ``chunks`` through; when the text loops, stop reading them and end with ``Finish("repetition")`` and the
+    usage so far (see the module docstring): ``count_input()`` when it gives a number, else ``input_tokens``."""
+    streamed = 0
+    looped = False
     try:
         async for chunk in chunks:
-            if type(chunk) is TextDelta and guard.feed(chunk.text) is not None:  # type: ignore[union-attr]
-                yield Finish(reason="repetition")
-                return
+            kind = type(chunk)
+            if kind in _GENERATED:
+                streamed += 1
+            if kind is TextDelta and guard.feed(chunk.text) is not None:  # type: ignore[union-attr,arg-type]
+                looped = True
+                break
             yield chunk
     finally:
         close = getattr(chunks, "aclose", None)
         if close is not None:
             await close()  # stop the stream under us now: that ends the upstream's generation
+    if looped:  # counted after the upstream stopped, so the count does not wait behind the generation
+        counted = await count_input() if count_input is not None else None
+        usage = Usage(input_tokens=counted if counted is not None else input_tokens, output_tokens=streamed)
+        yield Finish(reason="repetition", usage=usage)
