@@ -15,6 +15,15 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from respstream.server.client_tool_kinds import (
+    CALL_KINDS,
+    CLIENT_KINDS,
+    OUTPUT_KINDS,
+    ClientTool,
+    call_as_input,
+    flatten_tool,
+    output_as_input,
+)
 from respstream.server.compaction_item import decode_compaction
 from respstream.server.http_errors import HTTPError
 from respstream.server.input_parts import MEDIA_PART_TYPES, media_part
@@ -40,11 +49,14 @@ SERVER_TOOL_TYPES: dict[str, str] = {
 # tool of an implementor to be named.
 SERVER_TOOL_TYPES.update({f"respstream:{name}": tool for name, tool in list(SERVER_TOOL_TYPES.items())
                           if not name.endswith("_preview")})
-_UNSUPPORTED_TOOL_TYPES = {"file_search", "code_interpreter", "image_generation", "computer_use_preview", "computer",
-                           "local_shell", "shell", "apply_patch", "custom"}
+# Hosted tools OpenAI runs on its side and the gateway cannot (client-executed kinds: server/client_tool_kinds.py).
+_UNSUPPORTED_TOOL_TYPES = {"file_search", "code_interpreter", "image_generation", "computer_use_preview", "computer"}
+# The client-run tool types that become `tool_choice` targets by type alone ({"type": "shell"}...).
+_TYPED_CHOICES = ("shell", "local_shell", "apply_patch")
 _TEXT_PARTS = {"input_text", "output_text", "text"}
 _UNSUPPORTED_PARTS = {"input_audio", "image_url", "file"}
-_IGNORED_ITEMS = {"web_search_call", "mcp_list_tools", "file_search_call", "item_reference"}
+_IGNORED_ITEMS = {"web_search_call", "mcp_list_tools", "file_search_call", "item_reference", "tool_search_call",
+                  "tool_search_output"}
 _ROLES = {"user", "assistant", "system", "developer"}
 _UNSUPPORTED_FIELDS = ("prompt",)
 
@@ -91,7 +103,9 @@ class ResponseRequest:
     background: bool = False
     store: bool = True
     instructions: str | None = None
-    client_tools: list[dict[str, Any]] = field(default_factory=list)  # OpenAI Responses function tools, as sent
+    client_tools: list[dict[str, Any]] = field(default_factory=list)  # flat Responses function tools (upstream)
+    client_kinds: dict[str, ClientTool] = field(default_factory=dict)  # flat name -> what the client defined
+    declared_tools: list[dict[str, Any]] = field(default_factory=list)  # the client's tools as sent (the echo)
     server_tools: set[str] | None = None  # None: every server tool; else the ones selected by hosted tool types
     tool_choice: Any = "auto"
     max_output_tokens: int | None = None
@@ -273,12 +287,17 @@ def _input_items(raw: Any, param: str = "input",
             items.append(InputItem("message", role=role, text=text, parts=[p for _, p in found] or None))
             if media is not None:
                 media.extend(found)
-        elif kind == "function_call":
-            for key in ("call_id", "name", "arguments"):
-                if not isinstance(item.get(key), str):
-                    raise _type_error(f"{where}.{key}", "a string")
-            items.append(InputItem("function_call", role="assistant", call_id=item["call_id"], name=item["name"],
-                                   arguments=item["arguments"]))
+        elif kind == "function_call" or kind in CALL_KINDS:
+            if kind == "function_call":
+                for key in ("call_id", "name", "arguments"):
+                    if not isinstance(item.get(key), str):
+                        raise _type_error(f"{where}.{key}", "a string")
+            call_id, name, arguments = call_as_input(item, where)  # namespace/custom/shell... as the upstream saw it
+            items.append(InputItem("function_call", role="assistant", call_id=call_id, name=name,
+                                   arguments=arguments))
+        elif kind in OUTPUT_KINDS:
+            call_id, answer = output_as_input(item, where, _content_text)
+            items.append(InputItem("function_call_output", role="tool", call_id=call_id, output=answer))
         elif kind == "function_call_output":
             if not isinstance(item.get("call_id"), str):
                 raise _type_error(f"{where}.call_id", "a string")
@@ -324,15 +343,37 @@ def _input_items(raw: Any, param: str = "input",
     return items
 
 
+@dataclass(slots=True)
+class _ClientToolSet:
+    """The request's client-run tools: flat functions for the upstream, what each really is, the echo."""
+
+    flat: list[dict[str, Any]] = field(default_factory=list)
+    kinds: dict[str, ClientTool] = field(default_factory=dict)
+    declared: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, tool: dict[str, Any], where: str, server_tool_names: set[str]) -> None:
+        for client_tool, spec in flatten_tool(tool, where):
+            name = client_tool.flat
+            if name in server_tool_names:
+                raise _bad(f"{where}.name {name!r} clashes with the server tool of the same name", f"{where}.name")
+            if name in self.kinds:
+                raise _bad(f"{where}: the tool name {name!r} is defined twice", f"{where}.name")
+            params = spec.get("parameters", {"type": "object", "properties": {}})
+            if params is not None and not isinstance(params, dict):
+                raise _type_error(f"{where}.parameters", "an object (JSON Schema)")
+            self.kinds[name] = client_tool
+            self.flat.append(spec)
+        self.declared.append(tool)
+
+
 def _tools(raw: Any, server_tool_names: set[str],
-           mcp: list[McpServerSpec] | None = None) -> tuple[list[dict[str, Any]], set[str] | None]:
+           mcp: list[McpServerSpec] | None = None) -> tuple[_ClientToolSet, set[str] | None]:
+    client = _ClientToolSet()
     if raw is None:
-        return [], None
+        return client, None
     if not isinstance(raw, list):
         raise _type_error("tools", "a list")
-    client: list[dict[str, Any]] = []
     selected: set[str] | None = None
-    seen: set[str] = set()
     for i, tool in enumerate(raw):
         where = f"tools[{i}]"
         if not isinstance(tool, dict):
@@ -340,19 +381,8 @@ def _tools(raw: Any, server_tool_names: set[str],
         kind = _opt_kind(tool.get("type"), f"{where}.type")
         if kind is None:
             raise _bad(f"{where}.type is required", f"{where}.type", "missing_required_parameter")
-        if kind == "function":
-            name = tool.get("name")
-            if not isinstance(name, str) or not name:
-                raise _bad(f"{where}.name is required", f"{where}.name", "missing_required_parameter")
-            if name in server_tool_names:
-                raise _bad(f"{where}.name {name!r} clashes with the server tool of the same name", f"{where}.name")
-            if name in seen:
-                raise _bad(f"{where}.name {name!r} is defined twice", f"{where}.name")
-            seen.add(name)
-            params = tool.get("parameters", {"type": "object", "properties": {}})
-            if params is not None and not isinstance(params, dict):
-                raise _type_error(f"{where}.parameters", "an object (JSON Schema)")
-            client.append(tool)
+        if kind == "function" or kind in CLIENT_KINDS:
+            client.add(tool, where, server_tool_names)
         elif kind in SERVER_TOOL_TYPES:
             selected = (selected or set()) | {SERVER_TOOL_TYPES[kind]}
         elif kind == "mcp" and mcp is not None:
@@ -363,9 +393,12 @@ def _tools(raw: Any, server_tool_names: set[str],
                 raise _bad(f"at most {MAX_MCP_SERVERS} MCP servers per request", where)
             mcp.append(spec)
         elif kind in _UNSUPPORTED_TOOL_TYPES:
-            raise _bad(f"{where}.type {kind!r} is not supported", f"{where}.type", "unsupported_parameter")
+            raise _bad(f"{where}.type {kind!r} is a hosted tool this gateway cannot run", f"{where}.type",
+                       "unsupported_parameter")
         else:
-            raise _bad(f"{where}.type must be 'function' or a server tool type", f"{where}.type")
+            raise _bad(f"{where}.type {kind!r} is not a tool type this gateway knows (client tools: function, "
+                       f"{', '.join(sorted(CLIENT_KINDS))}, mcp; server tools: {', '.join(sorted(SERVER_TOOL_TYPES))})",
+                       f"{where}.type")
     return client, selected
 
 
@@ -411,13 +444,15 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
     media: list[tuple[str, dict[str, Any]]] = []
     items = _input_items(body["input"], media=media, mcp=approvals)
     mcp_servers: list[McpServerSpec] = []
-    client_tools, server_tools = _tools(body.get("tools"), server_tool_names, mcp_servers)
+    client, server_tools = _tools(body.get("tools"), server_tool_names, mcp_servers)
+    client_tools = client.flat
     if server_tools is None and server_tools_opt_in(dialect):
         server_tools = set()
     if options.text_format.structured:
         server_tools = set()  # a forced schema turns the server tools off, as the seed does
+    typed = {kind: kind for kind in _TYPED_CHOICES if kind in client.kinds}  # {"type": "shell"} names that tool
     tool_choice, policy = parse_tool_choice(body.get("tool_choice"), {t["name"] for t in client_tools},
-                                            SERVER_TOOL_TYPES)
+                                            {**SERVER_TOOL_TYPES, **typed})
     forced = policy.forced
     if forced is not None and forced not in {t["name"] for t in client_tools} and server_tools is not None \
             and forced not in server_tools:
@@ -456,6 +491,8 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
         store=True if store is None else store,
         instructions=instructions,
         client_tools=client_tools,
+        client_kinds=client.kinds,
+        declared_tools=client.declared,
         server_tools=server_tools,
         tool_choice=tool_choice,
         max_output_tokens=max_tokens,

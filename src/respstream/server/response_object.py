@@ -123,7 +123,7 @@ def new_response(
         "instructions": req.instructions,
         "output": [],
         "error": None,
-        "tools": echo_tools(req.client_tools),
+        "tools": echo_tools(getattr(req, "declared_tools", None) or req.client_tools),
         "tool_choice": req.tool_choice,
         "truncation": _opt_str(getattr(req, "truncation", None)) or "disabled",
         "parallel_tool_calls": bool(req.parallel_tool_calls),

@@ -119,7 +119,8 @@ class ToolRounds:
         for call in result.calls:
             arguments = "".join(call.arguments)
             if call.name in self.client_tools:
-                w.client_tool_call(call_id=call.call_id, name=call.name, arguments=arguments)
+                w.client_tool_call(call_id=call.call_id, name=call.name, arguments=arguments,
+                                   tool=self.request.client_kinds.get(call.name))
                 client_pending = True
                 continue
             if self.mcp is not None and call.name in self.mcp.by_tool:
