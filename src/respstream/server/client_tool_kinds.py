@@ -174,8 +174,8 @@ def call_item(tool: ClientTool, *, item_id: str, call_id: str, arguments: str) -
                 "name": tool.name, "input": text}
     elif tool.kind == "shell":
         args = _json_object(arguments)
-        action: dict[str, Any] = {"commands": _strings(args.get("commands")), "timeout_ms": _int(args.get("timeout_ms")),
-                  "max_output_length": None}
+        action: dict[str, Any] = {"commands": _strings(args.get("commands")),
+                                  "timeout_ms": _int(args.get("timeout_ms")), "max_output_length": None}
         return {"id": item_id, "type": "shell_call", "status": "completed", "call_id": call_id, "action": action}
     elif tool.kind == "local_shell":
         args = _json_object(arguments)
