@@ -264,9 +264,9 @@ class _Gateway:
         svc = self.svc
         req = parse_request(body, server_tool_names=svc.tools.names(), dialect=svc.dialect.name)
         stream = req.stream
-        if stream is None:  # DESIGN §4: JSON in openai/openresponses; the seed streams unless Accept wants JSON
-            stream = (svc.dialect.stream_by_default and not req.background
-                      and not _wants_json_only(request.headers.get("accept", "")))
+        if stream is None:  # absent means JSON (the standard, issue #29); platform: SSE when Accept asks for it
+            stream = (svc.dialect.stream_on_accept and not req.background
+                      and _wants_event_stream(request.headers.get("accept", "")))
         if stream and self.gate.open >= self.gate.limit:
             raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
                             headers={"Retry-After": "1"})
@@ -417,10 +417,13 @@ def _bad_utf8_at(body: bytes) -> int:
     return 0
 
 
-def _wants_json_only(accept: str) -> bool:
-    """True when ``Accept`` lists only application/json (what the SDKs send on non-streaming calls)."""
-    types = {part.split(";")[0].strip().lower() for part in accept.split(",") if part.strip()}
-    return bool(types) and types <= {"application/json"}
+def _wants_event_stream(accept: str) -> bool:
+    """True when ``Accept`` names ``text/event-stream`` (with a non-zero ``q``); ``*/*`` alone does not."""
+    for part in accept.split(","):
+        media, *params = (p.strip().lower() for p in part.split(";"))
+        if media == "text/event-stream":
+            return not any(p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params)
+    return False
 
 
 def create_app(config: Config | None = None, components: Components | None = None) -> Starlette:

@@ -17,7 +17,8 @@ import msgspec
 from respstream.server.dialects import Dialect
 from respstream.server.store.base import DeltaEntry, Entry, LogEntry
 
-__all__ = ["ERROR_CODES", "frame", "frames", "reader_terminal_data", "reader_terminal_frame", "terminal_outcome"]
+__all__ = ["ERROR_CODES", "flat_error", "frame", "frames", "reader_terminal_data", "reader_terminal_frame",
+           "terminal_outcome"]
 
 # Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
 ERROR_CODES: dict[str, str] = {
@@ -37,6 +38,15 @@ ERROR_CODES: dict[str, str] = {
 
 
 _encode = msgspec.json.Encoder().encode
+
+
+def flat_error(code: str, message: str) -> dict[str, Any]:
+    """The fields of the platform dialect's terminal ``error`` event: the seed's flat ``code/message/param``, and the
+    same again as a nested ``error`` object. The official SDKs raise on a stream event whose data carries ``error``
+    (openai-python's ``Stream``), so a failed response is an exception there, not an event yielded silently; a
+    seed-style client reads the flat fields as before."""
+    nested = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
+    return {"code": code, "message": message, "param": None, "error": nested}
 
 _DONE = b"data: [DONE]\n\n"
 
@@ -83,8 +93,7 @@ def reader_terminal_data(dialect: Dialect, sequence_number: int, code: str, mess
     if dialect.separate_terminal_types:
         err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
         return _encode({"type": "error", "sequence_number": sequence_number, "error": err})
-    return _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
-                    "param": None})
+    return _encode({"type": "error", "sequence_number": sequence_number, **flat_error(code, message)})
 
 
 def reader_terminal_frame(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
@@ -95,8 +104,7 @@ def reader_terminal_frame(dialect: Dialect, sequence_number: int, code: str, mes
         err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
         data = _encode({"type": "error", "sequence_number": sequence_number, "error": err})
     else:
-        data = _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
-                        "param": None})
+        data = _encode({"type": "error", "sequence_number": sequence_number, **flat_error(code, message)})
     name = b"error" if dialect.event_line_is_type else b"message"
     body = b"event: %b\ndata: %b\n\n" % (name, data)
     return body + _DONE if dialect.done_sentinel else body
