@@ -29,6 +29,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
 from respstream.server.auth import KeyStore
+from respstream.server.body_encoding import decode_body
 from respstream.server.compaction import compact
 from respstream.server.components import Components, build_components, build_store
 from respstream.server.config import Config
@@ -209,7 +210,8 @@ class _Gateway:
             if size > limit:
                 raise HTTPError(413, "request_too_large", f"The request body is larger than {limit} bytes.")
             chunks.append(chunk)
-        body = b"".join(chunks)
+        # zstd/gzip/deflate bodies (Codex sends zstd): inflated in bounded steps, capped at the same limit
+        body = decode_body(request.headers.get("content-encoding"), b"".join(chunks), limit)
         if not body.strip():
             raise HTTPError(400, "invalid_json", "The request body is empty; send a JSON object.")
         try:
