@@ -222,6 +222,8 @@ class Pipeline(GroundFirst, ToolRounds):
                     w.complete(usage=self._usage)
                     return
                 continue
+            if round_no == 0 and self._forced_call_from_text(result):  # server/forced_call.py
+                return
             text = w.open_message_text
             if result.finish.text is not None and text is not None:
                 text = result.finish.text  # the upstream's own final text corrected its deltas (native Responses)
