@@ -28,6 +28,7 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
+from respstream.server.affinity import affinity_key
 from respstream.server.auth import KeyStore
 from respstream.server.body_encoding import decode_body
 from respstream.server.compaction import compact
@@ -265,6 +266,7 @@ class _Gateway:
         body = await self.read_json(request)
         svc = self.svc
         req = parse_request(body, server_tool_names=svc.tools.names(), dialect=svc.dialect.name)
+        req.affinity = affinity_key(request.headers, req.prompt_cache_key)
         stream = req.stream
         if stream is None:  # absent means JSON (the standard, issue #29); platform: SSE when Accept asks for it
             stream = (svc.dialect.stream_on_accept and not req.background

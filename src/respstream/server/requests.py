@@ -122,6 +122,7 @@ class ResponseRequest:
     options: RequestFields = field(default_factory=RequestFields)  # sampling, text.format, reasoning, include...
     tool_policy: ToolPolicy = field(default_factory=ToolPolicy)  # tool_choice as enforced
     media: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (param, Chat part) of image/file inputs
+    affinity: str | None = None  # session key (prompt_cache_key or session headers): server/affinity.py
 
     # The option fields under their request names, for the Response object's echo (server/response_object.py).
     @property

@@ -90,7 +90,9 @@ class ResponseService:
         pinned = target_model != "auto"
         try:
             with self.tracing.span("route", {"gen_ai.request.model": req.model}) as span:
-                decision = await self.router.route(req.input_text, target_model if pinned else None)
+                # (only a session's request passes the key: test routers take the two positional arguments)
+                session = {"affinity": req.affinity} if req.affinity else {}
+                decision = await self.router.route(req.input_text, target_model if pinned else None, **session)
                 span.set_attributes({"respstream.route.category": decision.category,
                                      "respstream.route.source": decision.source,
                                      "respstream.route.model": decision.model_id})

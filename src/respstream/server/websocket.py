@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
+from respstream.server.affinity import affinity_key
 from respstream.server.frames import reader_terminal_data
 from respstream.server.http_errors import HTTPError, envelope
 from respstream.server.requests import parse_request
@@ -208,6 +209,7 @@ class _Connection:
             await gw.limit_rate(self.ws, self.owner)
             svc = gw.svc
             req = parse_request(body, server_tool_names=svc.tools.names())
+            req.affinity = affinity_key(self.ws.headers, req.prompt_cache_key)
             if not gw.gate.try_enter():
                 raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.")
             try:
