@@ -28,9 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from respstream.server.dialects import EXTENSION_PREFIX
 from respstream.server.http_errors import HTTPError
 
-__all__ = ["CLIENT_KINDS", "ClientTool", "call_as_input", "call_item", "flat_name", "flatten_tool",
+__all__ = ["CLIENT_KINDS", "ClientTool", "base_kind", "call_as_input", "call_item", "flat_name", "flatten_tool",
            "output_as_input", "tool_call_items"]
 
 # tool `type`s handled here; `tool_search` needs nothing (deferred tools are offered from the start)
@@ -71,6 +72,11 @@ class ClientTool:
     flat: str  # the function name the upstream sees
     name: str  # the tool's own name (the type for shell/local_shell/apply_patch)
     namespace: str | None = None
+
+
+def base_kind(kind: str | None) -> str | None:
+    """``kind`` without the Open Responses ``respstream:`` prefix the gateway puts on the kinds the spec lacks."""
+    return kind[len(EXTENSION_PREFIX):] if kind is not None and kind.startswith(EXTENSION_PREFIX) else kind
 
 
 def flat_name(namespace: str | None, name: str) -> str:
@@ -115,7 +121,7 @@ def _custom_function(tool: dict[str, Any], flat: str, where: str) -> dict[str, A
 def flatten_tool(tool: dict[str, Any], where: str) -> list[tuple[ClientTool, dict[str, Any]]]:
     """``(ClientTool, flat Responses function tool)`` pairs for one request tool of a kind in :data:`CLIENT_KINDS`
     (or ``function``). Raises a 400 naming the bad field."""
-    kind = tool.get("type")
+    kind = base_kind(tool.get("type"))
     if kind == "function":
         name = _name(tool, where)
         return [(ClientTool("function", name, name), tool)]
@@ -205,11 +211,12 @@ def _int(value: Any) -> int | None:
 def tool_call_items(item: dict[str, Any], emit: Callable[[str, dict[str, Any]], None], index: int) -> None:
     """The events between ``output_item.added`` and ``.done`` of a finished call item: argument or input deltas."""
     where = {"item_id": item["id"], "output_index": index}
-    if item["type"] == "function_call":
+    kind = item["type"].rsplit(":", 1)[-1]  # (`respstream:custom_tool_call` in Open Responses)
+    if kind == "function_call":
         if item["arguments"]:
             emit("response.function_call_arguments.delta", {**where, "delta": item["arguments"]})
         emit("response.function_call_arguments.done", {**where, "arguments": item["arguments"], "name": item["name"]})
-    elif item["type"] == "custom_tool_call":
+    elif kind == "custom_tool_call":
         if item["input"]:
             emit("response.custom_tool_call_input.delta", {**where, "delta": item["input"]})
         emit("response.custom_tool_call_input.done", {**where, "input": item["input"]})
@@ -234,15 +241,16 @@ def call_as_input(item: dict[str, Any], where: str) -> tuple[str, str, str]:
     call_id = item.get("call_id")
     if not isinstance(call_id, str) or not call_id:
         raise _bad(f"{where}.call_id must be a string", f"{where}.call_id", "invalid_type")
-    if item.get("type") == "function_call":
+    kind = base_kind(str(item.get("type")))
+    if kind == "function_call":
         return call_id, flat_name(item.get("namespace"), str(item.get("name", ""))), str(item.get("arguments", ""))
-    name, arguments = _CALL_ARGUMENTS[str(item.get("type"))](item)
+    name, arguments = _CALL_ARGUMENTS[str(kind)](item)
     return call_id, name, json.dumps(arguments, ensure_ascii=False)
 
 
 def output_as_input(item: dict[str, Any], where: str, text_of: Callable[[Any, str], str]) -> tuple[str, str]:
     """``(call_id, output text)`` of one of :data:`OUTPUT_KINDS`. ``text_of`` renders a content-part list."""
-    kind = item.get("type")
+    kind = base_kind(item.get("type"))
     call_id = item.get("call_id") if kind != "local_shell_call_output" else item.get("call_id", item.get("id"))
     if not isinstance(call_id, str) or not call_id:
         raise _bad(f"{where}.call_id must be a string", f"{where}.call_id", "invalid_type")

@@ -20,6 +20,7 @@ from respstream.server.client_tool_kinds import (
     CLIENT_KINDS,
     OUTPUT_KINDS,
     ClientTool,
+    base_kind,
     call_as_input,
     flatten_tool,
     output_as_input,
@@ -122,6 +123,7 @@ class ResponseRequest:
     options: RequestFields = field(default_factory=RequestFields)  # sampling, text.format, reasoning, include...
     tool_policy: ToolPolicy = field(default_factory=ToolPolicy)  # tool_choice as enforced
     media: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (param, Chat part) of image/file inputs
+    client_metadata: dict[str, str] | None = None  # Codex's client facts: kept and echoed, never sent upstream
     affinity: str | None = None  # session key (prompt_cache_key or session headers): server/affinity.py
 
     # The option fields under their request names, for the Response object's echo (server/response_object.py).
@@ -275,7 +277,7 @@ def _input_items(raw: Any, param: str = "input",
         where = f"{param}[{i}]"
         if not isinstance(item, dict):
             raise _type_error(where, "an object")
-        kind = _opt_kind(item.get("type"), f"{where}.type", "message")
+        kind = base_kind(_opt_kind(item.get("type"), f"{where}.type", "message"))  # (respstream:custom_tool_call)
         if kind == "message":
             role = _opt_kind(item.get("role"), f"{where}.role", "user")
             if role not in _ROLES:
@@ -382,7 +384,7 @@ def _tools(raw: Any, server_tool_names: set[str],
         kind = _opt_kind(tool.get("type"), f"{where}.type")
         if kind is None:
             raise _bad(f"{where}.type is required", f"{where}.type", "missing_required_parameter")
-        if kind == "function" or kind in CLIENT_KINDS:
+        if kind == "function" or base_kind(kind) in CLIENT_KINDS:
             client.add(tool, where, server_tool_names)
         elif kind in SERVER_TOOL_TYPES:
             selected = (selected or set()) | {SERVER_TOOL_TYPES[kind]}
@@ -413,6 +415,19 @@ def _metadata(raw: Any) -> dict[str, str]:
     for key, value in raw.items():
         if not isinstance(value, str) or len(key) > 64 or len(value) > 512:
             raise _bad("metadata values must be strings (keys <= 64, values <= 512 characters)", f"metadata.{key}")
+    return dict(raw)
+
+
+def _client_metadata(raw: Any) -> dict[str, str] | None:
+    """``client_metadata`` (Codex CLI sends it: installation and session ids): string pairs, echoed in the Response."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or len(raw) > 64:
+        raise _bad("client_metadata must be an object of at most 64 string values", "client_metadata", "invalid_type")
+    for key, value in raw.items():
+        if not isinstance(value, str) or len(key) > 128 or len(value) > 1024:
+            raise _bad("client_metadata values must be strings (keys <= 128, values <= 1024 characters)",
+                       f"client_metadata.{key}")
     return dict(raw)
 
 
@@ -503,6 +518,7 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
         conversation_id=conversation,
         conversation_api="conversation_id" not in body and conversation is not None,
         metadata=_metadata(body.get("metadata")),
+        client_metadata=_client_metadata(body.get("client_metadata")),
         parallel_tool_calls=True if parallel is None else parallel,
         mcp_servers=mcp_servers,
         mcp_approvals=approvals[0],

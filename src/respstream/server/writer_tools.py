@@ -10,6 +10,7 @@ where the platform has them, else a ``function_call`` with its output.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from respstream.server.client_tool_kinds import ClientTool, call_item, tool_call_items
@@ -44,8 +45,13 @@ class ToolCallItems:
             done = call_item(tool, item_id=self.dialect.new_id(_ID_PREFIX[tool.kind]), call_id=call_id,
                              arguments=arguments)
             empty = {"function_call": {"arguments": ""}, "custom_tool_call": {"input": ""}}.get(done["type"], {})
+            emit: Callable[[str, dict[str, Any]], None] = self._emit
+            if self.dialect.extension_tool_items and done["type"] != "function_call":
+                # Open Responses: an item or event outside the spec carries the implementor prefix
+                done["type"] = EXTENSION_PREFIX + done["type"]
+                emit = self._emit_extension
             index = self._add_item({**done, **empty, "status": "in_progress"})
-            tool_call_items(done, self._emit, index)
+            tool_call_items(done, emit, index)
             self._done_item(index, done)
             name = tool.name
         self._tool_summary.append(
@@ -85,6 +91,9 @@ class ToolCallItems:
         item, index = self._function_call(call_id, name, arguments)
         self._output[index] = {**item, "arguments": arguments}
         return index
+
+    def _emit_extension(self, event_type: str, fields: dict[str, Any]) -> None:
+        self._emit(EXTENSION_PREFIX + event_type, fields)
 
     def _function_call(self, call_id: str, name: str, arguments: str) -> tuple[dict[str, Any], int]:
         """A ``function_call`` item added with its whole arguments (one delta, then done); (the item, its index)."""
