@@ -25,6 +25,7 @@ from respstream.server.client_tool_kinds import (
     flatten_tool,
     output_as_input,
 )
+from respstream.server.additional_tools import hoist_additional_tools
 from respstream.server.compaction_item import decode_compaction
 from respstream.server.http_errors import HTTPError
 from respstream.server.input_parts import MEDIA_PART_TYPES, media_part
@@ -451,6 +452,7 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
     if not isinstance(body, dict):
         raise HTTPError(400, "invalid_json", "the request body must be a JSON object")
     check_depth(body)
+    body = hoist_additional_tools(body)  # Codex CLI lists its tools in an input item
     _check_unsupported(body)
     options = parse_fields(body)
     if "input" not in body or body["input"] is None:
