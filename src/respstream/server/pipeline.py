@@ -39,6 +39,7 @@ from respstream.server.citations import CitationSources, Source, find_citations,
 from respstream.server.ground_first_step import GroundFirst
 from respstream.server.grounded_answer import Fact, GroundedFacts
 from respstream.server.mcp_tools import McpToolbox, McpToolError
+from respstream.server.progress_events import start_progress_events
 from respstream.server.requests import ResponseRequest
 from respstream.server.round_collector import RoundCollector
 from respstream.server.store.base import SequenceConflict, SequenceGap, StoreUnavailable
@@ -99,6 +100,7 @@ class Pipeline(GroundFirst, ToolRounds):
 
     telemetry: ResponseTelemetry = NULL_TELEMETRY
     generation_started = 0.0  # time.perf_counter() when run() began (queue wait ends there)
+    progress_seconds = 0.0  # a quiet response gets a `keepalive` event this often (server/progress_events.py)
 
     def __init__(
         self,
@@ -155,6 +157,7 @@ class Pipeline(GroundFirst, ToolRounds):
         w = self.writer
         self.started = True
         self.generation_started = time.perf_counter()
+        progress = start_progress_events(w, self.progress_seconds)
         try:
             try:
                 if self.cancel_requested:
@@ -204,6 +207,8 @@ class Pipeline(GroundFirst, ToolRounds):
                 w.fail(self.cancel_code, self.cancel_message)
             await asyncio.shield(w.flush())
         finally:
+            if progress is not None:
+                progress.cancel()
             if self.mcp is not None:
                 await self.mcp.aclose()
 

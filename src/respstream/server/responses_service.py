@@ -187,6 +187,7 @@ class ResponseService:
             rewriter=self.rewriter, max_tool_rounds=self.config.max_tool_rounds, on_tool=self.metrics.tool,
             mcp=mcp, max_citations=getattr(getattr(self.tools, "config", None), "max_citations", 64),
         )
+        pipeline.progress_seconds = self.config.progress_event_seconds
         pipeline.telemetry = ResponseTelemetry(metrics=self.metrics, tracing=self.tracing, started=began,
                                                observation=obs)
         task = asyncio.create_task(self._run(pipeline, record, req, target), name=f"response {rid}")

@@ -161,7 +161,7 @@ class EmbeddedUpstream:
         models: list[str] | None = None,
         model_size: str = DEFAULT_MODEL_SIZE,
         model_path: str | os.PathLike[str] | None = None,
-        n_ctx: int = 4096,
+        n_ctx: int = 8192,  # Codex CLI's first request is ~4,300 tokens (+ the 1,024-token default output cap)
         n_parallel: int = 2,
         n_threads: int | None = None,
         poll: int | None = None,
