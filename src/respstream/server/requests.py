@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from respstream.server.additional_tools import hoist_additional_tools
 from respstream.server.client_tool_kinds import (
     CALL_KINDS,
     CLIENT_KINDS,
@@ -25,7 +26,6 @@ from respstream.server.client_tool_kinds import (
     flatten_tool,
     output_as_input,
 )
-from respstream.server.additional_tools import hoist_additional_tools
 from respstream.server.compaction_item import decode_compaction
 from respstream.server.http_errors import HTTPError
 from respstream.server.input_parts import MEDIA_PART_TYPES, media_part
