@@ -44,6 +44,17 @@ SETUPS: dict[str, tuple[str, str | None]] = {
     "code_mode_round_trip": ("functions__exec", None),
     "shell_round_trip": ("exec_command", "auto"),
 }
+# What the pinned Codex sends (docs/clients.md lists it; a new Codex version fails here until the doc is updated):
+# (top-level body fields, tool types) with its default model, and with a model it has no metadata for.
+SENT_DEFAULT = ({"client_metadata", "include", "input", "model", "parallel_tool_calls", "prompt_cache_key",
+                 "reasoning", "store", "stream", "text", "tool_choice"}, {"namespace", "function", "custom"})
+SENT_UNKNOWN_MODEL = ({"client_metadata", "include", "input", "model", "parallel_tool_calls", "prompt_cache_key",
+                       "reasoning", "store", "stream", "tool_choice", "tools"}, {"namespace", "function", "web_search"})
+
+
+def tool_types(body: dict[str, Any]) -> set[str]:
+    listed = body.get("tools") or [t for i in body["input"] if i.get("type") == "additional_tools" for t in i["tools"]]
+    return {t["type"] for t in listed} | {m["type"] for t in listed for m in t.get("tools", [])}
 
 
 def codex_config(model: str | None) -> str:
@@ -130,6 +141,9 @@ def test_codex_exec(check: str, dialect: str, netns: str, tmp_path: Path) -> Non
     assert done.returncode == 0, f"codex exited {done.returncode}: {done.stderr[-3000:]}"
     assert done.stdout.strip() == ANSWER, done.stdout[-2000:]
     assert all(r["path"] == "/v1/responses" and r["method"] == "POST" for r in sent), sent
+    first = sent[0]["body"]
+    assert (set(first), tool_types(first)) == (SENT_DEFAULT if model is None else SENT_UNKNOWN_MODEL)
+    assert (first["stream"], first["store"], first["include"]) == (True, False, ["reasoning.encrypted_content"])
     if check == "exec_turn":
         assert len(sent) == 1
         assert any(i.get("type") == "additional_tools" for i in sent[0]["body"]["input"])
