@@ -45,8 +45,8 @@ CHECKS: dict[str, tuple[str, ...]] = {
 # until the entry is removed here (and the doc regenerated). Issue #29's item numbers.
 PENDING: dict[tuple[str, str, str], str] = {
     ("Codex CLI", "code_mode_round_trip", "openresponses"): (
-        "the call comes as the extension item `respstream:custom_tool_call`, which Codex ignores, so the turn "
-        "ends without running it (#29 item 1: custom tools)"),
+        "the Open Responses spec has no custom tool call, so the gateway sends Codex's code-mode `exec` call as "
+        "the extension item `respstream:custom_tool_call`, which Codex ignores: the turn ends without running it"),
 }
 
 

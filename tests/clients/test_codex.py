@@ -89,16 +89,18 @@ class NamespacedGateway:
         self.record = record
         src = str(Path(respstream.__file__).resolve().parents[1])  # this tree's code, as the tests run it
         env = {**os.environ, "PYTHONPATH": src}
-        self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", netns, sys.executable, str(HERE / "codex_gateway.py"), dialect, str(PORT),
-             str(record), upstream, CODEX_MODEL],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        )
+        self.log = record.with_suffix(".log")
+        with self.log.open("w") as log:  # a file, not a pipe nobody drains
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", netns, sys.executable, str(HERE / "codex_gateway.py"), dialect, str(PORT),
+                 str(record), upstream, CODEX_MODEL],
+                stdout=subprocess.PIPE, stderr=log, text=True, env=env,
+            )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # "ready" once it listens, or EOF when it died
         if line.strip() != "ready":
             self.stop()
-            raise AssertionError(f"the gateway did not start: {self.proc.stderr.read() if self.proc.stderr else ''}")
+            raise AssertionError(f"the gateway did not start: {self.log.read_text()[-3000:]}")
 
     def requests(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.record.read_text().splitlines()] if self.record.exists() else []
