@@ -166,7 +166,9 @@ class EmbeddedUpstream:
         n_threads: int | None = None,
         poll: int | None = None,
         connect_timeout: float = 5.0,
-        idle_timeout: float = 60.0,
+        # llama.cpp sends its headers at once and then nothing while it reads the prompt: a CPU model reading
+        # Codex CLI's ~4,300-token first request can take minutes, which is not a stall (issue #29).
+        idle_timeout: float = 300.0,
         max_concurrency: int | None = None,
         queue_timeout: float = 60.0,
         deadline: float = 600.0,
