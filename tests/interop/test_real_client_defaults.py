@@ -54,3 +54,23 @@ def test_stream_absent_with_accept_any_is_json(plain: Gateway) -> None:
     r = httpx.post(f"{plain.base_url}/responses", json={"input": "Hi."}, headers={"accept": "*/*"}, timeout=20)
     assert r.headers["content-type"].startswith("application/json")
     assert r.json()["status"] == "completed" and r.json()["output_text"]
+
+
+@pytest.fixture(scope="module", params=["platform", "openai", "openresponses"])
+def busy(request: pytest.FixtureRequest) -> Iterator[Gateway]:
+    yield from serve(request.param, "scripted:3?delay_ms=1&reasoning=2&tool=calculator,web_search")
+
+
+def test_everything_the_gateway_produced_goes_back_as_input(busy: Gateway) -> None:
+    """``store: false`` clients (Codex) send the whole output back each turn: reasoning (asked for with
+    ``include: ["reasoning.encrypted_content"]``), server tool items of every dialect, messages. Never a 400."""
+    calculator = "respstream:calculator" if busy.dialect == "openresponses" else "calculator"
+    first = httpx.post(f"{busy.base_url}/responses", timeout=30, json={
+        "input": "What is 2+2? Search it too.", "store": False, "include": ["reasoning.encrypted_content"],
+        "tools": [{"type": calculator}, {"type": "web_search"}]}).json()
+    kinds = [item["type"] for item in first["output"]]
+    assert "reasoning" in kinds and len(kinds) >= 4, kinds
+    history = [{"role": "user", "content": "What is 2+2?"}, *first["output"], {"role": "user", "content": "Thanks."}]
+    again = httpx.post(f"{busy.base_url}/responses", json={"input": history, "store": False}, timeout=30)
+    assert again.status_code == 200, again.text
+    assert again.json()["status"] == "completed"

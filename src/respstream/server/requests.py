@@ -278,7 +278,8 @@ def _input_items(raw: Any, param: str = "input",
         where = f"{param}[{i}]"
         if not isinstance(item, dict):
             raise _type_error(where, "an object")
-        kind = base_kind(_opt_kind(item.get("type"), f"{where}.type", "message"))  # (respstream:custom_tool_call)
+        given = _opt_kind(item.get("type"), f"{where}.type", "message")
+        kind = base_kind(given)  # (respstream:custom_tool_call)
         if kind == "message":
             role = _opt_kind(item.get("role"), f"{where}.role", "user")
             if role not in _ROLES:
@@ -319,8 +320,10 @@ def _input_items(raw: Any, param: str = "input",
             items.append(InputItem("message", role="system", text=f"Summary of the earlier conversation: {summary}"))
         elif kind == "reasoning":
             continue  # what the Agents SDK sends back; the model does not need its own reasoning again
-        elif kind == "mcp_call":  # echoed by SDKs: the call and its result are history the model must see
-            call_id = str(item.get("id") or f"mcp_{i}")
+        elif kind == "mcp_call" or (given != kind and str(kind).endswith("_call")):
+            # echoed by SDKs (also Open Responses' `respstream:<server tool>_call` items): the call and its result
+            # are history the model must see
+            call_id = str(item.get("call_id") or item.get("id") or f"mcp_{i}")
             items.append(InputItem("function_call", role="assistant", call_id=call_id, name=str(item.get("name", "")),
                                    arguments=str(item.get("arguments") or "{}")))
             result = item.get("output") if item.get("output") is not None else item.get("error")
