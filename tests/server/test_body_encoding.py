@@ -91,3 +91,24 @@ def test_unknown_encoding_is_415_and_corrupt_data_400(url: str) -> None:
     r = httpx.post(f"{url}/v1/responses", content=gzip.compress(BODY)[:-12],
                    headers={"content-type": "application/json", "content-encoding": "gzip"}, timeout=20)
     assert r.status_code == 400
+
+
+def test_a_large_limit_decodes_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a body limit above 1 MiB the inflating runs in a worker thread (the loop keeps serving meanwhile)."""
+    import asyncio
+    import threading
+
+    from respstream.server import body_encoding
+
+    threads: list[str] = []
+    real = body_encoding.decode_body
+
+    def spy(encoding: str | None, data: bytes, limit: int) -> bytes:
+        threads.append(threading.current_thread().name)
+        return real(encoding, data, limit)
+
+    monkeypatch.setattr(body_encoding, "decode_body", spy)  # a spy: the real decoder still does the work
+    small = asyncio.run(body_encoding.decoded_body("gzip", gzip.compress(BODY), 1 << 20))
+    large = asyncio.run(body_encoding.decoded_body("gzip", gzip.compress(BODY), 64 << 20))
+    assert small == large == BODY
+    assert threads[0] == "MainThread" and threads[1] != "MainThread"

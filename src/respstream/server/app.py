@@ -30,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 
 from respstream.server.affinity import affinity_key
 from respstream.server.auth import KeyStore
-from respstream.server.body_encoding import decode_body
+from respstream.server.body_encoding import decoded_body
 from respstream.server.compaction import compact
 from respstream.server.components import Components, build_components, build_store
 from respstream.server.config import Config
@@ -212,7 +212,7 @@ class _Gateway:
                 raise HTTPError(413, "request_too_large", f"The request body is larger than {limit} bytes.")
             chunks.append(chunk)
         # zstd/gzip/deflate bodies (Codex sends zstd): inflated in bounded steps, capped at the same limit
-        body = decode_body(request.headers.get("content-encoding"), b"".join(chunks), limit)
+        body = await decoded_body(request.headers.get("content-encoding"), b"".join(chunks), limit)
         if not body.strip():
             raise HTTPError(400, "invalid_json", "The request body is empty; send a JSON object.")
         try:

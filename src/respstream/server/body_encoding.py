@@ -10,16 +10,19 @@ header) passes through. ``deflate`` is the zlib format (RFC 9110), raw DEFLATE i
 
 from __future__ import annotations
 
+import asyncio
 import io
 import zlib
 from typing import Any
 
 from respstream.server.http_errors import HTTPError
 
-__all__ = ["ENCODINGS", "decode_body"]
+__all__ = ["ENCODINGS", "decode_body", "decoded_body"]
 
 ENCODINGS = ("zstd", "gzip", "deflate")
 _STEP = 256 << 10  # output bytes per decompression step
+# Up to this much output the work (a few ms) stays on the event loop; a larger body limit moves it to a thread.
+_INLINE_LIMIT = 1 << 20
 
 
 def _too_large(limit: int) -> HTTPError:
@@ -93,3 +96,13 @@ def decode_body(content_encoding: str | None, data: bytes, limit: int) -> bytes:
             raise HTTPError(415, "unsupported_media_type", f"Content-Encoding {coding!r} is not supported "
                             f"(supported: {', '.join(ENCODINGS)}, identity).")
     return data
+
+
+async def decoded_body(content_encoding: str | None, data: bytes, limit: int) -> bytes:
+    """:func:`decode_body`, in a worker thread when the limit allows more output than a few ms of inflating."""
+    if not content_encoding or content_encoding.strip().lower() == "identity":
+        return data
+    if limit <= _INLINE_LIMIT:
+        return decode_body(content_encoding, data, limit)
+    return await asyncio.to_thread(decode_body, content_encoding, data, limit)
+
