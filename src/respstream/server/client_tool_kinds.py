@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from respstream.server.dialects import EXTENSION_PREFIX
 from respstream.server.http_errors import HTTPError
 
-__all__ = ["CLIENT_KINDS", "ClientTool", "base_kind", "call_as_input", "call_item", "flat_name", "flatten_tool",
-           "output_as_input", "tool_call_items"]
+__all__ = ["CLIENT_KINDS", "ClientTool", "ClientToolSet", "base_kind", "call_as_input", "call_item", "flat_name",
+           "flatten_tool", "output_as_input", "tool_call_items"]
 
 # tool `type`s handled here; `tool_search` needs nothing (deferred tools are offered from the start)
 CLIENT_KINDS = frozenset({"namespace", "custom", "shell", "local_shell", "apply_patch", "tool_search"})
@@ -153,6 +153,31 @@ def flatten_tool(tool: dict[str, Any], where: str) -> list[tuple[ClientTool, dic
             spec["description"] = f"[{namespace}: {summary}] {spec['description']}".strip()
         flat.append((ClientTool(member["type"], full, name, namespace), spec))
     return flat
+
+
+@dataclass(slots=True)
+class ClientToolSet:
+    """A request's client-run tools: flat functions for the upstream, what each really is, and the echo."""
+
+    flat: list[dict[str, Any]] = field(default_factory=list)
+    kinds: dict[str, ClientTool] = field(default_factory=dict)
+    declared: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, tool: dict[str, Any], where: str, server_tool_names: set[str]) -> None:
+        """Add ``tools[i]`` (a function or one of :data:`CLIENT_KINDS`). Raises a 400 naming a clash."""
+        for client_tool, spec in flatten_tool(tool, where):
+            name = client_tool.flat
+            if name in server_tool_names:
+                raise _bad(f"{where}.name {name!r} clashes with the server tool of the same name", f"{where}.name")
+            if name in self.kinds:
+                raise _bad(f"{where}: the tool name {name!r} is defined twice", f"{where}.name")
+            params = spec.get("parameters", {"type": "object", "properties": {}})
+            if params is not None and not isinstance(params, dict):
+                raise _bad(f"{where}.parameters must be an object (JSON Schema)", f"{where}.parameters",
+                           "invalid_type")
+            self.kinds[name] = client_tool
+            self.flat.append(spec)
+        self.declared.append(tool)
 
 
 def _json_object(arguments: str) -> dict[str, Any]:

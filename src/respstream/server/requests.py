@@ -21,9 +21,9 @@ from respstream.server.client_tool_kinds import (
     CLIENT_KINDS,
     OUTPUT_KINDS,
     ClientTool,
+    ClientToolSet,
     base_kind,
     call_as_input,
-    flatten_tool,
     output_as_input,
 )
 from respstream.server.compaction_item import decode_compaction
@@ -350,32 +350,9 @@ def _input_items(raw: Any, param: str = "input",
     return items
 
 
-@dataclass(slots=True)
-class _ClientToolSet:
-    """The request's client-run tools: flat functions for the upstream, what each really is, the echo."""
-
-    flat: list[dict[str, Any]] = field(default_factory=list)
-    kinds: dict[str, ClientTool] = field(default_factory=dict)
-    declared: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(self, tool: dict[str, Any], where: str, server_tool_names: set[str]) -> None:
-        for client_tool, spec in flatten_tool(tool, where):
-            name = client_tool.flat
-            if name in server_tool_names:
-                raise _bad(f"{where}.name {name!r} clashes with the server tool of the same name", f"{where}.name")
-            if name in self.kinds:
-                raise _bad(f"{where}: the tool name {name!r} is defined twice", f"{where}.name")
-            params = spec.get("parameters", {"type": "object", "properties": {}})
-            if params is not None and not isinstance(params, dict):
-                raise _type_error(f"{where}.parameters", "an object (JSON Schema)")
-            self.kinds[name] = client_tool
-            self.flat.append(spec)
-        self.declared.append(tool)
-
-
 def _tools(raw: Any, server_tool_names: set[str],
-           mcp: list[McpServerSpec] | None = None) -> tuple[_ClientToolSet, set[str] | None]:
-    client = _ClientToolSet()
+           mcp: list[McpServerSpec] | None = None) -> tuple[ClientToolSet, set[str] | None]:
+    client = ClientToolSet()
     if raw is None:
         return client, None
     if not isinstance(raw, list):
