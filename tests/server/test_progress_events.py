@@ -45,3 +45,11 @@ def test_off_when_zero() -> None:
     with ServerThread(make_app(upstreams=SLOW, progress_event_seconds=0)) as srv:
         got = post_stream(srv.url, {"input": "x", "model": "scripted-a"}, dialect="platform")
     assert "keepalive" not in got.types and got.core.result.status == "completed"
+
+
+def test_the_sdk_stream_helper_reads_through_keepalive_events(server: tuple[str, str]) -> None:
+    url, _ = server
+    with OpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0, timeout=20) as client, \
+            client.responses.stream(model="scripted-a", input="x") as stream:
+        final = stream.get_final_response()
+    assert final.status == "completed" and final.output_text == "The quick"
