@@ -22,6 +22,8 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +32,14 @@ import pytest
 import respstream
 
 from .conftest import missing
-from .matrix import ANSWER, PROMPT, cases, scripted
+from .matrix import ANSWER, CHECKS, DIALECTS, PROMPT, cases, scripted
 
 pytestmark = pytest.mark.clients
 
 HERE = Path(__file__).parent
 CODEX = HERE / "node" / "node_modules" / "@openai" / "codex" / "bin" / "codex.js"
 CODEX_MODEL = "gpt-6.1-sol"  # the pinned Codex's default model (what `codex exec` prints as "model:")
-PORT = 8080  # a fresh namespace: every port is free
+PORT = 8080  # a fresh namespace: every port is free (case i uses PORT + i)
 # check -> (the tool the scripted upstream calls first, the model Codex is configured with; None: its default)
 SETUPS: dict[str, tuple[str, str | None]] = {
     "exec_turn": ("", None),
@@ -57,11 +59,11 @@ def tool_types(body: dict[str, Any]) -> set[str]:
     return {t["type"] for t in listed} | {m["type"] for t in listed for m in t.get("tools", [])}
 
 
-def codex_config(model: str | None) -> str:
+def codex_config(model: str | None, port: int) -> str:
     """Codex's config.toml: its defaults plus the provider entry for the gateway (docs/clients.md shows it)."""
     chosen = f'model = "{model}"\n' if model else ""
     return (f'{chosen}model_provider = "respstream"\n\n[model_providers.respstream]\nname = "respstream"\n'
-            f'base_url = "http://127.0.0.1:{PORT}/v1"\nwire_api = "responses"\nenv_key = "RESPSTREAM_API_KEY"\n')
+            f'base_url = "http://127.0.0.1:{port}/v1"\nwire_api = "responses"\nenv_key = "RESPSTREAM_API_KEY"\n')
 
 
 @pytest.fixture(scope="module")
@@ -85,14 +87,14 @@ def netns() -> Iterator[str]:
 class NamespacedGateway:
     """codex_gateway.py in the namespace; ``requests()`` reads what it recorded."""
 
-    def __init__(self, netns: str, dialect: str, upstream: str, record: Path) -> None:
+    def __init__(self, netns: str, dialect: str, upstream: str, record: Path, port: int) -> None:
         self.record = record
         src = str(Path(respstream.__file__).resolve().parents[1])  # this tree's code, as the tests run it
         env = {**os.environ, "PYTHONPATH": src}
         self.log = record.with_suffix(".log")
         with self.log.open("w") as log:  # a file, not a pipe nobody drains
             self.proc = subprocess.Popen(
-                ["ip", "netns", "exec", netns, sys.executable, str(HERE / "codex_gateway.py"), dialect, str(PORT),
+                ["ip", "netns", "exec", netns, sys.executable, str(HERE / "codex_gateway.py"), dialect, str(port),
                  str(record), upstream, CODEX_MODEL],
                 stdout=subprocess.PIPE, stderr=log, text=True, env=env,
             )
@@ -127,19 +129,47 @@ def items(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [i for i in request["body"]["input"] if i.get("type") not in ("message", "additional_tools")]
 
 
-@pytest.mark.parametrize(("check", "dialect"), cases("Codex CLI"))
-def test_codex_exec(check: str, dialect: str, netns: str, tmp_path: Path) -> None:
+@dataclass
+class CodexRun:
+    done: subprocess.CompletedProcess[str]
+    sent: list[dict[str, Any]]  # what the gateway recorded
+
+
+Runs = dict[tuple[str, str], Future[CodexRun]]  # (check, dialect) -> its run
+
+
+def run_case(netns: str, check: str, dialect: str, port: int, folder: Path) -> CodexRun:
+    """One `codex exec` against its own gateway (its check's upstream) on ``port`` in the namespace."""
     tool, model = SETUPS[check]
-    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home, work = folder / "codex-home", folder / "work"
     home.mkdir()
     work.mkdir()
-    (home / "config.toml").write_text(codex_config(model))
-    gateway = NamespacedGateway(netns, dialect, scripted(tool), tmp_path / "requests.jsonl")
+    (home / "config.toml").write_text(codex_config(model, port))
+    gateway = NamespacedGateway(netns, dialect, scripted(tool), folder / "requests.jsonl", port)
     try:
-        done = run_codex(netns, home, work)
+        return CodexRun(run_codex(netns, home, work), gateway.requests())
     finally:
         gateway.stop()
-    sent = gateway.requests()
+
+
+@pytest.fixture(scope="module")
+def codex_runs(netns: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """Every case's run, three at a time, in the cases' order (each test waits for its own): a run is mostly
+    waiting (Codex's own offline start-up retries take about 5 s of each), so this keeps the matrix's wall time
+    down without loading the cores."""
+    jobs = [(check, dialect) for check in CHECKS["Codex CLI"] for dialect in DIALECTS]
+    pool = ThreadPoolExecutor(max_workers=3)
+    try:
+        yield {job: pool.submit(run_case, netns, *job, PORT + i, tmp_path_factory.mktemp("codex"))
+               for i, job in enumerate(jobs)}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.mark.parametrize(("check", "dialect"), cases("Codex CLI"))
+def test_codex_exec(check: str, dialect: str, codex_runs: Runs) -> None:
+    run = codex_runs[check, dialect].result()
+    done, sent, model = run.done, run.sent, SETUPS[check][1]
     assert done.returncode == 0, f"codex exited {done.returncode}: {done.stderr[-3000:]}"
     assert done.stdout.strip() == ANSWER, done.stdout[-2000:]
     assert all(r["path"] == "/v1/responses" and r["method"] == "POST" for r in sent), sent
