@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,12 @@ def test_the_table_covers_every_case() -> None:
     rows = [line for line in render_table().splitlines()[2:]]
     assert len(rows) == sum(len(checks) for checks in CHECKS.values())
     assert all(line.count("|") == 3 + len(DIALECTS) for line in rows)
+
+
+def test_the_doc_names_the_pinned_node_versions() -> None:
+    """Each Node client's row in the doc carries the exact version package.json pins (npm ci installs those)."""
+    pins = json.loads((Path(__file__).parent / "node" / "package.json").read_text())["dependencies"]
+    rows = [line for line in DOC.read_text().splitlines() if line.startswith("| `")]
+    for name in ("openai", "ai", "@ai-sdk/openai", "@openai/agents", "@openai/codex"):
+        row = next((line for line in rows if f"`{name}`" in line.split("|")[1]), None)
+        assert row is not None and pins[name] in row, f"docs/clients.md: {name} should be at {pins[name]}: {row}"
