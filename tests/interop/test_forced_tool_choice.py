@@ -20,6 +20,7 @@ WEATHER: Any = {"type": "function", "name": "get_weather", "description": "Weath
 SCHEMA: Any = {"format": {"type": "json_schema", "name": "weather", "strict": True, "schema": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": False}}}
 FORCED: Any = {"type": "function", "name": "get_weather"}
+CLOCK: Any = {"type": "function", "name": "get_time", "parameters": {"type": "object", "properties": {}}}
 
 
 def _upstream(text: str) -> str:
@@ -34,6 +35,11 @@ def json_text(request: pytest.FixtureRequest) -> Iterator[Gateway]:
 @pytest.fixture(scope="module", params=["platform", "openai"])
 def prose(request: pytest.FixtureRequest) -> Iterator[Gateway]:
     yield from serve(request.param, _upstream("It is sunny in Paris."))
+
+
+@pytest.fixture(scope="module", params=["platform", "openai"])
+def written_call(request: pytest.FixtureRequest) -> Iterator[Gateway]:
+    yield from serve(request.param, _upstream('{"name": "get_weather", "arguments": {"city": "Oslo"}}'))
 
 
 def _client(gateway: Gateway) -> OpenAI:
@@ -74,3 +80,21 @@ def test_auto_tool_choice_keeps_the_text(prose: Gateway) -> None:
     with _client(prose) as client:
         response = client.responses.create(model="auto", input="Weather?", tools=[WEATHER], stream=False)
     assert response.status == "completed" and response.output_text == "It is sunny in Paris."
+
+
+def test_required_with_several_tools_takes_a_call_written_as_json(written_call: Gateway) -> None:
+    with _client(written_call) as client:
+        response = client.responses.create(model="auto", input="Use one of the tools.", tools=[CLOCK, WEATHER],
+                                           tool_choice="required", stream=False)
+    call = response.output[-1]
+    assert call.type == "function_call" and call.name == "get_weather"
+    assert json.loads(call.arguments) == {"city": "Oslo"}
+
+
+def test_required_with_several_tools_and_prose_fails(prose: Gateway) -> None:
+    with _client(prose) as client:
+        # (not a question of fresh facts: in platform a grounding web_search would meet "required" by itself)
+        response = client.responses.create(model="auto", input="Use one of the tools.", tools=[CLOCK, WEATHER],
+                                           tool_choice="required", stream=False)
+    assert response.status == "failed" and response.error is not None
+    assert "get_time" in response.error.message and "get_weather" in response.error.message

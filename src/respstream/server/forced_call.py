@@ -8,6 +8,8 @@ that text breaks the promise silently. :func:`forced_arguments` decides, once th
 - the forced tool is a ``custom`` tool: the whole text is its input (freeform tools take any text);
 - the text (a ```` ```json ```` fence around it is fine) is a JSON object that satisfies the tool's parameter
   schema: those are the arguments; the message stays in the output as streamed, the call follows it;
+- ``"required"`` with several tools (nothing called yet, e.g. by grounding): the text must be a client call
+  written as JSON, ``{"name": <one of them>, "arguments": {...}}``;
 - otherwise: a :class:`ForcedCallMissing` with a message saying what came instead; the pipeline ends the response
   ``failed`` with ``tool_choice_not_followed``.
 """
@@ -22,7 +24,7 @@ from respstream.server.client_tool_kinds import ClientTool
 from respstream.server.tool_policy import ToolPolicy
 from respstream.server.upstream.text_tool_calls import schema_errors
 
-__all__ = ["ForcedCallMissing", "forced_arguments", "forced_client_tool"]
+__all__ = ["ForcedCallMissing", "forced_arguments", "forced_call", "forced_client_tool"]
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.DOTALL)
 
@@ -41,10 +43,29 @@ def forced_client_tool(policy: ToolPolicy, client_tools: dict[str, dict[str, Any
     return None
 
 
-def forced_arguments(text: str, name: str, tool: dict[str, Any], kind: ClientTool | None) -> str:
-    """The JSON arguments of the forced call ``name`` that ``text`` stands for. Raises :class:`ForcedCallMissing`."""
-    if kind is not None and kind.kind == "custom":
-        return json.dumps({"input": text}, ensure_ascii=False)
+def forced_call(text: str, policy: ToolPolicy, client_tools: dict[str, dict[str, Any]], server_tools: set[str],
+                kinds: dict[str, ClientTool], *, called: bool = False) -> tuple[str, str] | None:
+    """``(flat tool name, JSON arguments)`` of the call a first round that ended in ``text`` was forced to make;
+    ``None`` when ``tool_choice`` forced no client call (or ``"required"`` was met by a server call already:
+    ``called``). Raises :class:`ForcedCallMissing`."""
+    name = forced_client_tool(policy, client_tools, server_tools)
+    if name is not None:
+        return name, forced_arguments(text, name, client_tools[name], kinds.get(name))
+    if policy.mode != "required" or policy.forced is not None or called or not client_tools:
+        return None
+    value = _json_object(text)
+    chosen = value.get("name") if value is not None else None
+    arguments = (value or {}).get("arguments", (value or {}).get("parameters"))
+    if isinstance(arguments, str):
+        arguments = _json_object(arguments)
+    if not isinstance(chosen, str) or chosen not in client_tools or not isinstance(arguments, dict):
+        raise ForcedCallMissing(f"tool_choice is required (a call of {', '.join(sorted(client_tools))}...), but the "
+                                f"model answered with text ({_preview(text)}) instead of calling one")
+    return chosen, forced_arguments(json.dumps(arguments), chosen, client_tools[chosen], kinds.get(chosen))
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """``text`` as a JSON object (a ```` ```json ```` fence around it is fine), else ``None``."""
     stripped = text.strip()
     fenced = _FENCE.match(stripped)
     if fenced:
@@ -52,8 +73,16 @@ def forced_arguments(text: str, name: str, tool: dict[str, Any], kind: ClientToo
     try:
         value = json.loads(stripped) if stripped.startswith("{") else None
     except ValueError:
-        value = None
-    if not isinstance(value, dict):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def forced_arguments(text: str, name: str, tool: dict[str, Any], kind: ClientTool | None) -> str:
+    """The JSON arguments of the forced call ``name`` that ``text`` stands for. Raises :class:`ForcedCallMissing`."""
+    if kind is not None and kind.kind == "custom":
+        return json.dumps({"input": text}, ensure_ascii=False)
+    value = _json_object(text)
+    if value is None:
         raise ForcedCallMissing(f"tool_choice requires a call of {name!r}, but the model answered with text "
                                 f"({_preview(text)}) instead of calling it")
     problems = schema_errors(value, tool.get("parameters") or {"type": "object"})

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from respstream.server.citations import CitationSources, Source
-from respstream.server.forced_call import ForcedCallMissing, forced_arguments, forced_client_tool
+from respstream.server.forced_call import ForcedCallMissing, forced_call
 from respstream.server.mcp_tools import McpToolbox
 from respstream.server.requests import ResponseRequest
 from respstream.server.telemetry.response import ResponseTelemetry
@@ -141,30 +141,35 @@ class ToolRounds:
         return client_pending
 
     def _forced_call_from_text(self, result: RoundResult) -> bool:
-        """The first round ended in text while ``tool_choice`` forced one client tool: end the response with that
+        """The first round ended in text while ``tool_choice`` forced a client call: end the response with that
         call (its arguments from the text) or as failed saying why. True when the response ended here."""
-        name = forced_client_tool(self.request.tool_policy, self.client_tools, self.server_tools)
-        if name is None or self.calls_left == 0:
+        if self.calls_left == 0:
             return False
         w = self.writer
         text = w.open_message_text
         if result.finish.text is not None and text is not None:
             text = result.finish.text
         try:
-            arguments = forced_arguments(text or result.text, name, self.client_tools[name],
-                                         self.request.client_kinds.get(name))
+            call = forced_call(text or result.text, self.request.tool_policy, self.client_tools, self.server_tools,
+                               self.request.client_kinds, called=self._server_calls > 0)
         except ForcedCallMissing as exc:
             w.close_message(text, status="incomplete")
             w.fail("tool_choice_not_followed", str(exc))
             return True
+        if call is None:
+            return False
         w.close_message(text)
+        name, arguments = call
         w.client_tool_call(call_id=f"call_{w.record.id[-8:]}_forced", name=name, arguments=arguments,
                            tool=self.request.client_kinds.get(name))
         w.complete(usage=self._usage)
         return True
 
+    _server_calls = 0  # server tool calls run so far (grounding included): they meet a "required" tool_choice
+
     async def _run_server_tool(self, call_id: str, name: str, arguments: str) -> str:
         w = self.writer
+        self._server_calls += 1
         index = w.server_tool_started(call_id=call_id, name=name, arguments=arguments, query=_query(arguments))
         await w.flush()
         crashed: Exception | None = None
