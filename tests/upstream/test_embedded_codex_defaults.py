@@ -4,14 +4,18 @@ stall. Constructing the upstream starts nothing (no model is loaded here)."""
 
 from __future__ import annotations
 
+import pytest
+
 from respstream.server.upstream.embedded import DEFAULT_MAX_OUTPUT_TOKENS, EmbeddedUpstream
 
 CODEX_FIRST_REQUEST_TOKENS = 4256
 
 
-def test_codex_first_request_fits_the_default_context() -> None:
-    upstream = EmbeddedUpstream()
+@pytest.mark.parametrize("size", ["small", "medium", "large"])
+def test_codex_first_request_fits_the_default_context(size: str) -> None:
+    upstream = EmbeddedUpstream(model_size=size)
     assert upstream.context_tokens >= CODEX_FIRST_REQUEST_TOKENS + DEFAULT_MAX_OUTPUT_TOKENS
+    assert upstream.context_tokens <= (8192 if size == "small" else 32768)  # within what the model was trained on
 
 
 def test_reading_a_long_prompt_is_not_an_idle_timeout() -> None:
