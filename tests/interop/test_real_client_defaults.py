@@ -17,6 +17,8 @@ import openai
 import pytest
 from openai import OpenAI
 
+from respstream.protocol.stream import StreamCore
+
 from .gateways import Gateway, serve
 
 
@@ -48,6 +50,10 @@ def test_platform_error_terminal_stays_seed_shaped(failing: Gateway) -> None:
     assert last["type"] == "error" and last["code"] == "upstream_error" and last["message"]  # the seed's fields
     assert last["error"]["code"] == "upstream_error" and last["error"]["message"] == last["message"]
     assert "event: message" in raw
+    core = StreamCore(dialect="platform")  # our own checker: still a conformant platform stream
+    core.feed(raw.encode())
+    core.close()
+    assert core.violations == [] and core.result.status == "error"
 
 
 def test_stream_absent_with_accept_any_is_json(plain: Gateway) -> None:
