@@ -54,8 +54,8 @@ _LOCAL_SHELL_PARAMETERS = {
 _APPLY_PATCH_PARAMETERS = {
     "type": "object",
     "properties": {"type": {"type": "string", "enum": ["create_file", "update_file", "delete_file"]},
-                   "path": _STRING, "diff": {"type": "string", "description": "The unified diff (not for delete)."}},
-    "required": ["type", "path"],
+                   "path": _STRING, "diff": {"type": "string", "description": "The unified diff (empty to delete)."}},
+    "required": ["type", "path", "diff"],
 }
 _BUILTIN = {
     "shell": ("Run shell commands on the user's machine.", _SHELL_PARAMETERS),
