@@ -16,9 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from openai import OpenAI
+
+from respstream.protocol.stream import StreamCore
 
 from .gateways import Gateway, serve
 
@@ -146,3 +149,16 @@ def test_namespace_clash_is_a_clear_400(gateway: Gateway) -> None:
     with client(gateway) as c, pytest.raises(openai.BadRequestError) as caught:
         c.responses.create(model="auto", input="Hi.", tools=[{"type": "function", "name": "crm__lookup"}, NAMESPACE])
     assert "crm__lookup" in str(caught.value)
+
+
+@pytest.mark.parametrize("tool", [NAMESPACE, CUSTOM, {"type": "shell"}, {"type": "apply_patch"},
+                                  {"type": "local_shell"}], ids=lambda t: t["type"])
+def test_streams_are_conformant(gateway: Gateway, tool: Any) -> None:
+    """Our own checker (sequence, lifecycle, item rules; in Open Responses its schema and prefix rules too)."""
+    raw = httpx.post(f"{gateway.base_url}/responses", json={"input": "x", "tools": [tool], "stream": True},
+                     timeout=20).content
+    core = StreamCore(dialect=gateway.dialect)
+    core.feed(raw)
+    core.close()
+    assert core.violations == [] and core.result.status == "completed"
+    assert core.result.output[-1]["type"] != "message"  # it ended with the call
