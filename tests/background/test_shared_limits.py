@@ -45,7 +45,7 @@ def test_the_rate_limit_is_one_bucket_across_instances(tmp_path: Path, redis: Re
 def _open_stream(url: str, opened: list[int], stop: threading.Event) -> None:
     try:
         with httpx.Client(timeout=30) as client, client.stream("POST", f"{url}/v1/responses",
-                                                               json={"input": "long"}) as response:
+                                                               json={"input": "long", "stream": True}) as response:
             opened.append(response.status_code)
             for _ in response.iter_bytes():
                 if stop.is_set():
@@ -72,7 +72,7 @@ def test_the_stream_budget_is_shared_and_a_killed_instance_stops_counting(tmp_pa
             assert time.monotonic() < deadline, opened
             time.sleep(0.05)
         assert opened == [200, 200, 200]
-        refused = httpx.post(f"{b.url}/v1/responses", json={"input": "one more"}, timeout=10)
+        refused = httpx.post(f"{b.url}/v1/responses", json={"input": "one more", "stream": True}, timeout=10)
         assert refused.status_code == 503
         assert refused.json()["error"]["code"] == "too_many_streams"
         assert "across the gateway's instances" in refused.json()["error"]["message"]
@@ -80,7 +80,7 @@ def test_the_stream_budget_is_shared_and_a_killed_instance_stops_counting(tmp_pa
         deadline = time.monotonic() + 10
         while True:
             with httpx.Client(timeout=10) as client, client.stream("POST", f"{b.url}/v1/responses",
-                                                                   json={"input": "now"}) as response:
+                                                                   json={"input": "now", "stream": True}) as response:
                 if response.status_code == 200:
                     break
                 assert response.status_code == 503

@@ -24,6 +24,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 
 from fakes.server_thread import ServerThread
 from respstream.server.config import Config
+from respstream.server.events.client_tool_kinds import CALL_KINDS, CLIENT_KINDS, OUTPUT_KINDS
 from respstream.server.http.app import create_app
 from respstream.server.inputs import requests as request_parsing
 from respstream.server.inputs.compaction_item import encode_compaction
@@ -113,6 +114,8 @@ FIELDS: dict[str, Claim] = {
     "prompt_cache_retention": Claim(refused=({"prompt_cache_retention": "24h"}, "prompt_cache_retention")),
     "response_format": Claim(refused=({"response_format": {"type": "json_object"}}, "response_format")),
     "project_id": Claim(ok={"project_id": "0b7e1c9a-3f2d-4e5b-8a6c-1d2e3f4a5b6c"}),
+    "client_metadata": Claim(ok={"client_metadata": {"originator": "codex_exec"}}),
+    "reasoning.context": Claim(ok={"reasoning": {"context": "all_turns"}}),
 }
 
 
@@ -121,6 +124,9 @@ def _tool(kind: str) -> Body:
         "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}},
         # A loopback server_url: the gateway takes the tool and refuses to connect (network policy), in the response.
         "mcp": {"server_label": "notes", "server_url": "http://127.0.0.1:9/mcp", "require_approval": "never"},
+        "custom": {"name": "run_sql", "description": "One SQL statement."},
+        "namespace": {"name": "crm", "description": "The CRM.", "tools": [
+            {"type": "function", "name": "find", "parameters": {"type": "object", "properties": {}}}]},
     }
     return {"tools": [{"type": kind, **extra.get(kind, {})}]}
 
@@ -158,6 +164,29 @@ ITEMS: dict[str, Claim] = {
                                       "tools": []})),
     "item_reference": Claim(ok=_item({"type": "item_reference", "id": "msg_1"})),
     "computer_call": Claim(refused=(_item({"type": "computer_call", "id": "cc_1"}), "input[1].type")),
+    "tool_search_call": Claim(ok=_item({"type": "tool_search_call", "id": "ts_1", "status": "completed"})),
+    "tool_search_output": Claim(ok=_item({"type": "tool_search_output", "id": "tso_1", "tools": []})),
+    "custom_tool_call": Claim(ok=_item({"type": "custom_tool_call", "call_id": "c2", "name": "run_sql",
+                                        "input": "SELECT 1"})),
+    "custom_tool_call_output": Claim(ok={"input": [
+        {"type": "custom_tool_call", "call_id": "c2", "name": "run_sql", "input": "SELECT 1"},
+        {"type": "custom_tool_call_output", "call_id": "c2", "output": "1"}]}),
+    "shell_call": Claim(ok=_item({"type": "shell_call", "call_id": "c3", "action": {"commands": ["ls"]}})),
+    "shell_call_output": Claim(ok={"input": [
+        {"type": "shell_call", "call_id": "c3", "action": {"commands": ["ls"]}},
+        {"type": "shell_call_output", "call_id": "c3",
+         "output": [{"stdout": "a.txt", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]}]}),
+    "local_shell_call": Claim(ok=_item({"type": "local_shell_call", "call_id": "c4",
+                                        "action": {"type": "exec", "command": ["ls"], "env": {}}})),
+    "local_shell_call_output": Claim(ok={"input": [
+        {"type": "local_shell_call", "call_id": "c4", "action": {"type": "exec", "command": ["ls"], "env": {}}},
+        {"type": "local_shell_call_output", "id": "c4", "output": "a.txt"}]}),
+    "apply_patch_call": Claim(ok=_item({"type": "apply_patch_call", "call_id": "c5", "operation": {
+        "type": "update_file", "path": "a.txt", "diff": "@@\n-a\n+b\n"}})),
+    "apply_patch_call_output": Claim(ok={"input": [
+        {"type": "apply_patch_call", "call_id": "c5",
+         "operation": {"type": "update_file", "path": "a.txt", "diff": "@@\n-a\n+b\n"}},
+        {"type": "apply_patch_call_output", "call_id": "c5", "status": "completed"}]}),
 }
 PARTS: dict[str, Claim] = {
     "input_text": Claim(ok=_part({"type": "input_text", "text": "And this."})),
@@ -182,7 +211,7 @@ PARTS: dict[str, Claim] = {
 REFUSED_TOOL_TYPES = frozenset(request_parsing._UNSUPPORTED_TOOL_TYPES)
 TOOLS: dict[str, Claim] = {
     kind: Claim(refused=(_tool(kind), "tools[0].type")) if kind in REFUSED_TOOL_TYPES else Claim(ok=_tool(kind))
-    for kind in sorted({"function", "mcp", *SERVER_TOOL_TYPES, *REFUSED_TOOL_TYPES})
+    for kind in sorted({"function", "mcp", *SERVER_TOOL_TYPES, *REFUSED_TOOL_TYPES, *CLIENT_KINDS})
 }
 TABLES: dict[str, tuple[tuple[str, ...], dict[str, Claim]]] = {
     "fields": (("### Open Responses `CreateResponseBody`", "### OpenAI Responses fields beyond the spec"), FIELDS),
@@ -250,7 +279,8 @@ def test_every_input_item_type_the_parser_knows_has_a_row() -> None:
     handled = {c.comparators[0].value for c in ast.walk(function)
                if isinstance(c, ast.Compare) and isinstance(c.left, ast.Name) and c.left.id == "kind"
                and isinstance(c.comparators[0], ast.Constant)}
-    known = handled | set(request_parsing._IGNORED_ITEMS)
+    # The client-run kinds are handled by set membership (``kind in CALL_KINDS``), not by a compare the walk sees.
+    known = handled | set(request_parsing._IGNORED_ITEMS) | CALL_KINDS | OUTPUT_KINDS
     assert {"message", "function_call", "compaction"} <= known  # the walk found the parser's branches
     missing = sorted(known - set(_rows(TABLES["items"][0])))
     assert missing == [], f"input item types with no row in docs/compatibility.md: {missing}"

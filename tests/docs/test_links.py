@@ -13,8 +13,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-# Pages written in another branch that a link here already points to (remove an entry once that branch is merged).
-COMING_FROM_OTHER_BRANCHES = {"docs/clients.md"}
 
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
@@ -66,8 +64,7 @@ def test_every_relative_link_resolves(page: Path) -> None:
         linked = (page.parent / path_part).resolve() if path_part else page
         name = linked.relative_to(ROOT).as_posix() if linked.is_relative_to(ROOT) else str(linked)
         if not linked.exists():
-            if name not in COMING_FROM_OTHER_BRANCHES:
-                broken.append(f"{target}: no such file")
+            broken.append(f"{target}: no such file")
             continue
         if anchor and linked.suffix == ".md" and anchor not in anchors(linked):
             broken.append(f"{target}: no heading with anchor #{anchor} in {name}")

@@ -27,7 +27,7 @@ BIG = 20_000  # deltas: ~4 MB of frames, far more than the socket buffers hold
 CHUNK = "x" * 20_000
 
 
-def _stalled_client(url: str, body: bytes = b'{"input": "a very long answer please"}') -> socket.socket:
+def _stalled_client(url: str, body: bytes = b'{"input": "a very long answer please", "stream": true}') -> socket.socket:
     """POST a streaming request on a socket with a tiny receive buffer, read nothing yet."""
     host, port = url.removeprefix("http://").split(":")
     sock = socket.socket()

@@ -73,10 +73,11 @@ def one_stream_server() -> Iterator[str]:
 
 def test_max_concurrent_streams(one_stream_server: str) -> None:
     url = one_stream_server
-    with httpx.Client(timeout=20) as c, c.stream("POST", f"{url}/v1/responses", json={"input": "x"}) as first:
+    with httpx.Client(timeout=20) as c, c.stream("POST", f"{url}/v1/responses",
+                                                 json={"input": "x", "stream": True}) as first:
         chunks = first.iter_raw()  # keep the iterator: dropping it closes the connection
         next(chunks)
-        second = c.post(f"{url}/v1/responses", json={"input": "x"})
+        second = c.post(f"{url}/v1/responses", json={"input": "x", "stream": True})
         assert second.status_code == 503
         assert second.json()["error"]["code"] == "too_many_streams"
         assert second.headers["retry-after"] == "1"

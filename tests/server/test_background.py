@@ -70,10 +70,18 @@ def test_stream_false_and_accept_json_return_json(server: tuple[str, str]) -> No
         assert body["usage"]["output_tokens"] > 0
         r = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast"}, headers={"accept": "application/json"})
         assert r.headers["content-type"].startswith("application/json")
-        # `stream` absent: the seed streams (DESIGN §4); the Responses API default (openai, openresponses) is JSON.
+        # `stream` absent: JSON, as the standard says (AI SDK generateObject and litellm send `Accept: */*`)...
         r = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast"}, headers={"accept": "*/*"})
-        expected = "text/event-stream" if dialect == "platform" else "application/json"
-        assert r.headers["content-type"].startswith(expected)
+        assert r.headers["content-type"].startswith("application/json")
+        assert r.json()["status"] == "completed"
+        # ...unless Accept asks for the event stream (platform only; the openai dialects follow the standard).
+        for accept in ("text/event-stream", "application/json;q=0.5, text/event-stream"):
+            r = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast"}, headers={"accept": accept})
+            expected = "text/event-stream" if dialect == "platform" else "application/json"
+            assert r.headers["content-type"].startswith(expected), accept
+        r = c.post(f"{url}/v1/responses", json={"input": "x", "model": "fast"},
+                   headers={"accept": "text/event-stream;q=0, application/json"})
+        assert r.headers["content-type"].startswith("application/json")
         got = c.get(f"{url}/v1/responses/{body['id']}").json()
         assert got == body
 

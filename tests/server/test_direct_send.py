@@ -287,7 +287,7 @@ def test_a_reader_that_stops_reading_gets_its_stream_whole(monkeypatch: pytest.M
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.connect((host, int(port)))
-        body = b'{"input": "a long answer please"}'
+        body = b'{"input": "a long answer please", "stream": true}'
         sock.sendall(b"POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      b"Connection: close\r\nContent-Length: %d\r\n\r\n%b" % (len(body), body))
         time.sleep(1.0)  # read nothing: the buffers fill and uvicorn pauses writing

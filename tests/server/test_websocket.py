@@ -128,8 +128,10 @@ def test_a_response_that_fails_midway_evicts_too(srv: ServerThread) -> None:
     ("[1, 2]", "invalid_json", None),
     ('{"model": "scripted-a", "input": "x"}', "missing_required_parameter", "type"),
     ('{"type": "response.steer", "input": "x", "previous_response_id": "r"}', "invalid_value", "type"),
-    ('{"type": "response.create", "input": "x", "stream": true}', "unsupported_parameter", "stream"),
-    ('{"type": "response.create", "input": "x", "stream_options": {}}', "unsupported_parameter", "stream_options"),
+    ('{"type": "response.create", "input": "x", "stream": false}', "unsupported_parameter", "stream"),
+    ('{"type": "response.create", "input": "x", "stream": "yes"}', "invalid_type", "stream"),
+    ('{"type": "response.create", "input": "x", "stream_options": {"include_obfuscation": true}}',
+     "unsupported_parameter", "stream_options.include_obfuscation"),
     ('{"type": "response.create"}', "missing_required_parameter", "input"),
     ('{"type": "response.create", "input": [{"type": "message", "role": "pirate", "content": "x"}]}',
      "invalid_value", "input[0].role"),
@@ -146,6 +148,13 @@ def test_bad_messages_get_the_spec_error_and_the_socket_goes_on(srv: ServerThrea
         assert error["error"]["code"] == code and error["error"]["param"] == param, error
         assert error["error"]["message"]
         assert final(turn(ws, model="scripted-a", input="still here"))["status"] == "completed"
+
+
+def test_stream_true_is_taken_and_ignored(srv: ServerThread) -> None:
+    """The Agents SDKs (Python 0.24, JS 0.20) put "stream": true in response.create: the socket streams anyway."""
+    with connect(ws_url(srv)) as ws:
+        done = final(turn(ws, model="scripted-a", input="hi", stream=True, stream_options={}))
+    assert done["status"] == "completed" and done["output_text"]
 
 
 def test_closing_the_socket_mid_response_cancels_it(srv: ServerThread) -> None:

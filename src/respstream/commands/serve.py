@@ -66,7 +66,7 @@ def banner(host: str, port: int) -> str:
         f"respstream gateway on {base}\n"
         f"  playground: {base}/\n"
         f"  try:  curl -N {base}/v1/responses -H 'Content-Type: application/json' "
-        "-d '{\"input\": \"Say hello in one sentence.\"}'\n"
+        "-d '{\"input\": \"Say hello in one sentence.\", \"stream\": true}'\n"
         f"  or:   respstream stream \"Say hello in one sentence.\" --url {base}/v1\n"
     )
 

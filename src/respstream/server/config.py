@@ -65,6 +65,7 @@ class Config:
     shared_limits: bool = True
     shared_max_concurrent_streams: int = 0  # open streams across all instances on the Redis store; 0 = off
     keepalive_seconds: float = 15.0
+    progress_event_seconds: float = 20.0  # a quiet response gets a `keepalive` event (0: off); progress_events.py
     # A reader whose socket takes nothing for this long is cut with `error` `slow_reader` (0: never).
     slow_reader_timeout_seconds: float = 30.0
     max_tool_rounds: int = 4
@@ -145,6 +146,8 @@ class Config:
             raise ConfigError("request_timeout_seconds must not be negative and keep_alive_seconds must be positive")
         if self.websocket_idle_timeout_seconds < 0:
             raise ConfigError("websocket_idle_timeout_seconds must not be negative (0: no idle timeout)")
+        if self.progress_event_seconds < 0:
+            raise ConfigError("progress_event_seconds must not be negative (0 turns the keepalive events off)")
         if self.keepalive_seconds <= 0 or self.websocket_max_connection_seconds <= 0:
             raise ConfigError("keepalive_seconds and websocket_max_connection_seconds must be positive")
         if self.redis_resend_entries < 0 or self.redis_resend_max_bytes < 0:

@@ -22,8 +22,9 @@ no ``id:`` lines (resume through ``starting_after``), ``data: [DONE]`` after the
 ``response.reasoning.delta/done``, and every extension event, item and hosted tool prefixed ``respstream:`` (server
 tools are ``respstream:<tool>_call`` items).
 
-When ``stream`` is absent from a request, ``openai`` and ``openresponses`` answer JSON (the Responses API default);
-``platform`` streams (the seed's default) unless ``Accept`` asks for JSON only.
+When ``stream`` is absent from a request, every dialect answers JSON (the Responses API default: AI SDK
+``generateObject`` and litellm send no ``stream`` and ``Accept: */*``); ``platform`` streams only when ``Accept``
+names ``text/event-stream`` (a seed-style client that wants the stream says so).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class Dialect:
     prefix_extensions: bool = False  # platform-only events named `respstream:<name>`
     extension_tool_items: bool = False  # server tools as `respstream:<tool>_call` items (Open Responses)
     reasoning_event: str = "response.reasoning_text"  # `<reasoning_event>.delta` / `.done`
-    stream_by_default: bool = False  # a request without `stream` streams (the seed platform)
+    keepalive_event: str = "keepalive"  # the progress event of a quiet response (server/events/progress_events.py)
+    stream_on_accept: bool = False  # a request without `stream` streams when Accept asks for text/event-stream
 
     def new_id(self, prefix: str) -> str:
         """A fresh id: ``<prefix>_<hex>`` in the openai dialects, a UUID in the platform dialect."""
@@ -91,7 +93,7 @@ DIALECTS: dict[str, Dialect] = {
         lifecycle_preamble=False,
         hosted_tool_items=False,
         separate_terminal_types=False,
-        stream_by_default=True,
+        stream_on_accept=True,
     ),
     "openai": Dialect(
         name="openai",
@@ -116,6 +118,7 @@ DIALECTS: dict[str, Dialect] = {
         prefix_extensions=True,
         extension_tool_items=True,
         reasoning_event="response.reasoning",
+        keepalive_event="respstream:keepalive",
     ),
 }
 

@@ -16,27 +16,12 @@ import msgspec
 
 from respstream.server.events.dialects import Dialect
 from respstream.server.store.base import DeltaEntry, Entry, LogEntry
-
-__all__ = ["ERROR_CODES", "frame", "frames", "reader_terminal_data", "reader_terminal_frame", "terminal_outcome"]
-
-# Stream error codes (documented in docs/configuration.md) -> the OpenAI-style `error.type`.
-ERROR_CODES: dict[str, str] = {
-    "internal_error": "server_error",
-    "upstream_timeout": "server_error",
-    "upstream_error": "server_error",
-    "upstream_unavailable": "server_error",
-    "tool_error": "server_error",
-    "rate_limited": "rate_limit_error",
-    "cancelled": "cancelled",
-    "server_shutdown": "server_error",
-    "worker_lost": "server_error",
-    "store_unavailable": "server_error",
-    "event_too_large": "server_error",
-    "slow_reader": "server_error",  # one reader cut for not reading (server/http/sse_response.py); not in the log
-}
-
+from respstream.server.store.error_event import ERROR_CODES, flat_error
 
 _encode = msgspec.json.Encoder().encode
+
+__all__ = ["ERROR_CODES", "flat_error", "frame", "frames", "reader_terminal_data", "reader_terminal_frame",
+           "terminal_outcome"]
 
 _DONE = b"data: [DONE]\n\n"
 
@@ -83,8 +68,7 @@ def reader_terminal_data(dialect: Dialect, sequence_number: int, code: str, mess
     if dialect.separate_terminal_types:
         err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
         return _encode({"type": "error", "sequence_number": sequence_number, "error": err})
-    return _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
-                    "param": None})
+    return _encode({"type": "error", "sequence_number": sequence_number, **flat_error(code, message)})
 
 
 def reader_terminal_frame(dialect: Dialect, sequence_number: int, code: str, message: str) -> bytes:
@@ -95,8 +79,7 @@ def reader_terminal_frame(dialect: Dialect, sequence_number: int, code: str, mes
         err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message, "param": None}
         data = _encode({"type": "error", "sequence_number": sequence_number, "error": err})
     else:
-        data = _encode({"type": "error", "sequence_number": sequence_number, "code": code, "message": message,
-                        "param": None})
+        data = _encode({"type": "error", "sequence_number": sequence_number, **flat_error(code, message)})
     name = b"error" if dialect.event_line_is_type else b"message"
     body = b"event: %b\ndata: %b\n\n" % (name, data)
     return body + _DONE if dialect.done_sentinel else body

@@ -102,7 +102,10 @@ def new_response(
         "instructions": req.instructions,
         "output": [],
         "error": None,
-        "tools": echo_tools(req.client_tools),
+        # The tools as sent (namespace, custom, shell...); Open Responses has no such tool types, so there the
+        # flat functions the model was offered (server/events/client_tool_kinds.py).
+        "tools": echo_tools(req.client_tools if dialect.extension_tool_items
+                            else getattr(req, "declared_tools", None) or req.client_tools),
         "tool_choice": req.tool_choice,
         "truncation": _opt_str(getattr(req, "truncation", None)) or "disabled",
         "parallel_tool_calls": bool(req.parallel_tool_calls),
@@ -124,6 +127,7 @@ def new_response(
         "safety_identifier": _opt_str(getattr(req, "safety_identifier", None)),
         "prompt_cache_key": _opt_str(getattr(req, "prompt_cache_key", None)),
         "conversation": {"id": conversation_id} if conversation_id else None,
+        **({"client_metadata": req.client_metadata} if getattr(req, "client_metadata", None) else {}),
     }
 
 

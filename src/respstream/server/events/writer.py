@@ -39,6 +39,7 @@ from respstream.server.events.content_parts import OpenItem, OpenPart, closing_e
 from respstream.server.events.dialects import Dialect
 from respstream.server.events.frames import (
     ERROR_CODES,
+    flat_error,
     frame,
     reader_terminal_data,
     reader_terminal_frame,
@@ -311,7 +312,7 @@ class ResponseWriter(DeltaWriting, ToolCallItems, LogFlushing):
         self.record.status = status
         try:
             if not self.dialect.separate_terminal_types:
-                self._emit("error", {"code": code, "message": message, "param": None}, terminal=True)
+                self._emit("error", flat_error(code, message), terminal=True)
                 return
             if not cancelled:
                 err = {"type": ERROR_CODES.get(code, "server_error"), "code": code, "message": message,

@@ -11,11 +11,17 @@ where the platform has them, else (the seed platform) a ``function_call`` with i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from respstream.server.events.client_tool_kinds import ClientTool, call_item, tool_call_items
 from respstream.server.events.dialects import EXTENSION_PREFIX, Dialect
 
 __all__ = ["ToolCallItems"]
+
+
+# id prefixes of the client call items (openai dialects; the platform dialect uses UUIDs)
+_ID_PREFIX = {"function": "fc", "custom": "ctc", "shell": "sh", "local_shell": "lsh", "apply_patch": "apc"}
 
 
 class ToolCallItems:
@@ -29,11 +35,26 @@ class ToolCallItems:
         def _emit(self, event_type: str, fields: dict[str, Any], *, terminal: bool = False) -> None: ...
         def _close_current_item(self, *, status: str = "completed") -> None: ...
 
-    def client_tool_call(self, *, call_id: str, name: str, arguments: str) -> None:
-        """A call of a client function tool: the whole item, for the caller to run."""
+    def client_tool_call(self, *, call_id: str, name: str, arguments: str, tool: ClientTool | None = None) -> None:
+        """A call of a client tool: the whole item, for the caller to run. ``tool``: what the flat function ``name``
+        really is (a namespaced function, a custom tool, shell...; server/events/client_tool_kinds.py)."""
         self._close_current_item()
-        item, index = self._function_call(call_id, name, arguments)
-        self._done_item(index, {**item, "arguments": arguments, "status": "completed"})
+        if tool is None or (tool.kind == "function" and tool.namespace is None):
+            item, index = self._function_call(call_id, name, arguments)
+            self._done_item(index, {**item, "arguments": arguments, "status": "completed"})
+        else:
+            done = call_item(tool, item_id=self.dialect.new_id(_ID_PREFIX[tool.kind]), call_id=call_id,
+                             arguments=arguments)
+            empty = {"function_call": {"arguments": ""}, "custom_tool_call": {"input": ""}}.get(done["type"], {})
+            emit: Callable[[str, dict[str, Any]], None] = self._emit
+            if self.dialect.extension_tool_items and done["type"] != "function_call":
+                # Open Responses: an item or event outside the spec carries the implementor prefix
+                done["type"] = EXTENSION_PREFIX + done["type"]
+                emit = self._emit_extension
+            index = self._add_item({**done, **empty, "status": "in_progress"})
+            tool_call_items(done, emit, index)
+            self._done_item(index, done)
+            name = tool.name
         self._tool_summary.append(
             {"call_id": call_id, "name": name, "arguments": arguments, "status": "completed", "output": None}
         )
@@ -74,6 +95,9 @@ class ToolCallItems:
         item, index = self._function_call(call_id, name, arguments, server_tool=True)
         self._output[index] = {**item, "arguments": arguments}
         return index
+
+    def _emit_extension(self, event_type: str, fields: dict[str, Any]) -> None:
+        self._emit(EXTENSION_PREFIX + event_type, fields)
 
     def _function_call(self, call_id: str, name: str, arguments: str, *, server_tool: bool = False
                        ) -> tuple[dict[str, Any], int]:

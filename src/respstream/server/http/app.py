@@ -34,6 +34,7 @@ from respstream.server.endpoints.compaction import compact
 from respstream.server.endpoints.conversations import conversation_routes
 from respstream.server.endpoints.input_items import input_tokens, list_input_items
 from respstream.server.http.auth import KeyStore
+from respstream.server.http.body_encoding import decoded_body
 from respstream.server.http.components import Components, build_components, build_store
 from respstream.server.http.limits import RateLimiter, StreamGate
 from respstream.server.http.openapi import openapi_document
@@ -44,6 +45,7 @@ from respstream.server.http.websocket_limits import WebSocketBudgets
 from respstream.server.http_errors import HTTPError, exception_handlers
 from respstream.server.inputs.requests import parse_request
 from respstream.server.responses.responses_service import TERMINAL_STATUSES, ResponseService
+from respstream.server.routing.affinity import affinity_key
 from respstream.server.routing.upstream_watch import UpstreamWatch, startup_warnings
 from respstream.server.store.base import Store
 from respstream.server.store.memory import MemoryStore
@@ -217,7 +219,8 @@ class _Gateway:
             if size > limit:
                 raise HTTPError(413, "request_too_large", f"The request body is larger than {limit} bytes.")
             chunks.append(chunk)
-        body = b"".join(chunks)
+        # zstd/gzip/deflate bodies (Codex sends zstd): inflated in bounded steps, capped at the same limit
+        body = await decoded_body(request.headers.get("content-encoding"), b"".join(chunks), limit)
         if not body.strip():
             raise HTTPError(400, "invalid_json", "The request body is empty; send a JSON object.")
         try:
@@ -271,10 +274,11 @@ class _Gateway:
         body = await self.read_json(request)
         svc = self.svc
         req = parse_request(body, server_tool_names=svc.tools.names(), dialect=svc.dialect.name)
+        req.affinity = affinity_key(request.headers, req.prompt_cache_key)
         stream = req.stream
-        if stream is None:  # DESIGN §4: JSON in openai/openresponses; the seed streams unless Accept wants JSON
-            stream = (svc.dialect.stream_by_default and not req.background
-                      and not _wants_json_only(request.headers.get("accept", "")))
+        if stream is None:  # absent means JSON (the standard, issue #29); platform: SSE when Accept asks for it
+            stream = (svc.dialect.stream_on_accept and not req.background
+                      and _wants_event_stream(request.headers.get("accept", "")))
         if stream and self.gate.open >= self.gate.limit:
             raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
                             headers={"Retry-After": "1"})
@@ -437,10 +441,13 @@ def _bad_utf8_at(body: bytes) -> int:
     return 0
 
 
-def _wants_json_only(accept: str) -> bool:
-    """True when ``Accept`` lists only application/json (what the SDKs send on non-streaming calls)."""
-    types = {part.split(";")[0].strip().lower() for part in accept.split(",") if part.strip()}
-    return bool(types) and types <= {"application/json"}
+def _wants_event_stream(accept: str) -> bool:
+    """True when ``Accept`` names ``text/event-stream`` (with a non-zero ``q``); ``*/*`` alone does not."""
+    for part in accept.split(","):
+        media, *params = (p.strip().lower() for p in part.split(";"))
+        if media == "text/event-stream":
+            return not any(p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params)
+    return False
 
 
 def create_app(config: Config | None = None, components: Components | None = None) -> Starlette:

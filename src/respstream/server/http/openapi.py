@@ -55,7 +55,8 @@ def openapi_document(dialect: str) -> dict[str, Any]:
                 "CreateResponse": {"type": "object", "required": ["input"], "properties": {
                     "model": {"type": "string", "default": "auto"},
                     "input": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
-                    "stream": {"type": "boolean", "default": True},
+                    "stream": {"type": "boolean", "default": False, "description":
+                               "Absent: JSON (platform: SSE when Accept names text/event-stream)"},
                     "background": {"type": "boolean", "default": False},
                     "store": {"type": "boolean", "default": True},
                     "instructions": {"type": ["string", "null"]},
@@ -71,7 +72,7 @@ def openapi_document(dialect: str) -> dict[str, Any]:
         "security": [{"bearer": []}],
         "paths": {
             "/v1/responses": {"post": {
-                "summary": "Create a response (streams by default)",
+                "summary": "Create a response (SSE with stream: true, else the Response JSON)",
                 "requestBody": {"required": True, "content": {"application/json": {
                     "schema": {"$ref": "#/components/schemas/CreateResponse"}}}},
                 "responses": {**_response_ok(True, id_header=True), **_errors(400, 401, 413, 415, 429, 503)}}},

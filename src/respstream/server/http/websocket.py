@@ -47,6 +47,7 @@ from respstream.server.http.websocket_limits import (
 from respstream.server.http.websocket_writes import FrameWriter
 from respstream.server.http_errors import HTTPError, envelope
 from respstream.server.inputs.requests import parse_request
+from respstream.server.routing.affinity import affinity_key
 from respstream.server.store.base import Entry, StoreUnavailable
 from respstream.server.store.memory_budgeted import BudgetedMemoryStore
 from respstream.server.store.split import backend_of
@@ -61,7 +62,19 @@ __all__ = ["WebSocketTurnSender", "error_event", "serve_websocket"]
 log = logging.getLogger("respstream.server")
 
 # Fields of a create body that belong to HTTP/SSE: the spec says a WebSocket client MUST NOT send them.
-_HTTP_ONLY_FIELDS = ("stream", "stream_options")
+
+
+def _socket_stream_fields(body: dict[str, Any]) -> None:
+    """Every response on the socket streams: ``"stream": true`` (the Agents SDKs, Python 0.24 / JS 0.20, send it)
+    and ``stream_options`` (checked with the other fields) are taken and ignored; ``"stream": false`` asks for
+    something the socket cannot do, so it is refused naming the field."""
+    stream = body.pop("stream", None)
+    if stream is None or stream is True:
+        return
+    if stream is False:
+        raise HTTPError(400, "unsupported_parameter", "stream: false is not possible on a WebSocket (every response "
+                        "on the socket streams); send true or leave it out.", param="stream")
+    raise HTTPError(400, "invalid_type", "stream must be a boolean", param="stream")
 _CLOSED = object()  # queued by the reader when the peer went away
 # Why a connection that queued too much is closed (code, reason), by the limit it broke.
 _QUEUE_FULL = {
@@ -241,14 +254,11 @@ class _Connection:
             if kind != "response.create":
                 raise HTTPError(400, "invalid_value" if kind is not None else "missing_required_parameter",
                                 f"A WebSocket message must have type 'response.create', not {kind!r}.", param="type")
-            for key in _HTTP_ONLY_FIELDS:
-                if key in body:
-                    raise HTTPError(400, "unsupported_parameter",
-                                    f"{key} is an HTTP/SSE field; it must not be sent on a WebSocket "
-                                    "(every response on the socket streams).", param=key)
+            _socket_stream_fields(body)
             await gw.limit_rate(self.ws, self.owner)
             svc = gw.svc
             req = parse_request(body, server_tool_names=svc.tools.names())
+            req.affinity = affinity_key(self.ws.headers, req.prompt_cache_key)
             if not gw.gate.try_enter():
                 raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.")
             try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from respstream.server.events.client_tool_kinds import CALL_KINDS, base_kind, call_as_input
 from respstream.server.inputs.input_parts import MEDIA_PART_TYPES, media_part
 from respstream.server.inputs.requests import InputItem
 
@@ -24,6 +25,9 @@ def output_to_items(output: list[dict[str, Any]]) -> list[InputItem]:
             text = "".join(p.get("text", "") for p in raw.get("content", []) if p.get("type") == "output_text")
             if text:
                 items.append(InputItem("message", role="assistant", text=text))
+        elif base_kind(kind) in CALL_KINDS or (kind == "function_call" and raw.get("namespace")):
+            call_id, name, arguments = call_as_input(raw, "output")  # as the upstream saw it (a flat function)
+            items.append(InputItem("function_call", role="assistant", call_id=call_id, name=name, arguments=arguments))
         elif kind in ("function_call", "mcp_call"):
             call_id = raw.get("call_id") or raw.get("id") or ""
             items.append(InputItem("function_call", role="assistant", call_id=call_id, name=raw.get("name", ""),

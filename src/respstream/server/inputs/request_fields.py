@@ -38,6 +38,10 @@ INCLUDE_VALUES = frozenset({
     "web_search_call.action.sources",  # the gateway's web_search items carry their sources
 })
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+# reasoning.context (which earlier reasoning items the model sees again; Codex sends "all_turns"): any value is
+# taken, and the Response echoes the effective mode, "current_turn": the gateway never renders reasoning items back
+# to an upstream (its upstreams take none), which is what that mode means.
+_REASONING_CONTEXTS = ("auto", "current_turn", "all_turns")
 _REASONING_SUMMARIES = ("auto",)  # "concise"/"detailed" would need a summariser the gateway does not have
 SERVICE_TIERS = ("auto", "default", "flex", "priority")
 _VERBOSITY = ("low", "medium", "high")
@@ -55,6 +59,7 @@ class RequestFields:
     top_logprobs: int | None = None
     reasoning_effort: str | None = None
     reasoning_summary: str | None = None
+    reasoning_context: str | None = None  # as asked; echoed as the effective "current_turn"
     max_tool_calls: int | None = None
     truncation: str = "disabled"  # the OpenAI default
     prompt_cache_key: str | None = None
@@ -89,7 +94,10 @@ class RequestFields:
 
     def reasoning_json(self) -> dict[str, Any]:
         """The ``reasoning`` object as echoed in the Response."""
-        return {"effort": self.reasoning_effort, "summary": self.reasoning_summary}
+        echo = {"effort": self.reasoning_effort, "summary": self.reasoning_summary}
+        if self.reasoning_context is not None:
+            echo["context"] = "current_turn"
+        return echo
 
     def text_json(self) -> dict[str, Any]:
         """The ``text`` object as echoed in the Response."""
@@ -185,7 +193,7 @@ def parse_fields(body: dict[str, Any]) -> RequestFields:
         raise _unsupported("response_format is a Chat Completions field; the Responses API uses text.format",
                            "response_format")
     reasoning = _object(body.get("reasoning"), "reasoning")
-    _only_keys(reasoning, "reasoning", ("effort", "summary", "generate_summary"))
+    _only_keys(reasoning, "reasoning", ("effort", "summary", "generate_summary", "context"))
     summary = reasoning.get("summary", reasoning.get("generate_summary"))
     if summary is not None and summary not in _REASONING_SUMMARIES:
         raise _unsupported(f"reasoning.summary {summary!r} is not supported (the gateway returns the model's own "
@@ -207,6 +215,7 @@ def parse_fields(body: dict[str, Any]) -> RequestFields:
         top_logprobs=_integer(body.get("top_logprobs"), "top_logprobs", 0, _MAX_TOP_LOGPROBS),
         reasoning_effort=_choice(reasoning.get("effort"), "reasoning.effort", REASONING_EFFORTS),
         reasoning_summary=summary,
+        reasoning_context=_choice(reasoning.get("context"), "reasoning.context", _REASONING_CONTEXTS),
         max_tool_calls=_integer(body.get("max_tool_calls"), "max_tool_calls", 1),
         truncation=_choice(body.get("truncation"), "truncation", _TRUNCATION) or "disabled",
         prompt_cache_key=_short_string(body.get("prompt_cache_key"), "prompt_cache_key"),

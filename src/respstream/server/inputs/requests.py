@@ -15,7 +15,18 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from respstream.server.events.client_tool_kinds import (
+    CALL_KINDS,
+    CLIENT_KINDS,
+    OUTPUT_KINDS,
+    ClientTool,
+    ClientToolSet,
+    base_kind,
+    call_as_input,
+    output_as_input,
+)
 from respstream.server.http_errors import HTTPError
+from respstream.server.inputs.additional_tools import hoist_additional_tools
 from respstream.server.inputs.compaction_item import decode_compaction
 from respstream.server.inputs.input_parts import MEDIA_PART_TYPES, media_part
 from respstream.server.inputs.request_fields import RequestFields, parse_fields
@@ -40,11 +51,14 @@ SERVER_TOOL_TYPES: dict[str, str] = {
 # tool of an implementor to be named.
 SERVER_TOOL_TYPES.update({f"respstream:{name}": tool for name, tool in list(SERVER_TOOL_TYPES.items())
                           if not name.endswith("_preview")})
-_UNSUPPORTED_TOOL_TYPES = {"file_search", "code_interpreter", "image_generation", "computer_use_preview", "computer",
-                           "local_shell", "shell", "apply_patch", "custom"}
+# Hosted tools OpenAI runs on its side and the gateway cannot (client-executed kinds: events/client_tool_kinds.py).
+_UNSUPPORTED_TOOL_TYPES = {"file_search", "code_interpreter", "image_generation", "computer_use_preview", "computer"}
+# The client-run tool types that become `tool_choice` targets by type alone ({"type": "shell"}...).
+_TYPED_CHOICES = ("shell", "local_shell", "apply_patch")
 _TEXT_PARTS = {"input_text", "output_text", "text"}
 _UNSUPPORTED_PARTS = {"input_audio", "image_url", "file"}
-_IGNORED_ITEMS = {"web_search_call", "mcp_list_tools", "file_search_call", "item_reference"}
+_IGNORED_ITEMS = {"web_search_call", "mcp_list_tools", "file_search_call", "item_reference", "tool_search_call",
+                  "tool_search_output"}
 _ROLES = {"user", "assistant", "system", "developer"}
 _UNSUPPORTED_FIELDS = ("prompt",)
 
@@ -91,7 +105,9 @@ class ResponseRequest:
     background: bool = False
     store: bool = True
     instructions: str | None = None
-    client_tools: list[dict[str, Any]] = field(default_factory=list)  # OpenAI Responses function tools, as sent
+    client_tools: list[dict[str, Any]] = field(default_factory=list)  # flat Responses function tools (upstream)
+    client_kinds: dict[str, ClientTool] = field(default_factory=dict)  # flat name -> what the client defined
+    declared_tools: list[dict[str, Any]] = field(default_factory=list)  # the client's tools as sent (the echo)
     server_tools: set[str] | None = None  # None: every server tool; else the ones selected by hosted tool types
     tool_choice: Any = "auto"
     max_output_tokens: int | None = None
@@ -108,6 +124,8 @@ class ResponseRequest:
     options: RequestFields = field(default_factory=RequestFields)  # sampling, text.format, reasoning, include...
     tool_policy: ToolPolicy = field(default_factory=ToolPolicy)  # tool_choice as enforced
     media: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (param, Chat part) of image/file inputs
+    client_metadata: dict[str, str] | None = None  # Codex's client facts: kept and echoed, never sent upstream
+    affinity: str | None = None  # session key (prompt_cache_key or session headers): server/routing/affinity.py
 
     # The option fields under their request names, for the Response object's echo (server/events/response_object.py).
     @property
@@ -260,7 +278,8 @@ def _input_items(raw: Any, param: str = "input",
         where = f"{param}[{i}]"
         if not isinstance(item, dict):
             raise _type_error(where, "an object")
-        kind = _opt_kind(item.get("type"), f"{where}.type", "message")
+        given = _opt_kind(item.get("type"), f"{where}.type", "message")
+        kind = base_kind(given)  # (respstream:custom_tool_call)
         if kind == "message":
             role = _opt_kind(item.get("role"), f"{where}.role", "user")
             if role not in _ROLES:
@@ -273,16 +292,20 @@ def _input_items(raw: Any, param: str = "input",
             items.append(InputItem("message", role=role, text=text, parts=[p for _, p in found] or None))
             if media is not None:
                 media.extend(found)
-        elif kind == "function_call":
-            for key in ("call_id", "name", "arguments"):
-                if not isinstance(item.get(key), str):
-                    raise _type_error(f"{where}.{key}", "a string")
-            items.append(InputItem("function_call", role="assistant", call_id=item["call_id"], name=item["name"],
-                                   arguments=item["arguments"]))
-            if item.get("server_tool") is True and isinstance(item.get("output"), str):
+        elif kind == "function_call" or kind in CALL_KINDS:
+            if kind == "function_call":
+                for key in ("call_id", "name", "arguments"):
+                    if not isinstance(item.get(key), str):
+                        raise _type_error(f"{where}.{key}", "a string")
+            call_id, name, arguments = call_as_input(item, where)  # namespace/custom/shell... as the upstream saw it
+            items.append(InputItem("function_call", role="assistant", call_id=call_id, name=name,
+                                   arguments=arguments))
+            if kind == "function_call" and item.get("server_tool") is True and isinstance(item.get("output"), str):
                 # A server tool call echoed back from a platform-dialect response: its result came in the item.
-                items.append(InputItem("function_call_output", role="tool", call_id=item["call_id"],
-                                       output=item["output"]))
+                items.append(InputItem("function_call_output", role="tool", call_id=call_id, output=item["output"]))
+        elif kind in OUTPUT_KINDS:
+            call_id, answer = output_as_input(item, where, _content_text)
+            items.append(InputItem("function_call_output", role="tool", call_id=call_id, output=answer))
         elif kind == "function_call_output":
             if not isinstance(item.get("call_id"), str):
                 raise _type_error(f"{where}.call_id", "a string")
@@ -300,8 +323,10 @@ def _input_items(raw: Any, param: str = "input",
             items.append(InputItem("message", role="system", text=f"Summary of the earlier conversation: {summary}"))
         elif kind == "reasoning":
             continue  # what the Agents SDK sends back; the model does not need its own reasoning again
-        elif kind == "mcp_call":  # echoed by SDKs: the call and its result are history the model must see
-            call_id = str(item.get("id") or f"mcp_{i}")
+        elif kind == "mcp_call" or (given != kind and str(kind).endswith("_call")):
+            # echoed by SDKs (also Open Responses' `respstream:<server tool>_call` items): the call and its result
+            # are history the model must see
+            call_id = str(item.get("call_id") or item.get("id") or f"mcp_{i}")
             items.append(InputItem("function_call", role="assistant", call_id=call_id, name=str(item.get("name", "")),
                                    arguments=str(item.get("arguments") or "{}")))
             result = item.get("output") if item.get("output") is not None else item.get("error")
@@ -329,14 +354,13 @@ def _input_items(raw: Any, param: str = "input",
 
 
 def _tools(raw: Any, server_tool_names: set[str],
-           mcp: list[McpServerSpec] | None = None) -> tuple[list[dict[str, Any]], set[str] | None]:
+           mcp: list[McpServerSpec] | None = None) -> tuple[ClientToolSet, set[str] | None]:
+    client = ClientToolSet()
     if raw is None:
-        return [], None
+        return client, None
     if not isinstance(raw, list):
         raise _type_error("tools", "a list")
-    client: list[dict[str, Any]] = []
     selected: set[str] | None = None
-    seen: set[str] = set()
     for i, tool in enumerate(raw):
         where = f"tools[{i}]"
         if not isinstance(tool, dict):
@@ -344,19 +368,8 @@ def _tools(raw: Any, server_tool_names: set[str],
         kind = _opt_kind(tool.get("type"), f"{where}.type")
         if kind is None:
             raise _bad(f"{where}.type is required", f"{where}.type", "missing_required_parameter")
-        if kind == "function":
-            name = tool.get("name")
-            if not isinstance(name, str) or not name:
-                raise _bad(f"{where}.name is required", f"{where}.name", "missing_required_parameter")
-            if name in server_tool_names:
-                raise _bad(f"{where}.name {name!r} clashes with the server tool of the same name", f"{where}.name")
-            if name in seen:
-                raise _bad(f"{where}.name {name!r} is defined twice", f"{where}.name")
-            seen.add(name)
-            params = tool.get("parameters", {"type": "object", "properties": {}})
-            if params is not None and not isinstance(params, dict):
-                raise _type_error(f"{where}.parameters", "an object (JSON Schema)")
-            client.append(tool)
+        if kind == "function" or base_kind(kind) in CLIENT_KINDS:
+            client.add(tool, where, server_tool_names)
         elif kind in SERVER_TOOL_TYPES:
             selected = (selected or set()) | {SERVER_TOOL_TYPES[kind]}
         elif kind == "mcp" and mcp is not None:
@@ -367,9 +380,12 @@ def _tools(raw: Any, server_tool_names: set[str],
                 raise _bad(f"at most {MAX_MCP_SERVERS} MCP servers per request", where)
             mcp.append(spec)
         elif kind in _UNSUPPORTED_TOOL_TYPES:
-            raise _bad(f"{where}.type {kind!r} is not supported", f"{where}.type", "unsupported_parameter")
+            raise _bad(f"{where}.type {kind!r} is a hosted tool this gateway cannot run", f"{where}.type",
+                       "unsupported_parameter")
         else:
-            raise _bad(f"{where}.type must be 'function' or a server tool type", f"{where}.type")
+            raise _bad(f"{where}.type {kind!r} is not a tool type this gateway knows (client tools: function, "
+                       f"{', '.join(sorted(CLIENT_KINDS))}, mcp; server tools: {', '.join(sorted(SERVER_TOOL_TYPES))})",
+                       f"{where}.type")
     return client, selected
 
 
@@ -383,6 +399,19 @@ def _metadata(raw: Any) -> dict[str, str]:
     for key, value in raw.items():
         if not isinstance(value, str) or len(key) > 64 or len(value) > 512:
             raise _bad("metadata values must be strings (keys <= 64, values <= 512 characters)", f"metadata.{key}")
+    return dict(raw)
+
+
+def _client_metadata(raw: Any) -> dict[str, str] | None:
+    """``client_metadata`` (Codex CLI sends it: installation and session ids): string pairs, echoed in the Response."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or len(raw) > 64:
+        raise _bad("client_metadata must be an object of at most 64 string values", "client_metadata", "invalid_type")
+    for key, value in raw.items():
+        if not isinstance(value, str) or len(key) > 128 or len(value) > 1024:
+            raise _bad("client_metadata values must be strings (keys <= 128, values <= 1024 characters)",
+                       f"client_metadata.{key}")
     return dict(raw)
 
 
@@ -406,6 +435,7 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
     if not isinstance(body, dict):
         raise HTTPError(400, "invalid_json", "the request body must be a JSON object")
     check_depth(body)
+    body = hoist_additional_tools(body)  # Codex CLI lists its tools in an input item
     _check_unsupported(body)
     options = parse_fields(body)
     if "input" not in body or body["input"] is None:
@@ -415,13 +445,15 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
     media: list[tuple[str, dict[str, Any]]] = []
     items = _input_items(body["input"], media=media, mcp=approvals)
     mcp_servers: list[McpServerSpec] = []
-    client_tools, server_tools = _tools(body.get("tools"), server_tool_names, mcp_servers)
+    client, server_tools = _tools(body.get("tools"), server_tool_names, mcp_servers)
+    client_tools = client.flat
     if server_tools is None and server_tools_opt_in(dialect):
         server_tools = set()
     if options.text_format.structured:
         server_tools = set()  # a forced schema turns the server tools off, as the seed does
+    typed = {kind: kind for kind in _TYPED_CHOICES if kind in client.kinds}  # {"type": "shell"} names that tool
     tool_choice, policy = parse_tool_choice(body.get("tool_choice"), {t["name"] for t in client_tools},
-                                            SERVER_TOOL_TYPES)
+                                            {**SERVER_TOOL_TYPES, **typed})
     forced = policy.forced
     if forced is not None and forced not in {t["name"] for t in client_tools} and server_tools is not None \
             and forced not in server_tools:
@@ -460,6 +492,8 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
         store=True if store is None else store,
         instructions=instructions,
         client_tools=client_tools,
+        client_kinds=client.kinds,
+        declared_tools=client.declared,
         server_tools=server_tools,
         tool_choice=tool_choice,
         max_output_tokens=max_tokens,
@@ -469,6 +503,7 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
         conversation_id=conversation,
         conversation_api="conversation_id" not in body and conversation is not None,
         metadata=_metadata(body.get("metadata")),
+        client_metadata=_client_metadata(body.get("client_metadata")),
         parallel_tool_calls=True if parallel is None else parallel,
         mcp_servers=mcp_servers,
         mcp_approvals=approvals[0],

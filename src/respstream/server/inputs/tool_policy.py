@@ -52,14 +52,15 @@ def _bad(message: str) -> HTTPError:
 
 
 def _named(entry: Any, where: str, client_names: set[str], hosted: Mapping[str, str]) -> str:
-    """The tool name one ``{"type": "function", "name"}`` / ``{"type": <hosted>}`` entry refers to."""
+    """The tool name one ``{"type": "function"|"custom", "name"}`` / ``{"type": <hosted>}`` entry refers to
+    (``hosted`` also maps ``shell``/``apply_patch``/``local_shell`` when the request defines those tools)."""
     if not isinstance(entry, dict):
         raise HTTPError(400, "invalid_type", f"{where} must be an object", param=where)
     kind = entry.get("type")
-    if kind == "function":
+    if kind in ("function", "custom"):  # a custom tool is a flat function of the same name upstream
         name = entry.get("name")
         if not isinstance(name, str) or name not in client_names:
-            raise HTTPError(400, "invalid_value", f"{where} names function {name!r}, which is not in tools",
+            raise HTTPError(400, "invalid_value", f"{where} names {kind} {name!r}, which is not in tools",
                             param=where)
         return name
     if isinstance(kind, str) and kind in hosted:

@@ -35,6 +35,7 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
+from respstream.server.events.progress_events import start_progress_events
 from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
 from respstream.server.inputs.requests import ResponseRequest
 from respstream.server.inputs.structured_output import check_output
@@ -70,6 +71,7 @@ class Pipeline(GroundFirst, ToolRounds):
 
     telemetry: ResponseTelemetry = NULL_TELEMETRY
     generation_started = 0.0  # time.perf_counter() when run() began (queue wait ends there)
+    progress_seconds = 0.0  # a quiet response gets a `keepalive` event this often (server/events/progress_events.py)
 
     def __init__(
         self,
@@ -126,6 +128,7 @@ class Pipeline(GroundFirst, ToolRounds):
         w = self.writer
         self.started = True
         self.generation_started = time.perf_counter()
+        progress = start_progress_events(w, self.progress_seconds)
         try:
             try:
                 if self.cancel_requested:
@@ -175,6 +178,8 @@ class Pipeline(GroundFirst, ToolRounds):
                 w.fail(self.cancel_code, self.cancel_message)
             await asyncio.shield(w.flush())
         finally:
+            if progress is not None:
+                progress.cancel()
             if self.mcp is not None:
                 await self.mcp.aclose()
 
@@ -193,6 +198,8 @@ class Pipeline(GroundFirst, ToolRounds):
                     w.complete(usage=self._usage)
                     return
                 continue
+            if round_no == 0 and self._forced_call_from_text(result):  # server/responses/forced_call.py
+                return
             text = w.open_message_text
             if result.finish.text is not None and text is not None:
                 text = result.finish.text  # the upstream's own final text corrected its deltas (native Responses)

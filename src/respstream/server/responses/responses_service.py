@@ -97,7 +97,9 @@ class ResponseService:
         pinned = target_model != "auto"
         try:
             with self.tracing.span("route", {"gen_ai.request.model": req.model}) as span:
-                decision = await self.router.route(req.input_text, target_model if pinned else None)
+                # (only a session's request passes the key: test routers take the two positional arguments)
+                session = {"affinity": req.affinity} if req.affinity else {}
+                decision = await self.router.route(req.input_text, target_model if pinned else None, **session)
                 span.set_attributes({"respstream.route.category": decision.category,
                                      "respstream.route.source": decision.source,
                                      "respstream.route.model": decision.model_id})
@@ -206,6 +208,7 @@ class ResponseService:
             rewriter=self.rewriter, max_tool_rounds=self.config.max_tool_rounds, on_tool=self.metrics.tool,
             mcp=mcp, max_citations=getattr(getattr(self.tools, "config", None), "max_citations", 64),
         )
+        pipeline.progress_seconds = self.config.progress_event_seconds
         pipeline.telemetry = ResponseTelemetry(metrics=self.metrics, tracing=self.tracing, started=began,
                                                observation=obs)
         task = asyncio.create_task(self._run(pipeline, record, req, target), name=f"response {rid}")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from respstream.server.events.writer import ResponseWriter
 from respstream.server.inputs.requests import ResponseRequest
 from respstream.server.responses.citations import CitationSources, Source
+from respstream.server.responses.forced_call import ForcedCallMissing, forced_call
 from respstream.server.telemetry.response import ResponseTelemetry
 from respstream.server.tools.mcp_tools import McpToolbox
 from respstream.server.upstream.base import Finish
@@ -66,6 +67,7 @@ class ToolRounds:
     server_tools: set[str]
     client_tools: dict[str, dict[str, Any]]
     calls_left: int | None
+    _usage: Any
     _round_no: int
     _on_tool: Any
     _last_tool_status: str
@@ -119,7 +121,8 @@ class ToolRounds:
         for call in result.calls:
             arguments = "".join(call.arguments)
             if call.name in self.client_tools:
-                w.client_tool_call(call_id=call.call_id, name=call.name, arguments=arguments)
+                w.client_tool_call(call_id=call.call_id, name=call.name, arguments=arguments,
+                                   tool=self.request.client_kinds.get(call.name))
                 client_pending = True
                 continue
             if self.mcp is not None and call.name in self.mcp.by_tool:
@@ -137,8 +140,36 @@ class ToolRounds:
         await w.flush()
         return client_pending
 
+    def _forced_call_from_text(self, result: RoundResult) -> bool:
+        """The first round ended in text while ``tool_choice`` forced a client call: end the response with that
+        call (its arguments from the text) or as failed saying why. True when the response ended here."""
+        if self.calls_left == 0:
+            return False
+        w = self.writer
+        text = w.open_message_text
+        if result.finish.text is not None and text is not None:
+            text = result.finish.text
+        try:
+            call = forced_call(text or result.text, self.request.tool_policy, self.client_tools, self.server_tools,
+                               self.request.client_kinds, called=self._server_calls > 0)
+        except ForcedCallMissing as exc:
+            w.close_message(text, status="incomplete")
+            w.fail("tool_choice_not_followed", str(exc))
+            return True
+        if call is None:
+            return False
+        w.close_message(text)
+        name, arguments = call
+        w.client_tool_call(call_id=f"call_{w.record.id[-8:]}_forced", name=name, arguments=arguments,
+                           tool=self.request.client_kinds.get(name))
+        w.complete(usage=self._usage)
+        return True
+
+    _server_calls = 0  # server tool calls run so far (grounding included): they meet a "required" tool_choice
+
     async def _run_server_tool(self, call_id: str, name: str, arguments: str) -> str:
         w = self.writer
+        self._server_calls += 1
         index = w.server_tool_started(call_id=call_id, name=name, arguments=arguments, query=_query(arguments))
         await w.flush()
         crashed: Exception | None = None

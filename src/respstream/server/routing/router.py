@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from respstream.server.routing.affinity import prefer
 from respstream.server.routing.classify import (
     CATEGORIES,
     RoutingRules,
@@ -200,13 +201,14 @@ class Router:
 
     # -- decisions -------------------------------------------------------------------------------------------------
 
-    async def route(self, input_text: str, pinned_model: str | None) -> RouteDecision:
-        """Decide. ``pinned_model`` other than ``None``/``"auto"`` must be served: else :class:`ModelNotFound`."""
+    async def route(self, input_text: str, pinned_model: str | None, affinity: str | None = None) -> RouteDecision:
+        """Decide. ``pinned_model`` other than ``None``/``"auto"`` must be served: else :class:`ModelNotFound`.
+        ``affinity``: a session key; its turns prefer the same upstream of the model (server/routing/affinity.py)."""
         available = self.models()
         if pinned_model and pinned_model != "auto":
             if pinned_model not in available:
                 raise ModelNotFound(pinned_model, available)
-            candidates = self._candidates([pinned_model])
+            candidates = prefer(self._candidates([pinned_model]), affinity)
             chosen = self._pick(candidates) or (pinned_model, candidates[0][1], " (all its upstreams unhealthy)")
             self.breaker(chosen[1]).begin()
             return RouteDecision(pinned_model, "pinned", "pinned", f"Model pinned by the request{chosen[2]}", chosen[1])
@@ -215,6 +217,7 @@ class Router:
         category, reasoning = classify(input_text, self.rules, code_enabled=bool(self.categories.get("code")))
         candidates = self._candidates(self.categories.get(category) or [])
         candidates += [c for c in self._candidates(available) if c not in candidates]
+        candidates = prefer(candidates, affinity)
         picked = self._pick(candidates)
         if picked is None:
             model, upstream = candidates[0]

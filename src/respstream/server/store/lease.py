@@ -3,7 +3,8 @@
 Only the writer (events/writer.py) shapes events while a response runs; this is the one exception, because when the
 writer is dead someone else must end the log. Kept small and dialect-aware so SQLite and Redis end logs identically:
 
-- ``platform``: one terminal ``{"type":"error","sequence_number":N,"code":"worker_lost","message":...,"param":null}``.
+- ``platform``: one terminal ``{"type":"error","sequence_number":N,"code":"worker_lost","message":...,"param":null,
+  "error":{...}}`` (the nested copy makes the official SDKs raise; store/error_event.py ``flat_error``).
 - ``openai`` and ``openresponses``: the nested ``error`` event (not terminal), then the terminal
   ``response.failed`` carrying the record's Response snapshot with ``status: "failed"``.
 """
@@ -20,6 +21,7 @@ from typing import Any
 import msgspec
 
 from respstream.server.store.base import LogEntry, ResponseRecord
+from respstream.server.store.error_event import flat_error
 
 __all__ = ["WORKER_LOST", "WORKER_LOST_MESSAGE", "lost_record", "renewing", "worker_lost_entries"]
 
@@ -51,7 +53,7 @@ def worker_lost_entries(record: ResponseRecord, next_seq: int, message: str = WO
             LogEntry(next_seq, "error", _encode({"type": "error", "sequence_number": next_seq, "error": error})),
             LogEntry(next_seq + 1, "response.failed", _encode(failed), terminal=True),
         ]
-    event = {"type": "error", "sequence_number": next_seq, "code": WORKER_LOST, "message": message, "param": None}
+    event = {"type": "error", "sequence_number": next_seq, **flat_error(WORKER_LOST, message)}
     return [LogEntry(next_seq, "error", _encode(event), terminal=True)]
 
 

