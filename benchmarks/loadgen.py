@@ -248,7 +248,7 @@ async def run_load(
 def main() -> int:
     parser = argparse.ArgumentParser(description="bounded loopback SSE load generator")
     parser.add_argument("--url", required=True, help="http://host:port/path (POSTed)")
-    parser.add_argument("--body", default='{"input": "hello"}', help="JSON request body")
+    parser.add_argument("--body", default='{"input": "hello", "stream": true}', help="JSON request body")
     parser.add_argument("-c", "--concurrency", type=int, default=10)
     parser.add_argument("-n", "--total", type=int, default=100, help="max requests")
     parser.add_argument("--time", type=float, default=30.0, help="no new request after this many seconds")

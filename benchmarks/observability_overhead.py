@@ -31,7 +31,7 @@ from loadgen import run_load
 from procstat import cpu_seconds
 from server_throughput import DELTAS, VENV_BIN, Proc, free_port, pinned
 
-BODY = b'{"input": "hello"}'
+BODY = b'{"input": "hello", "stream": true}'
 EXPECTED_EVENTS = DELTAS + 8  # created, routing, item added, part added, deltas, text done, part done, item done, done
 
 RECEIVER = r"""

@@ -77,7 +77,7 @@ from procstat import Sample, sample
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
-BODY = b'{"input": "hello"}'
+BODY = b'{"input": "hello", "stream": true}'
 LITELLM_BODY = b'{"model": "fake-model", "input": "hello", "stream": true}'
 LITELLM_KEY = "sk-respstream-bench-local-only"  # its proxy refuses to start without a master key
 DELTAS = 200

@@ -19,7 +19,7 @@ from faults.helpers import check
 
 pytestmark = pytest.mark.slow
 STREAMS = 200
-BODY = b'{"input": "hello"}'
+BODY = b'{"input": "hello", "stream": true}'
 
 
 def _events_per_response(url: str) -> int:
