@@ -91,7 +91,9 @@ def test_killed_instance_ends_in_worker_lost_for_readers_elsewhere(
             waited = time.monotonic() - killed_at
         record = c.get(f"{b}/v1/responses/{rid}").json()
         replay = c.get(f"{b}/v1/responses/{rid}", params={"stream": "true"}).content
-    assert waited < 1.0 * 4, f"the reader waited {waited:.1f} s for worker_lost (lease 1 s)"
+    # Without the lease's expiry the reader would wait for its client's 30 s timeout: any end well inside it says the
+    # lease (1 s) ended it; the slack is for a busy machine (the record's worker_lost is asserted below).
+    assert waited < 15, f"the reader waited {waited:.1f} s for worker_lost (lease 1 s)"
     core = stream_core(seen)
     assert core.violations == []
     assert core.result.error is not None and core.result.error["code"] == "worker_lost"
