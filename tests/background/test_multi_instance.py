@@ -29,7 +29,9 @@ def pair(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) ->
 
 async def _read_all(jobs: list[tuple[str, str, int]]) -> list[tuple[int, bytes]]:
     """GET every (base url, id, starting_after) stream at once; (status, body) each."""
-    limits = httpx.Limits(max_connections=CONCURRENT_READERS)
+    # The client drops an idle connection well before the gateway's keep_alive_seconds (5 s) would: on a busy
+    # machine a pooled connection can sit idle that long, and reusing it as the server closes it is a disconnect.
+    limits = httpx.Limits(max_connections=CONCURRENT_READERS, keepalive_expiry=1.0)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
         async def one(url: str, rid: str, after: int) -> tuple[int, bytes]:
             r = await client.get(f"{url}/v1/responses/{rid}", params={"stream": "true", "starting_after": after})
