@@ -64,7 +64,8 @@ def chat_reads(n: int) -> list[bytes]:
     return reads
 
 
-def responses_reads(n: int, *, numbered: bool) -> list[bytes]:
+def responses_reads(n: int, *, numbered: bool, words: list[str] | None = None) -> list[bytes]:
+    """A Responses stream of ``n`` text deltas (``words``, default `` w0``, `` w1``...), one event a read."""
     seq = 0
     out: list[bytes] = []
 
@@ -85,7 +86,7 @@ def responses_reads(n: int, *, numbered: bool) -> list[bytes]:
           "item": {"id": iid, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
     emit({"type": "response.content_part.added", "item_id": iid, "output_index": 0, "content_index": 0,
           "part": {"type": "output_text", "text": "", "annotations": []}})
-    words = [f" w{i}" for i in range(n)]
+    words = words if words is not None else [f" w{i}" for i in range(n)]
     for word in words:
         emit({"type": "response.output_text.delta", "item_id": iid, "output_index": 0, "content_index": 0,
               "delta": word, "logprobs": []})
