@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from respstream.protocol.stream import StreamCore
-from respstream.server.upstream.base import Chunk, GenerationRequest
+from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.responses_events import ResponsesTranslator
 from respstream.server.upstream.responses_native import ResponsesNativeUpstream
@@ -46,10 +46,11 @@ class _FullPathCore(StreamCore):
 
 
 class _FullPathUpstream(ResponsesNativeUpstream):
-    def _responses_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[Chunk]:
+    def _responses_attempt(self, request: GenerationRequest, deadline_at: float, sink: ReadSink | None = None
+                           ) -> AsyncIterator[list[Chunk]]:
         translator = ResponsesTranslator(name=self.name)
         translator.core = _FullPathCore()
-        return self._native_attempt(request, translator, deadline_at)
+        return self._native_attempt(request, translator, deadline_at, sink)
 
 
 REQUEST = GenerationRequest(model="m", messages=[{"role": "user", "content": "hi"}])
@@ -106,6 +107,7 @@ class _ReplayResponse:
 
     status_code = 200
     headers: dict[str, str] = {"content-type": "text/event-stream"}
+    complete = True  # (the adapters' _release asks: the whole body was read, nothing to drain)
 
     def __init__(self, reads: list[bytes]) -> None:
         self._reads = iter(reads)
