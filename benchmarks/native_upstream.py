@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from respstream.protocol.stream import StreamCore
-from respstream.server.upstream.base import Chunk, GenerationRequest
+from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.responses_events import ResponsesTranslator
 from respstream.server.upstream.responses_native import ResponsesNativeUpstream
@@ -46,10 +46,11 @@ class _FullPathCore(StreamCore):
 
 
 class _FullPathUpstream(ResponsesNativeUpstream):
-    def _responses_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[Chunk]:
+    def _responses_attempt(self, request: GenerationRequest, deadline_at: float, sink: ReadSink | None = None
+                           ) -> AsyncIterator[list[Chunk]]:
         translator = ResponsesTranslator(name=self.name)
         translator.core = _FullPathCore()
-        return self._native_attempt(request, translator, deadline_at)
+        return self._native_attempt(request, translator, deadline_at, sink)
 
 
 REQUEST = GenerationRequest(model="m", messages=[{"role": "user", "content": "hi"}])
@@ -64,7 +65,8 @@ def chat_reads(n: int) -> list[bytes]:
     return reads
 
 
-def responses_reads(n: int, *, numbered: bool) -> list[bytes]:
+def responses_reads(n: int, *, numbered: bool, words: list[str] | None = None) -> list[bytes]:
+    """A Responses stream of ``n`` text deltas (``words``, default `` w0``, `` w1``...), one event a read."""
     seq = 0
     out: list[bytes] = []
 
@@ -85,7 +87,7 @@ def responses_reads(n: int, *, numbered: bool) -> list[bytes]:
           "item": {"id": iid, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
     emit({"type": "response.content_part.added", "item_id": iid, "output_index": 0, "content_index": 0,
           "part": {"type": "output_text", "text": "", "annotations": []}})
-    words = [f" w{i}" for i in range(n)]
+    words = words if words is not None else [f" w{i}" for i in range(n)]
     for word in words:
         emit({"type": "response.output_text.delta", "item_id": iid, "output_index": 0, "content_index": 0,
               "delta": word, "logprobs": []})
@@ -105,6 +107,7 @@ class _ReplayResponse:
 
     status_code = 200
     headers: dict[str, str] = {"content-type": "text/event-stream"}
+    complete = True  # (the adapters' _release asks: the whole body was read, nothing to drain)
 
     def __init__(self, reads: list[bytes]) -> None:
         self._reads = iter(reads)

@@ -122,13 +122,18 @@ def serve_floor(kind: str, frames_path: str, port: int, delay_ms: float, stack: 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", **options)  # type: ignore[arg-type]
 
 
+def fake_upstream_tokens() -> list[str]:
+    """The DELTAS text tokens of the SIMULATED upstream's answer (its Chat Completions and Responses shapes)."""
+    words = ("The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "and", "runs", "far", "away.")
+    return [("" if i == 0 else " ") + words[i % len(words)] for i in range(DELTAS)]
+
+
 def fake_upstream_steps() -> list[Any]:
     """The SIMULATED Chat Completions upstream's script: DELTAS content chunks, finish, usage, [DONE]."""
     sys.path.insert(0, str(ROOT))
     from tests.fakes.chat_server import Done, finish, text, usage
 
-    words = ("The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "and", "runs", "far", "away.")
-    steps: list[Any] = [text(("" if i == 0 else " ") + words[i % len(words)]) for i in range(DELTAS)]
+    steps: list[Any] = [text(token) for token in fake_upstream_tokens()]
     return [*steps, finish(), usage(5, DELTAS), Done()]
 
 

@@ -1,7 +1,9 @@
-"""The page stays responsive while it renders a 20,000-event answer: no frame gap and no long task over 100 ms.
+"""The page stays responsive while it renders a 20,000-event answer: no main-thread task and no stretch between two
+animation frames costs over 100 ms of the main thread's CPU.
 
-Measured inside chromium with a PerformanceObserver for long tasks and a requestAnimationFrame loop for frame gaps,
-from the click on Send until the terminal event has been rendered."""
+Measured from the click on Send until the terminal event has been rendered, in CPU time from a Chromium trace
+(main_thread_cpu.py), so that a busy machine (the renderer descheduled by other processes) cannot fail it: the
+wall-clock frame gaps and long tasks (a requestAnimationFrame loop and a PerformanceObserver) are printed beside."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 
 from .conftest import wait_status
 from .fake_gateway import Script
+from .main_thread_cpu import CATEGORIES, MainThreadCPU, main_thread_cpu
 
 pytestmark = pytest.mark.browser
 
@@ -34,7 +37,8 @@ WATCH = """
 """
 
 
-def measure(page: Any, fake: Any, chunks: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def measure(browser: Any, page: Any, fake: Any, chunks: list[str]
+            ) -> tuple[MainThreadCPU, dict[str, Any], dict[str, Any]]:
     fake.script = Script(chunks=chunks)
     page.goto(fake.url + "/")
     page.wait_for_selector("body[data-ready=true]")
@@ -42,31 +46,31 @@ def measure(page: Any, fake: Any, chunks: list[str]) -> tuple[dict[str, Any], di
     page.wait_for_timeout(300)  # settle: page load work is not what is measured
     page.evaluate("window.__perf.longTasks = []; window.__perf.gaps = []; window.__perf.longest = 0;"
                   " window.__perf.last = performance.now()")
-    page.click("#send")
-    wait_status(page, "completed", timeout=120_000)
-    page.wait_for_timeout(300)  # the last frames after the terminal
+    browser.start_tracing(page=page, categories=CATEGORIES)
+    try:
+        page.click("#send")
+        wait_status(page, "completed", timeout=110_000)
+        page.wait_for_timeout(300)  # the last frames after the terminal
+    finally:
+        cpu = main_thread_cpu(browser.stop_tracing())
     perf: dict[str, Any] = page.evaluate("window.__perf.running = false, window.__perf")
     state: dict[str, Any] = page.evaluate("window.__playground")
-    return perf, state
+    return cpu, perf, state
 
 
-def test_20000_event_answer_keeps_every_frame_under_100ms(page: Any, fake: Any) -> None:
+def test_20000_event_answer_keeps_every_frame_under_100ms(browser: Any, page: Any, fake: Any) -> None:
     # 20,000 events: the deltas plus the item/part lifecycle around them; a markdown answer with code blocks.
     chunks = []
     for i in range(EVENTS - 7):
         chunks.append(f"word{i} " if i % 50 else ("\n\n```python\nx = 1\n```\n\n" if i % 1000 == 0 else "\n\n"))
-    # The machine is shared: other processes can only make a frame slower, never faster, so the best of three
-    # runs is the honest estimate of what the page itself costs. Each run must render the whole answer.
-    runs = []
-    for _ in range(3):
-        perf, state = measure(page, fake, chunks)
-        assert state["events"] >= EVENTS
-        assert state["finalText"] == "".join(chunks)
-        assert state["violations"] == []
-        worst = max([perf["longest"], *perf["longTasks"]])
-        runs.append((worst, perf))
-        print(f"\n{state['events']} events: longest frame gap {perf['longest']:.0f} ms; long tasks {perf['longTasks']}")
-        if worst <= 100:
-            break
-    best, perf = min(runs, key=lambda r: r[0])
-    assert best <= 100, [r[1] for r in runs]
+    cpu, perf, state = measure(browser, page, fake, chunks)
+    assert state["events"] >= EVENTS
+    assert state["finalText"] == "".join(chunks)
+    assert state["violations"] == []
+    print(f"\n{state['events']} events, {cpu.tasks} main-thread tasks, {cpu.frames} frames: longest task "
+          f"{cpu.longest_task_ms:.0f} ms CPU, most CPU between two frames {cpu.longest_between_frames_ms:.0f} ms; "
+          f"wall clock (load-dependent, not asserted): longest frame gap {perf['longest']:.0f} ms, "
+          f"long tasks {perf['longTasks']}")
+    assert cpu.frames >= 10, cpu  # the page kept rendering (a frozen page would trace no frames to judge)
+    assert cpu.longest_task_ms <= 100, cpu
+    assert cpu.longest_between_frames_ms <= 100, cpu

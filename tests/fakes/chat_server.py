@@ -168,12 +168,15 @@ class FakeChatCompletionsServer:
 
     def __init__(self, models: list[str] | None = None, *, model_fields: dict[str, Any] | None = None,
                  props: dict[str, Any] | None = None, list_models: bool = True, port: int = 0,
-                 tokenizer: bool = False) -> None:
+                 tokenizer: bool = False, route: str = "/v1/chat/completions") -> None:
         """``model_fields``: extra fields of every ``/v1/models`` object (e.g. vLLM's ``max_model_len``);
         ``props``: served as llama.cpp's ``GET /props`` (else 404); ``list_models=False``: no ``GET /v1/models``
         (404), as some servers have none; ``port``: a fixed port (0: any free one); ``tokenizer``: llama.cpp's
         ``POST /apply-template`` (the messages' contents joined) and ``POST /tokenize`` (SIMULATED: one token per
-        character, a stand-in for a real vocabulary that packs a run of one character badly)."""
+        character, a stand-in for a real vocabulary that packs a run of one character badly); ``route``: the POST
+        path the scripts answer (``/v1/responses`` with ``Raw`` Responses events: a SIMULATED native Responses
+        upstream written by the same server, for a like-for-like benchmark: benchmarks/native_end_to_end.py)."""
+        self.route = route
         self.models = models or ["fake-model"]
         self.model_fields = dict(model_fields or {})
         self.props = props
@@ -291,7 +294,7 @@ class FakeChatCompletionsServer:
             data = {"object": "list", "data": [{"id": m, "object": "model", **self.model_fields} for m in self.models]}
             await self._send_json(send, 200, data)
             return
-        if method != "POST" or path != "/v1/chat/completions":
+        if method != "POST" or path != self.route:
             await self._send_json(send, 404, {"error": {"message": f"no route {method} {path}"}})
             return
         with self._lock:

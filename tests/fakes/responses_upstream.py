@@ -3,16 +3,20 @@
 Not a model and not the gateway: ``POST /v1/responses`` answers with the raw bytes of the transcript named by the
 request's ``model`` (``tests/transcripts/<model>.sse``, or one registered with :meth:`add`), whatever their quirks
 (no sequence numbers, data-only framing, CRLF, a cut body, an HTML page...), written in ``chunk``-byte pieces on a
-connection-close body. ``POST /v1/responses`` with ``{}`` is refused with 400 as a real Responses server refuses it
-(``input`` is required), so the gateway's API probe finds a Responses API. ``GET /v1/models`` lists every name.
+connection-close body; ``per_event=True`` writes one SSE event per write instead, a millisecond apart, as a live
+server sends its tokens (the reads the gateway's one-event fast paths take). ``POST /v1/responses`` with ``{}`` is
+refused with 400 as a real Responses server refuses it (``input`` is required), so the gateway's API probe finds a
+Responses API. ``GET /v1/models`` lists every name.
 Every request body is recorded (``requests``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -25,8 +29,9 @@ TRANSCRIPTS = Path(__file__).resolve().parent.parent / "transcripts"
 class FakeResponsesUpstream:
     """``base_url`` is ``http://127.0.0.1:<port>/v1``; a context manager."""
 
-    def __init__(self, *, chunk: int = 512, folder: Path = TRANSCRIPTS) -> None:
+    def __init__(self, *, chunk: int = 512, folder: Path = TRANSCRIPTS, per_event: bool = False) -> None:
         self.chunk = chunk
+        self.per_event = per_event
         self.bodies: dict[str, bytes] = {p.stem: p.read_bytes() for p in sorted(folder.glob("*.sse"))}
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -105,9 +110,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         step = self.fake.chunk
+        pieces = _events(data) if self.fake.per_event else [data[i : i + step] for i in range(0, len(data), step)]
         try:
-            for i in range(0, len(data), step):
-                self.wfile.write(data[i : i + step])
+            for piece in pieces:
+                self.wfile.write(piece)
                 self.wfile.flush()
+                if self.fake.per_event:
+                    time.sleep(0.001)  # a live server's pace: each event arrives in its own read
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+
+def _events(data: bytes) -> list[bytes]:
+    """The body split after each blank line (LF or CRLF framing), each piece one SSE event (or comment)."""
+    ends = [m.end() for m in re.finditer(rb"\r?\n\r?\n", data)]
+    starts = [0, *ends]
+    pieces = [data[a:b] for a, b in zip(starts, [*ends, len(data)], strict=True)]
+    return [p for p in pieces if p]

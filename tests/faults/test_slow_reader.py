@@ -85,7 +85,9 @@ def test_stalled_reader_does_not_slow_other_streams_and_loses_nothing() -> None:
             fast = stream_post(gw.url, {"input": "hi", "max_output_tokens": 50})
             assert fast.core.violations == []
             assert fast.core.result.status in ("completed", "incomplete")
-            assert fast.seconds < 5, f"a healthy stream took {fast.seconds:.2f} s next to a stalled one"
+            # Held behind the stalled reader it would never end (that reader reads nothing until below): any end
+            # well inside the client's 15 s timeout proves it was not, also on a busy machine.
+            assert fast.seconds < 12, f"a healthy stream took {fast.seconds:.2f} s next to a stalled one"
             raw = _read_all(sock, timeout=20)
         finally:
             sock.close()

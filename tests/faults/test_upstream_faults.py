@@ -40,21 +40,23 @@ def test_stall_mid_stream_ends_with_upstream_timeout_within_idle_timeout(
     assert got.core.result.status in ("error", "failed")
     assert got.error_code == "upstream_timeout"
     assert got.core.result.streamed_text == "Hello there"
-    assert idle <= got.seconds < idle + 2.0, f"terminal after {got.seconds:.2f} s, idle timeout {idle} s"
+    # Not before the idle timeout; after it, only a bound far below anything else that could end the stall (the
+    # 600 s deadline, the client's 15 s), so a busy machine's delays fit.
+    assert idle <= got.seconds < idle + 10.0, f"terminal after {got.seconds:.2f} s, idle timeout {idle} s"
     assert fake.wait_finished(1, timeout=5), "the stalled upstream connection was not closed"
     assert fake.client_disconnects == 1
 
 
 def test_reset_mid_stream_ends_with_terminal_error_without_hanging(fake: FakeChatCompletionsServer) -> None:
     fake.script(text("Partial"), text(" answer"), Drop())
-    app = gateway_app([chat_upstream(fake.url, "a", "model-a", idle_timeout=10)])
+    app = gateway_app([chat_upstream(fake.url, "a", "model-a", idle_timeout=60)])
     with GatewayThread(app) as gw:
         got = stream_post(gw.url, {"input": "hi"})
     assert got.core.violations == []
     assert got.core.result.status == "error"
     assert got.error_code == "upstream_error"
     assert got.core.result.streamed_text == "Partial answer"
-    assert got.seconds < 5, "a reset upstream must end the stream at once, not after the idle timeout"
+    assert got.seconds < 12, "a reset upstream must end the stream at once, not after the 60 s idle timeout"
 
 
 @pytest.mark.parametrize(

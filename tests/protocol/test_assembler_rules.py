@@ -347,3 +347,21 @@ def test_annotation_out_of_range_is_flagged_once_per_part() -> None:
     objs[-1] = completed(output=[bad_item], output_text="Paris [1]")
     _, codes = check_all(*objs)
     assert codes == ["text.annotation_out_of_range"]
+
+
+def test_annotation_counted_in_another_unit_is_not_flagged() -> None:
+    """A server that counts UTF-16 code units (JavaScript) or UTF-8 bytes (Go, Rust) puts the end of a citation of
+    non-ASCII text past the text's end in code points: a defensible stream. Past the end in every unit: flagged."""
+    from respstream.protocol.annotation_check import annotation_problems
+
+    text = "Café 😀 [1]"  # 10 code points, 11 UTF-16 code units, 14 UTF-8 bytes
+    assert len(text) == 10 and len(text.encode("utf-16-le")) // 2 == 11 and len(text.encode()) == 14
+    cite = {"type": "url_citation", "url": "https://x.org/", "title": "X", "start_index": 7}
+    assert annotation_problems(text, [{**cite, "end_index": 11}]) == []  # UTF-16 code units
+    assert annotation_problems(text, [{**cite, "end_index": 14}]) == []  # UTF-8 bytes
+    assert annotation_problems(text, [{"type": "file_path", "file_id": "f", "index": 14}]) == []
+    assert annotation_problems(text, [{**cite, "end_index": 15}]) == [
+        "annotation 0 (url_citation) spans 7..15 but the text has 10 characters"]
+    assert annotation_problems(text, [{"type": "file_path", "file_id": "f", "index": 15}]) != []
+    assert annotation_problems(text, [{**cite, "start_index": -1, "end_index": 3}]) != []
+    assert annotation_problems("plain", [{**cite, "start_index": 0, "end_index": 6}]) != []  # ASCII: one unit

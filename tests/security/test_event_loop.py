@@ -1,7 +1,8 @@
 """Items 1, 2, 10, 12 of issue 13: hostile request, model and fetched data cannot stall the event loop.
 
 Each attack runs at its measured size against a REAL ``respstream serve`` subprocess over loopback while a watcher
-polls ``/healthz``; every answer must come within 1 s (at c1c983b they took 22-494 s). The model is the SIMULATED
+polls ``/healthz``; no answer may wait 1 s of the event loop's own CPU (at c1c983b they took 22-494 s; CPU, not wall
+time, so that a busy machine cannot fail it: HealthWatch.worst_busy). The model is the SIMULATED
 ``scripted:`` upstream; fetched pages come from a real loopback page server (tests/security/pages.py).
 """
 
@@ -29,16 +30,22 @@ def _post(url: str, body: dict[str, Any], timeout: float = 60) -> httpx.Response
     return httpx.post(f"{url}/v1/responses", json=body, timeout=timeout)
 
 
-def _attack(gateway_url: str, bodies: list[dict[str, Any]]) -> tuple[HealthWatch, list[httpx.Response]]:
-    with HealthWatch(gateway_url) as watch, concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
-        responses = list(pool.map(lambda b: _post(gateway_url, b), bodies))
+def _attack(gateway: Gateway, bodies: list[dict[str, Any]]) -> tuple[HealthWatch, list[httpx.Response]]:
+    assert gateway.process is not None
+    with HealthWatch(gateway.url, pid=gateway.process.pid) as watch, \
+            concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
+        responses = list(pool.map(lambda b: _post(gateway.url, b), bodies))
     return watch, responses
 
 
 def _assert_responsive(watch: HealthWatch) -> None:
+    """The event loop never held /healthz for HEALTH_LIMIT seconds of its own CPU (load-independent: see
+    HealthWatch.worst_busy); the wall-clock wait is only bounded by the watcher's timeout (a failure above)."""
     assert watch.failures == [], watch.failures
     assert watch.count >= 1
-    assert watch.worst < HEALTH_LIMIT, f"/healthz took {watch.worst:.2f} s during the attack"
+    assert watch.worst_busy < HEALTH_LIMIT, (
+        f"/healthz waited {watch.worst_busy:.2f} s on the event loop's CPU during the attack "
+        f"(slowest answer {watch.worst:.2f} s)")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +57,7 @@ def pages() -> Iterator[str]:
 def test_url_redos_input_does_not_stall(tmp_path: Path) -> None:
     """Item 1: ``"www.-" * 209700`` (1 MiB) froze /healthz for 494 s through the router's URL regex."""
     with Gateway(tmp_path) as gw:
-        watch, (response,) = _attack(gw.url, [{"model": "auto", "input": "www.-" * 209_700, "stream": False}])
+        watch, (response,) = _attack(gw, [{"model": "auto", "input": "www.-" * 209_700, "stream": False}])
     _assert_responsive(watch)
     assert response.status_code == 200, response.text[:300]
 
@@ -59,7 +66,7 @@ def test_quadratic_trailing_whitespace_from_the_model(tmp_path: Path) -> None:
     """Item 10: the default ``whitespace`` rewrite on "a" + 150,000 spaces + "x" from the model (39 s at c1c983b)."""
     text = "a" + " " * 150_000 + "x"
     with Gateway(tmp_path, upstreams=[f"scripted:1?text={quote(text)}"]) as gw:
-        watch, (response,) = _attack(gw.url, [{"model": "auto", "input": "hi", "stream": False}])
+        watch, (response,) = _attack(gw, [{"model": "auto", "input": "hi", "stream": False}])
     _assert_responsive(watch)
     assert response.status_code == 200, response.text[:300]
     message = [o for o in response.json()["output"] if o["type"] == "message"][-1]
@@ -71,7 +78,7 @@ def test_unclosed_tags_page_does_not_stall_and_times_out_honestly(tmp_path: Path
     tools = {"fetch_allow": ["127.0.0.1/32"]}
     with Gateway(tmp_path, tools=tools) as gw:
         body = {"model": "auto", "input": f"Summarise {pages}/unclosed please", "stream": False}
-        watch, responses = _attack(gw.url, [body] * 3)
+        watch, responses = _attack(gw, [body] * 3)
     _assert_responsive(watch)
     assert all(r.status_code == 200 for r in responses), [r.text[:200] for r in responses]
     output = responses[0].json()["output"]
@@ -86,7 +93,7 @@ def test_gzip_bombs_are_bounded_before_inflating(tmp_path: Path, pages: str) -> 
         status = Path(f"/proc/{gw.process.pid}/status")
         before = _kib(status, "VmRSS")
         body = {"model": "auto", "input": f"Summarise {pages}/bomb please", "stream": False}
-        watch, responses = _attack(gw.url, [body] * 10)
+        watch, responses = _attack(gw, [body] * 10)
         peak = _kib(status, "VmHWM")
     _assert_responsive(watch)
     assert all(r.status_code == 200 for r in responses), [r.text[:200] for r in responses]

@@ -263,12 +263,19 @@ def test_direct_and_task_sends_give_the_same_bytes(monkeypatch: pytest.MonkeyPat
     upstream = ScriptedUpstream(120, name="scripted", models=["scripted"], delay_ms=2)
     app = gateway_app([upstream], dialect=dialect)
     with GatewayThread(app) as gw:
-        direct = _stream(gw.url, {"input": "hi", "stream": True})
-        used = counting.direct_sends
+        # How often the direct path sends depends on the pace the deltas find the writer idle: on a busy machine
+        # deltas bunch up and one send carries several. Retried on load (up to 3 streams), never relaxed.
+        for _ in range(3):
+            before = counting.direct_sends
+            direct = _stream(gw.url, {"input": "hi", "stream": True})
+            used = counting.direct_sends - before
+            if used >= 20:
+                break
+        total = counting.direct_sends
         monkeypatch.setattr(sse_response.EventStreamResponse, "direct", False)
         own = _stream(gw.url, {"input": "hi", "stream": True})
     assert used >= 20, f"the direct path sent {used} times for 120 deltas 2 ms apart"
-    assert counting.direct_sends == used  # the second stream did not use it
+    assert counting.direct_sends == total  # the last stream did not use it
     assert _normalized(direct) == _normalized(own)
     core = check(direct, dialect=dialect)
     assert core.violations == [] and core.result.status == "completed"

@@ -200,7 +200,9 @@ async def test_a_batch_is_what_one_read_held_and_the_first_does_not_wait(fake: F
         await upstream.aclose()
     texts = [c.text for c in first if isinstance(c, TextDelta)]
     assert texts and "".join(texts) in ("first", "first one")  # only what had come: never " later"
-    assert waited < 0.6  # did not wait for the upstream's next bytes
+    # It did not wait for the upstream's next bytes: " later" (0.8 s on) is not in the first batch (asserted above by
+    # content, which a busy machine cannot change); the wall-clock bound is only a sanity check on a hang.
+    assert waited < 10
     later = [c.text for b in rest for c in b if isinstance(c, TextDelta)]
     assert "".join(texts + later) == "first one later"
 

@@ -146,7 +146,8 @@ async def test_a_stall_is_an_idle_timeout_and_a_drop_mid_body_a_protocol_error()
         started = loop.time()
         with pytest.raises(IdleTimeout, match=r"no data for 0\.3 s"):
             await response.read()
-        assert loop.time() - started < 1.5
+        assert loop.time() - started < 10  # the IdleTimeout itself proves the timer fired (the server's 2 s
+        # sleep would have ended in data, not an error); the bound only catches a hang on a busy machine
         await response.aclose()
         await client.aclose()
 
@@ -197,7 +198,7 @@ async def test_no_response_head_is_an_idle_timeout_and_the_connection_is_dropped
         started = loop.time()
         with pytest.raises(IdleTimeout, match=r"no response head for 0\.3 s"):
             await client.post(url, b"{}", {})
-        assert 0.25 <= loop.time() - started < 1.5 and fired == [0.3]
+        assert 0.25 <= loop.time() - started < 10 and fired == [0.3]  # not early; fired == [0.3] says which timer
         await asyncio.wait_for(gone.wait(), 2)
         response = await client.post(url, b"{}", {})  # a new connection; its head in time: no timer left behind
         assert response.status_code == 200 and await response.read() == b"ok"

@@ -48,6 +48,7 @@ from respstream.server.upstream.base import (
     ReasoningDelta,
     RefusalDelta,
     TextDelta,
+    TextRun,
     ToolCallDelta,
     UpstreamError,
     Usage,
@@ -90,13 +91,36 @@ class ResponsesTranslator:
         if self.done:
             return []
         # The bulk of a stream: one token's delta per read, taken without building its typed event.
-        delta = self.core.take_text_delta(raw)
+        take = self.core.take_text_delta
+        delta = take(raw)
         if delta is not None:
             if not delta:
                 return []
             self._text.append(delta)
             self.streamed = True
             return [TextDelta(delta)]
+        first_end = raw.find(b"\n\n") + 2
+        if first_end == 1 or first_end == len(raw):
+            return self._feed(raw)
+        # A read of several whole events (tokens a busy gateway read late, in one go): the lane takes its leading
+        # text deltas event by event (one TextRun, as a Chat Completions read's template run), `feed` the rest.
+        texts: list[str] = []
+        at, end = 0, first_end
+        while end > at + 1 and (delta := take(raw[at:end])) is not None:
+            if delta:
+                texts.append(delta)
+            at, end = end, raw.find(b"\n\n", end) + 2
+        if not texts:
+            return self._feed(raw[at:]) if at < len(raw) else []
+        self._text.extend(texts)
+        self.streamed = True
+        out: list[Chunk] = [TextDelta(texts[0]) if len(texts) == 1 else TextRun(texts)]
+        if at < len(raw):
+            out += self._feed(raw[at:])
+        return out
+
+    def _feed(self, raw: bytes) -> list[Chunk]:
+        """``raw`` through the whole protocol core (typed events, rules, assembly)."""
         try:
             self.core.feed(raw)
         except BadInputError as exc:

@@ -25,6 +25,7 @@ next one probes again. ``api_mode`` says what was decided.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -36,6 +37,7 @@ from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, 
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.http_stream import HTTPStreamError
 from respstream.server.upstream.responses_events import ResponsesTranslator
+from respstream.server.upstream.responses_reads import ResponsesBodyReader
 
 __all__ = ["ResponsesNativeUpstream", "build_responses_body"]
 
@@ -152,7 +154,8 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
                          ) -> AsyncGenerator[list[Chunk], None]:
         """Chunks ending with one ``Finish``, one list per read of the body (``generate()`` yields them one by one).
         Raises :class:`UpstreamError` (codes as Chat Completions). Once the API is decided, the API's own retrying
-        generator (no layer around it). ``sink`` is used by the Chat Completions API only."""
+        generator (no layer around it). With ``sink``, reads of plain text may go to it from the connection's data
+        callback instead, in either API (responses_reads.py, chat_reads.py)."""
         return self._detected_batches(request, sink) if self.api_mode == "auto" \
             else self._batches_as_decided(request, sink)
 
@@ -161,7 +164,7 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
         """The Responses API's retrying generator when the probe said so, else Chat Completions' (also while the
         API is still undecided: a failed probe)."""
         if self.api_mode == "responses":
-            return self._with_retries(request, self._responses_attempt)
+            return self._with_retries(request, functools.partial(self._responses_attempt, sink=sink))
         return super().generate_batches(request, sink)
 
     async def _detected_batches(self, request: GenerationRequest, sink: ReadSink | None
@@ -172,8 +175,9 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
             async for batch in batches:
                 yield batch
 
-    def _responses_attempt(self, request: GenerationRequest, deadline_at: float) -> AsyncIterator[list[Chunk]]:
-        return self._native_attempt(request, ResponsesTranslator(name=self.name), deadline_at)
+    def _responses_attempt(self, request: GenerationRequest, deadline_at: float, sink: ReadSink | None = None
+                           ) -> AsyncIterator[list[Chunk]]:
+        return self._native_attempt(request, ResponsesTranslator(name=self.name), deadline_at, sink)
 
     def _retryable(self, exc: UpstreamError) -> bool:
         if self.api_mode != "responses":
@@ -182,22 +186,35 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
         return exc.before_first_token and exc.code in _RETRYABLE and exc.status is not None and exc.status >= 500
 
     async def _native_attempt(
-        self, request: GenerationRequest, translator: ResponsesTranslator, deadline_at: float
+        self, request: GenerationRequest, translator: ResponsesTranslator, deadline_at: float,
+        sink: ReadSink | None = None,
     ) -> AsyncGenerator[list[Chunk], None]:
+        """One request; one list of chunks per read of the body, the reads of plain text to ``sink`` when there is
+        one (taken from the socket's callback while this waits: responses_reads.py)."""
         loop = asyncio.get_running_loop()
         body = msgspec.json.encode(build_responses_body(request, model=self.upstream_model_id(request.model)))
         response = await self._open("/responses", body, deadline_at)
+        reader = ResponsesBodyReader(translator, sink) if sink is not None else None
+        next_read = response.read if reader is None else functools.partial(response.read_direct, reader.take)
         try:
             if response.status_code != 200:
                 raise await self._status_error(response)
             idle_timeout = self.idle_timeout
-            while not translator.done:
+            while not translator.done or (reader is not None and reader.pending is not None):
+                if reader is not None and reader.pending is not None:  # a read the direct hook took and left for us
+                    batch, failure = reader.pending
+                    reader.pending = None
+                    if batch:
+                        yield batch
+                    if failure is not None:
+                        raise failure
+                    continue
                 try:
                     if deadline_at - loop.time() > idle_timeout:
-                        raw = await response.read()  # the response's idle timer ends a stall first
+                        raw = await next_read()  # the response's idle timer ends a stall first
                     else:
                         async with asyncio.timeout_at(deadline_at):
-                            raw = await response.read()
+                            raw = await next_read()
                 except TimeoutError:
                     raise self._tagged(translator, UpstreamError(
                         "upstream_timeout", f"{self.name}: generation deadline exceeded",
@@ -205,6 +222,8 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
                 except HTTPStreamError as exc:
                     error = self._stream_error(exc, before_first_token=not translator.streamed)
                     raise self._tagged(translator, error) from None
+                if raw is None:
+                    continue  # (the hook kept it: pending)
                 if not raw:
                     break
                 batch = translator.feed(raw)

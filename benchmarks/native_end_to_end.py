@@ -1,0 +1,140 @@
+"""Native Responses upstream vs Chat Completions upstream END TO END: the gateway's CPU per event, same run.
+
+``native_upstream.py`` times the two adapters alone, in one process. This one times the whole gateway (``respstream
+serve`` on its default stack, a real subprocess) serving the same answer from each kind of upstream over loopback:
+
+* ``chat``   — ``--upstream http://...``: a SIMULATED Chat Completions upstream (tests/fakes/chat_server.py) writing
+               server_throughput.py's answer (200 tokens, finish, usage, ``[DONE]``), one chunk a write (the peer);
+* ``native`` — ``--upstream responses+http://...``: the same SIMULATED server on ``/v1/responses`` writing the same
+               200 tokens as an OpenAI-shaped Responses stream (``event:`` lines, sequence numbers, indices, the
+               full lifecycle), one event a write.
+
+Both gateways send the client the same events (208 a response). CPU is the gateway process's user + system time
+(/proc) around each batch of ``--responses`` responses; the batches alternate (chat, native, native, chat, ...) for
+``--rounds`` rounds and the ratio ``native / chat`` CPU per event is given per round and as the median: on this
+shared machine the load moves between rounds, not within an interleaved pair. Issue 18's goal: ``<= 1.0``.
+
+``--tree SRC``: also run both gateways on a second source tree (e.g. ``git archive`` of an older commit's ``src``),
+interleaved with this tree's, for a before/after in the same run.
+
+Run: ``.venv/bin/python benchmarks/native_end_to_end.py [--responses 40] [--concurrency 4] [--rounds 7]``.
+
+STATUS (2026-12-04, issue 33): not yet giving figures. Against the SIMULATED server below, most responses time
+out after the first few (both gateways, both trees: the same with the source before issue 33), which points at the
+benchmark's set-up (the fake's repeated Raw script, the load generator's expected event count), not at one path.
+Debug that before quoting a ratio; until then the per-adapter ratio is ``native_upstream.py``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hop_instructions import wait_port
+from loadgen import run_load
+from native_upstream import responses_reads
+from procstat import cpu_seconds
+from server_throughput import BODY, DELTAS, ROOT, VENV_BIN, encoded_steps, fake_upstream_steps, fake_upstream_tokens
+from server_throughput import free_port as _free_port
+
+EVENTS = DELTAS + 8  # what the client gets a response: created, in_progress, added, part, deltas, done x3, completed
+
+
+def start_upstreams() -> tuple[object, object]:
+    """The two SIMULATED upstreams (in this process's threads: their CPU is not the gateway's)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.fakes.chat_server import FakeChatCompletionsServer, Raw
+
+    chat = FakeChatCompletionsServer(models=["fake-model"])
+    chat.script(*encoded_steps(fake_upstream_steps()))  # the last script repeats for every request
+    native = FakeChatCompletionsServer(models=["fake-model"], route="/v1/responses")
+    native.script(*[Raw(r) for r in responses_reads(DELTAS, numbered=True, words=fake_upstream_tokens())])
+    chat.start()
+    native.start()
+    return chat, native
+
+
+class Gateway:
+    """``respstream serve --upstream SPEC`` from source tree ``tree`` (None: this one)."""
+
+    def __init__(self, spec: str, config: Path, tree: str | None) -> None:
+        self.port = _free_port()
+        env = dict(os.environ)
+        if tree:
+            env["PYTHONPATH"] = tree
+        argv = [str(VENV_BIN / "python"), "-m", "respstream", "serve", "--port", str(self.port), "--upstream", spec,
+                "--config", str(config)]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                                     cwd=tempfile.gettempdir())
+        wait_port(self.port, self.proc)
+        self.url = f"http://127.0.0.1:{self.port}/v1/responses"
+
+    def cpu_us_per_event(self, responses: int, concurrency: int) -> float:
+        before = cpu_seconds(self.proc.pid)
+        result = asyncio.run(run_load(self.url, BODY, concurrency=concurrency, total=responses, time_limit=600,
+                                      timeout=15, expected_events=EVENTS))
+        spent = cpu_seconds(self.proc.pid) - before
+        if result.ok != responses:  # (reported, not fatal: the CPU is divided by the events that were sent)
+            print(f"  note: {self.url}: {result.ok} of {responses} responses completed: {dict(result.errors)}")
+        return spent / max(1, result.events) * 1e6
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--responses", type=int, default=40, help="responses a batch")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--tree", help="a second source tree to run as well (its src directory)")
+    args = parser.parse_args()
+    chat_up, native_up = start_upstreams()
+    trees: list[tuple[str, str | None]] = [("this tree", None)] + ([(args.tree, args.tree)] if args.tree else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "gateway.toml"
+        config.write_text("upstream_probe_seconds = 0\n")
+        gateways = {(label, kind): Gateway(spec, config, tree) for label, tree in trees
+                    for kind, spec in (("chat", chat_up.url), ("native", f"responses+{native_up.url}"))}  # type: ignore[attr-defined]
+        try:
+            for gateway in gateways.values():  # warm-up: connections, caches, first-request work
+                gateway.cpu_us_per_event(max(4, args.responses // 4), args.concurrency)
+            cost: dict[tuple[str, str], list[float]] = {key: [] for key in gateways}
+            keys = list(gateways)
+            for n in range(args.rounds):
+                for key in keys if n % 2 == 0 else keys[::-1]:
+                    cost[key].append(gateways[key].cpu_us_per_event(args.responses, args.concurrency))
+        finally:
+            for gateway in gateways.values():
+                gateway.stop()
+            chat_up.stop()  # type: ignore[attr-defined]
+            native_up.stop()  # type: ignore[attr-defined]
+    print(f"gateway CPU per event ({args.rounds} rounds of {args.responses} responses, {args.concurrency} at once, "
+          f"{EVENTS} events a response; median of rounds):")
+    for key, values in cost.items():
+        print(f"  {key[0]}: {key[1]}: {statistics.median(values):.1f} us  ({', '.join(f'{v:.1f}' for v in values)})")
+    for label, _ in trees:
+        ratios = [n / c for n, c in zip(cost[label, "native"], cost[label, "chat"], strict=True)]
+        print(f"  {label}: native / chat CPU per event: {statistics.median(ratios):.2f} "
+              f"(rounds {min(ratios):.2f}-{max(ratios):.2f})")
+    if args.tree:
+        for kind in ("chat", "native"):
+            ratios = [a / b for a, b in zip(cost["this tree", kind], cost[args.tree, kind], strict=True)]
+            print(f"  {kind}: this tree / {args.tree}: {statistics.median(ratios):.2f}")
+
+
+if __name__ == "__main__":
+    main()
