@@ -25,20 +25,23 @@ def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
 def test_quiet_response_gets_keepalive_events(server: tuple[str, str]) -> None:
     url, dialect = server
     got = post_stream(url, {"input": "x", "model": "scripted-a"}, dialect=dialect)
-    name = "respstream:keepalive" if dialect == "openresponses" else "keepalive"
-    beats = [i for i, kind in enumerate(got.types) if kind == name]
-    assert len(beats) >= 4  # ~1.8 s of silence before and between the two deltas, one every 0.25 s
-    assert got.types[0] == "response.created" and beats[0] > 0
+    beats = [i for i, kind in enumerate(got.types) if "keepalive" in kind]
+    if dialect == "openresponses":
+        # Spec-typed clients (the public compliance suite's zod schema) refuse unknown event types: comments only.
+        assert beats == []
+    else:
+        assert len(beats) >= 4  # ~1.8 s of silence before and between the two deltas, one every 0.25 s
+        assert got.types[0] == "response.created" and beats[0] > 0
     assert got.core.violations == [] and got.core.result.status == "completed"
     assert got.core.result.output_text == "The quick"
 
 
 def test_the_sdk_reads_through_keepalive_events(server: tuple[str, str]) -> None:
-    url, _ = server
+    url, dialect = server
     with OpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0, timeout=20) as client:
         events = list(client.responses.create(model="scripted-a", input="x", stream=True))
     assert events[-1].type == "response.completed"
-    assert any("keepalive" in str(e.type) for e in events)
+    assert any("keepalive" in str(e.type) for e in events) == (dialect != "openresponses")
 
 
 def test_off_when_zero() -> None:

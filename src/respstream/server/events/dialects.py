@@ -63,7 +63,9 @@ class Dialect:
     prefix_extensions: bool = False  # platform-only events named `respstream:<name>`
     extension_tool_items: bool = False  # server tools as `respstream:<tool>_call` items (Open Responses)
     reasoning_event: str = "response.reasoning_text"  # `<reasoning_event>.delta` / `.done`
-    keepalive_event: str = "keepalive"  # the progress event of a quiet response (server/events/progress_events.py)
+    # The progress event of a quiet response (server/events/progress_events.py); None: keep-alive comments only
+    # (Open Responses: spec-typed clients such as the public compliance suite refuse an event type they do not know).
+    keepalive_event: str | None = "keepalive"
     stream_on_accept: bool = False  # a request without `stream` streams when Accept asks for text/event-stream
 
     def new_id(self, prefix: str) -> str:
@@ -118,7 +120,7 @@ DIALECTS: dict[str, Dialect] = {
         prefix_extensions=True,
         extension_tool_items=True,
         reasoning_event="response.reasoning",
-        keepalive_event="respstream:keepalive",
+        keepalive_event=None,
     ),
 }
 

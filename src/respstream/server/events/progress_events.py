@@ -4,8 +4,9 @@ Why: a client's stream idle timer may count events, not bytes. Codex CLI gives u
 a small CPU model can take longer than that to read a long prompt before its first token; the ``: keep-alive``
 comments (sse_response.py) do not reset that timer. So a response that has emitted nothing for
 ``progress_event_seconds`` gets a ``keepalive`` event — the one OpenAI itself sends on long streams
-(``{"type": "keepalive", "sequence_number": N}``; every SDK lets it pass) — named ``respstream:keepalive`` in Open
-Responses, where a non-spec event carries the implementor prefix. It takes a sequence number like any event.
+(``{"type": "keepalive", "sequence_number": N}``; every SDK lets it pass). Not in Open Responses: spec-typed clients
+(the public compliance suite's event schema) refuse an event type they do not know, so there the comments alone go.
+It takes a sequence number like any event.
 
 How: one ``call_later`` timer a response (no task while it is busy); a tick that finds the sequence number where the
 last one left it emits the event and flushes it. Only with a store whose append never suspends (memory, the
@@ -41,7 +42,7 @@ class _Progress:
         if writer.closed:
             return
         if writer.next_sequence_number == self._seen:  # nothing for a whole interval
-            writer.emit_event(writer.dialect.keepalive_event, {})
+            writer.emit_event(writer.dialect.keepalive_event or "keepalive", {})
             # The memory store's flush never suspends: it is done within this step of the new task.
             self._loop.create_task(_flush(writer), name="progress event")
         self._seen = writer.next_sequence_number
@@ -59,6 +60,6 @@ async def _flush(writer: ResponseWriter) -> None:
 def start_progress_events(writer: ResponseWriter, interval: float) -> _Progress | None:
     """A timer emitting ``keepalive`` events while ``writer``'s response is quiet; ``cancel()`` it when the response
     ends. ``None`` when off (``interval`` <= 0) or the store's writes may suspend."""
-    if interval <= 0 or writer.needs_flush_await:
+    if interval <= 0 or writer.needs_flush_await or writer.dialect.keepalive_event is None:
         return None
     return _Progress(writer, interval)
