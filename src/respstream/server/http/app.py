@@ -230,7 +230,7 @@ class _Gateway:
         except UnicodeDecodeError:
             raise HTTPError(400, "invalid_json", f"The request body is not valid UTF-8 (at byte {_bad_utf8_at(body)})."
                             ) from None
-        except RecursionError:  # requests.check_depth bounds what decodes; this is what does not even decode
+        except RecursionError:  # body_values.check_depth bounds what decodes; this is what does not even decode
             raise HTTPError(400, "invalid_json", "The request body nests arrays/objects too deeply.") from None
 
     async def _stream_response(self, rid: str, after: int, *, foreground: bool,

@@ -27,9 +27,9 @@ from respstream.server.inputs.history import items_to_messages, output_to_items
 from respstream.server.inputs.input_files import resolve_file_urls
 from respstream.server.inputs.input_parts import check_modalities
 from respstream.server.inputs.input_records import input_item_records
-from respstream.server.inputs.requests import InputItem, ResponseRequest
 from respstream.server.inputs.response_chain import record_request
 from respstream.server.inputs.response_inputs import context_and_base, mcp_toolbox, request_context
+from respstream.server.inputs.response_request import InputItem, ResponseRequest
 from respstream.server.inputs.structured_output import check_schema
 from respstream.server.inputs.truncation import fit_context
 from respstream.server.model_catalog import ModelCatalog
