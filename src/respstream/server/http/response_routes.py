@@ -15,7 +15,7 @@ from respstream.server.http.app_gateway import AppGateway
 from respstream.server.http.sse_response import EventStreamResponse
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.requests import parse_request
-from respstream.server.responses.responses_service import TERMINAL_STATUSES
+from respstream.server.responses.log_ending import TERMINAL_STATUSES
 from respstream.server.routing.affinity import affinity_key
 from respstream.server.store.split import backend_of
 
