@@ -147,7 +147,9 @@ def test_the_graph_sees_the_imports() -> None:
     graph = import_graph()
     assert len(graph) > 150
     app = next(name for name in graph if name.endswith(".app") and ".server." in name)
-    assert any(name.endswith(".responses_service") for name in graph[app])
+    gateway = next(name for name in graph if name.endswith(".app_gateway") and ".server." in name)
+    assert gateway in graph[app] and any(name.endswith(".responses_service") for name in graph[gateway])
+    assert "respstream.server.http.response_routes" in graph[app]  # `from package import module` is the module
     assert "respstream.server.config" in graph[app]
 
 

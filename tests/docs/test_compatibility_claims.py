@@ -26,10 +26,10 @@ from fakes.server_thread import ServerThread
 from respstream.server.config import Config
 from respstream.server.events.client_tool_kinds import CALL_KINDS, CLIENT_KINDS, OUTPUT_KINDS
 from respstream.server.http.app import create_app
-from respstream.server.inputs import requests as request_parsing
+from respstream.server.inputs import request_input, request_tools
 from respstream.server.inputs.compaction_item import encode_compaction
 from respstream.server.inputs.input_parts import MEDIA_PART_TYPES
-from respstream.server.inputs.requests import SERVER_TOOL_TYPES
+from respstream.server.inputs.request_tools import SERVER_TOOL_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "compatibility.md"
@@ -208,7 +208,7 @@ PARTS: dict[str, Claim] = {
     "file": Claim(refused=(_part({"type": "file", "file": {"file_data": "aGVsbG8="}}), "input[0].content[1].type")),
 }
 # The parser's own (private) lists are read on purpose: the page must cover what the code knows.
-REFUSED_TOOL_TYPES = frozenset(request_parsing._UNSUPPORTED_TOOL_TYPES)
+REFUSED_TOOL_TYPES = frozenset(request_tools._UNSUPPORTED_TOOL_TYPES)
 TOOLS: dict[str, Claim] = {
     kind: Claim(refused=(_tool(kind), "tools[0].type")) if kind in REFUSED_TOOL_TYPES else Claim(ok=_tool(kind))
     for kind in sorted({"function", "mcp", *SERVER_TOOL_TYPES, *REFUSED_TOOL_TYPES, *CLIENT_KINDS})
@@ -273,22 +273,22 @@ def test_every_row_has_an_example_for_exactly_its_decision(table: str) -> None:
 
 
 def test_every_input_item_type_the_parser_knows_has_a_row() -> None:
-    source = Path(request_parsing.__file__).read_text(encoding="utf-8")
+    source = Path(request_input.__file__).read_text(encoding="utf-8")
     function = next(n for n in ast.walk(ast.parse(source))
-                    if isinstance(n, ast.FunctionDef) and n.name == "_input_items")
+                    if isinstance(n, ast.FunctionDef) and n.name == "parse_input_items")
     handled = {c.comparators[0].value for c in ast.walk(function)
                if isinstance(c, ast.Compare) and isinstance(c.left, ast.Name) and c.left.id == "kind"
                and isinstance(c.comparators[0], ast.Constant)}
     # The client-run kinds are handled by set membership (``kind in CALL_KINDS``), not by a compare the walk sees.
-    known = handled | set(request_parsing._IGNORED_ITEMS) | CALL_KINDS | OUTPUT_KINDS
+    known = handled | set(request_input._IGNORED_ITEMS) | CALL_KINDS | OUTPUT_KINDS
     assert {"message", "function_call", "compaction"} <= known  # the walk found the parser's branches
     missing = sorted(known - set(_rows(TABLES["items"][0])))
     assert missing == [], f"input item types with no row in docs/compatibility.md: {missing}"
 
 
 def test_every_content_part_type_the_parser_knows_has_a_row() -> None:
-    known = ({"refusal"} | set(request_parsing._TEXT_PARTS) | set(MEDIA_PART_TYPES)
-             | set(request_parsing._UNSUPPORTED_PARTS))
+    known = ({"refusal"} | set(request_input._TEXT_PARTS) | set(MEDIA_PART_TYPES)
+             | set(request_input._UNSUPPORTED_PARTS))
     missing = sorted(known - set(_rows(TABLES["parts"][0])))
     assert missing == [], f"content part types with no row in docs/compatibility.md: {missing}"
 

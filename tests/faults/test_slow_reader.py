@@ -5,7 +5,7 @@ cancelled, a background one runs on for resumers) or, if it will not even take t
 
 The stalled client is a raw socket with a 4 KiB receive buffer that reads nothing; the answers are big (kilobyte
 deltas) so the kernel buffers and uvicorn's write buffer fill within a fraction of a second. The limit is the config
-key ``slow_reader_timeout_seconds``; the grace a cut reader gets is the module's ``SLOW_READER_GRACE_SECONDS``.
+key ``slow_reader_timeout_seconds``; the grace a cut reader gets is ``stream_timer.SLOW_READER_GRACE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from faults.helpers import GatewayThread, check, gateway_app, stream_post
-from respstream.server.http import sse_response
+from respstream.server.http import sse_response, stream_timer
 from respstream.server.upstream.scripted import ScriptedUpstream
 
 BIG = 20_000  # deltas: ~4 MB of frames, far more than the socket buffers hold
@@ -128,7 +128,7 @@ def test_reader_behind_past_the_limit_is_cut_and_generation_cancelled() -> None:
 
 
 def test_background_generation_outlives_its_cut_reader(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sse_response, "SLOW_READER_GRACE_SECONDS", 20.0)  # the cut reader may come back late
+    monkeypatch.setattr(stream_timer, "SLOW_READER_GRACE_SECONDS", 20.0)  # the cut reader may come back late
     cut = threading.Event()
     original = sse_response.EventStreamResponse._cut
 
@@ -166,7 +166,7 @@ def test_background_generation_outlives_its_cut_reader(monkeypatch: pytest.Monke
 
 
 def test_reader_that_never_reads_is_disconnected(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sse_response, "SLOW_READER_GRACE_SECONDS", 0.3)
+    monkeypatch.setattr(stream_timer, "SLOW_READER_GRACE_SECONDS", 0.3)
     upstream = ScriptedUpstream(800, name="scripted", models=["scripted"], delay_ms=5, text=CHUNK * 800)
     app = gateway_app([upstream], slow_reader_timeout_seconds=0.3)
     gateway = app.state.gateway

@@ -215,7 +215,7 @@ def test_every_documented_path_with_arbitrary_ids(open_gateway: tuple[str, httpx
         (b"", "application/json", 400, "invalid_json"),
         (b"null", "application/json", 400, None),
         (b'{"input": ' + b"[" * 3000 + b"]" * 3000 + b"}", "application/json", 400, "invalid_json"),
-        # Decodes fine, but deeper than requests.MAX_JSON_DEPTH: refused before any encoder has to recurse.
+        # Decodes fine, but deeper than body_values.MAX_JSON_DEPTH: refused before any encoder has to recurse.
         (b'{"input": "hi", "tools": [{"type": "function", "name": "f", "parameters": ' + b'{"a": ' * 200 + b"1"
          + b"}" * 200 + b"}]}", "application/json", 400, "invalid_json"),
     ],

@@ -18,7 +18,7 @@ from respstream.protocol.rules import RuleChecker
 from respstream.protocol.stream import StreamCore
 from respstream.server.events.dialects import get_dialect
 from respstream.server.events.writer import ResponseWriter, frame
-from respstream.server.http import sse_response
+from respstream.server.http import sse_response, stream_timer
 from respstream.server.http.sse_response import EventStreamResponse
 from respstream.server.store.base import DeltaEntry, LogEntry, ResponseRecord
 from respstream.server.store.memory import MemoryStore
@@ -228,7 +228,7 @@ class _StuckCycle:
 
 
 async def test_a_reader_stuck_in_send_is_cut_and_aborted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sse_response, "SLOW_READER_GRACE_SECONDS", 0.05)
+    monkeypatch.setattr(stream_timer, "SLOW_READER_GRACE_SECONDS", 0.05)
     store = MemoryStore()
     await store.create(ResponseRecord(id="r1", status="in_progress", created_at=0.0))
     # (only their frames matter here) Event 0 first on its own: frames ready together go out in one send, so the

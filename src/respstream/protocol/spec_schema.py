@@ -10,6 +10,8 @@ required-ness differs, so these cannot drift from the spec.
 stream event (empty: valid), naming the JSON path. Extensions are not judged against the spec: an event or an
 output item whose ``type`` carries an implementor prefix (``respstream:...``) is skipped here (and checked for
 the prefix by :mod:`respstream.protocol.spec_rules`).
+
+Why one module of ~500 lines: it mirrors one file, the spec's OpenAPI schemas (one Struct each), as its test walks it.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ One folder per layer, top first; a module imports only its own layer or lower on
 - the root         config, the HTTP error envelope (``http_errors``), the TLS context, the model catalog
 - ``store/``, ``telemetry/`` (with metrics)
 
-A streamed ``POST /v1/responses`` walks down once: ``http.app`` reads the body -> ``inputs.requests.parse_request``
+A streamed ``POST /v1/responses`` walks down once: ``http.response_routes.create`` reads the body (through the
+guards of ``http.app_gateway``) -> ``inputs.requests.parse_request``
 -> ``responses.responses_service.ResponseService.start``, which resolves the context (``inputs``: previous response
 and conversation, history, modalities, files, context limit, truncation), routes (``routing.router``), builds the
 Response (``events.response_object``), creates the log (``store``) and starts the ``responses.pipeline.Pipeline``

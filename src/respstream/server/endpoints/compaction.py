@@ -22,7 +22,8 @@ from starlette.responses import JSONResponse, Response
 
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.compaction_item import encode_compaction
-from respstream.server.inputs.requests import InputItem, ResponseRequest, parse_request
+from respstream.server.inputs.requests import parse_request
+from respstream.server.inputs.response_request import InputItem, ResponseRequest
 from respstream.server.store.memory import MemoryStore
 
 if TYPE_CHECKING:

@@ -23,9 +23,10 @@ from starlette.routing import Route
 
 from respstream.server.endpoints.input_items import check_include, item_page, page_window
 from respstream.server.http_errors import HTTPError
+from respstream.server.inputs.body_values import check_depth
 from respstream.server.inputs.conversation_records import conversation_of
 from respstream.server.inputs.input_records import input_item_records
-from respstream.server.inputs.requests import _metadata, check_depth, parse_request
+from respstream.server.inputs.requests import parse_metadata, parse_request
 from respstream.server.responses.key_quota import stored_bytes
 from respstream.server.store.base import ConversationRecord
 
@@ -99,7 +100,7 @@ class _Handlers:
         body = _body(await gw.read_json(request), {"items", "metadata"})
         items = _items(gw, body.get("items"), required=False)
         record = ConversationRecord(id=gw.svc.dialect.new_id("conv"), created_at=time.time(), owner=owner,
-                                    metadata=_metadata(body.get("metadata")))
+                                    metadata=parse_metadata(body.get("metadata")))
         self._charge(owner, items)
         store = gw.svc.store
         await store.create_conversation(record)
@@ -115,7 +116,7 @@ class _Handlers:
         body = _body(await self.gw.read_json(request), {"metadata"})
         if "metadata" not in body:
             raise HTTPError(400, "missing_required_parameter", "metadata is required", param="metadata")
-        record.metadata = _metadata(body["metadata"])
+        record.metadata = parse_metadata(body["metadata"])
         await self.gw.svc.store.update_conversation(record)
         return JSONResponse(_object(record))
 

@@ -1,6 +1,6 @@
-"""What an endpoint handler needs of the gateway: :class:`Gateway`, a Protocol the app's ``_Gateway`` satisfies.
+"""What an endpoint handler needs of the gateway: :class:`Gateway`, a Protocol the app's ``AppGateway`` satisfies.
 
-Why a Protocol: the handlers here (and the WebSocket mode) used to import ``_Gateway`` from the app, which imports
+Why a Protocol: the handlers here (and the WebSocket mode) used to import the gateway class from the app, which imports
 them to mount their routes: an import circle. They take this interface instead; the app, one layer up, passes itself.
 """
 

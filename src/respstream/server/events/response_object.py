@@ -88,7 +88,8 @@ def new_response(
 ) -> dict[str, Any]:
     """The Response object at ``response.created`` (``output`` empty, ``completed_at`` null).
 
-    ``req`` is the parsed :class:`~respstream.server.inputs.requests.ResponseRequest`; ``created`` unix seconds."""
+    ``req`` is the parsed :class:`~respstream.server.inputs.response_request.ResponseRequest`; ``created`` unix
+    seconds."""
     conversation_id = getattr(req, "conversation_id", None)
     return {
         "id": rid,

@@ -8,16 +8,10 @@ or the store fails mid-stream, the reader gets an ``error`` of its own (``cancel
 ``http.disconnect`` stops the sender and calls ``on_disconnect`` (the service then cancels a foreground generation;
 a background one runs on).
 
-One timer per stream (``call_later``, re-armed by itself every quarter of the shorter of the keep-alive interval and
-the slow-reader limit) does two jobs, so no wait pays for an ``asyncio.timeout``:
-
-- keep-alive: when the sender has been idle (caught up, waiting) for ``keepalive_seconds``, it wakes it to send
-  ``: keep-alive``;
-- slow reader: when one ``send`` has made no progress for ``slow_reader_timeout_seconds`` (the client stopped
-  reading, so uvicorn's flow control holds the send), the reader is cut: its blocked send is cancelled, the
-  generation is cancelled if it is a foreground response (``on_slow_reader``, else ``on_disconnect``; a background
-  one runs on for resumers), and the reader is given a terminal ``error`` ``slow_reader`` (numbered last sent + 1,
-  no ``id:``) and the end of the body, if it takes them within a grace period; if not, the connection is aborted.
+One timer per stream (:class:`~respstream.server.http.stream_timer.StreamTimer`, this class's base) sends
+``: keep-alive`` when the sender has been idle for ``keepalive_seconds``, and cuts a reader whose ``send`` has made no
+progress for ``slow_reader_timeout_seconds`` (a foreground generation is then cancelled; the reader gets a terminal
+``error`` ``slow_reader`` if it takes it within a grace period, else the connection is aborted).
 
 Buffering per reader is bounded: the log is shared and a reader only holds its cursor; what waits for a stalled
 client is uvicorn's transport buffer (paused at its high-water mark) and the kernel's socket buffers.
@@ -40,9 +34,10 @@ from typing import Any
 from respstream.server.events.dialects import Dialect
 from respstream.server.events.frames import frame, frames, reader_terminal_frame
 from respstream.server.http.direct_send import DirectSend, direct_send_ok, finish_suspended
+from respstream.server.http.stream_timer import StreamTimer, configured_timeout
 from respstream.server.store.base import Entry, Store, StoreUnavailable
 
-__all__ = ["SLOW_READER_TIMEOUT_SECONDS", "SSE_HEADERS", "EventStreamResponse"]
+__all__ = ["COALESCE_BYTES", "SSE_HEADERS", "EventStreamResponse"]
 
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -56,20 +51,9 @@ _END = object()
 # bounded chunks, not one huge one).
 COALESCE_BYTES = 32 * 1024
 STORE_RETRY_SECONDS = 3.0  # how long a reader retries a failing store before its terminal `store_unavailable`
-# Used when the gateway's config has no `slow_reader_timeout_seconds` (0 or less: never cut a reader).
-SLOW_READER_TIMEOUT_SECONDS = 30.0
-# A cut reader gets at least this long (or the slow-reader limit, if longer) to take its terminal frame.
-SLOW_READER_GRACE_SECONDS = 2.0
 
 
-def _configured_timeout(scope: Any) -> float:
-    """``slow_reader_timeout_seconds`` of the gateway serving ``scope`` (Starlette puts the app in the scope)."""
-    state = getattr(scope.get("app"), "state", None)
-    config = getattr(getattr(state, "gateway", None), "config", None)
-    return float(getattr(config, "slow_reader_timeout_seconds", SLOW_READER_TIMEOUT_SECONDS))
-
-
-class EventStreamResponse:
+class EventStreamResponse(StreamTimer):
     direct = True  # use the direct path where it applies (tests compare it with the task's own sends)
 
     def __init__(
@@ -88,27 +72,16 @@ class EventStreamResponse:
     ) -> None:
         """``slow_reader_timeout``: None reads the app's config (``slow_reader_timeout_seconds``); 0 disables.
         ``on_slow_reader`` defaults to ``on_disconnect`` (both cancel a foreground generation)."""
+        super().__init__(after=after, keepalive_seconds=keepalive_seconds)
         self.store = store
         self.response_id = response_id
         self.after = after
         self.dialect = dialect
-        self.keepalive = keepalive_seconds
         self.headers = SSE_HEADERS + headers
         self.on_disconnect = on_disconnect
         self.on_close = on_close
         self.on_slow_reader = on_slow_reader
         self.slow_reader_timeout = slow_reader_timeout
-        self.last = after  # the last sequence number sent
-        self.cut_slow = False  # this reader was cut for not reading
-        self.disconnected = False  # the peer went away
-        # The timer's view of the sender.
-        self._sending = False  # inside a send (a blocked one is a stalled reader)
-        self._seen = after  # `last` when the timer last looked
-        self._stall_since = 0.0
-        self._active = 0.0  # loop time of the last frame sent (keep-alive is due keepalive seconds after it)
-        self._waiting: asyncio.Future[None] | None = None
-        self._keepalive_due = False
-        self._timer: asyncio.TimerHandle | None = None
         self._ended = False  # the body's end went out with the terminal frame (no separate empty send)
         self._direct = False  # caught up, the store's appends send the frames (server/http/direct_send.py)
 
@@ -126,39 +99,6 @@ class EventStreamResponse:
         return {"type": "http.response.body", "more_body": True,
                 "body": reader_terminal_frame(self.dialect, sequence_number, code, message)}
 
-    def arm_timer(self, limit: float) -> None:
-        """Start the per-stream timer (keep-alives and the slow-reader cut) for the current task."""
-        me = asyncio.current_task()
-        loop = asyncio.get_running_loop()
-        period = max(0.01, min(self.keepalive, limit if limit > 0 else self.keepalive) / 4)
-
-        def tick() -> None:
-            now = loop.time()
-            if self._sending:
-                if self.last != self._seen:
-                    self._seen, self._stall_since = self.last, now
-                elif limit > 0 and now - self._stall_since >= limit + period and not self.disconnected:
-                    self.cut_slow = True  # no progress for at least `limit` (the last progress seen was earlier)
-                    if me is not None:
-                        me.cancel()
-                    self._timer = None
-                    return
-            else:
-                self._seen, self._stall_since = self.last, now
-                fut = self._waiting
-                if fut is not None and not fut.done() and now - self._active >= self.keepalive:
-                    self._keepalive_due = True
-                    fut.set_result(None)
-            self._timer = loop.call_later(period, tick)
-
-        self._active = self._stall_since = loop.time()
-        self._timer = loop.call_later(period, tick)
-
-    def disarm_timer(self) -> None:
-        self._sending = False
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
 
     def close_message(self) -> dict[str, Any]:
         """What ends the stream after a cut."""
@@ -166,7 +106,7 @@ class EventStreamResponse:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         me = asyncio.current_task()
-        limit = _configured_timeout(scope) if self.slow_reader_timeout is None else self.slow_reader_timeout
+        limit = configured_timeout(scope) if self.slow_reader_timeout is None else self.slow_reader_timeout
 
         async def watch() -> None:
             while True:
@@ -211,32 +151,6 @@ class EventStreamResponse:
             if self.on_close is not None:
                 self.on_close()
 
-    async def _cut(self, send: Any, limit: float) -> None:
-        """End a reader that stayed behind: stop a foreground generation, offer the terminal, abort if refused."""
-        stop = self.on_slow_reader or self.on_disconnect
-        if stop is not None:
-            stop()
-        message = f"The client read nothing for {limit:g} s (slow_reader_timeout_seconds); the stream was cut."
-        try:
-            async with asyncio.timeout(max(limit, SLOW_READER_GRACE_SECONDS)):
-                await send(self.terminal_message(self.last + 1, "slow_reader", message))
-                await send(self.close_message())
-            return
-        except (TimeoutError, OSError):
-            pass
-        # Still not reading: drop the connection and what it buffers.
-        if self.abort_connection(send):
-            await asyncio.sleep(0)  # let the server see the connection lost before the app returns
-
-    def abort_connection(self, send: Any) -> bool:
-        """Drop the connection under ``send``; False when it cannot be reached. uvicorn's send is a bound method of
-        the request cycle that holds the transport; any other server just sees the app return."""
-        transport = getattr(getattr(send, "__self__", None), "transport", None)
-        abort = getattr(transport, "abort", None)
-        if not callable(abort):
-            return False
-        abort()
-        return True
 
     async def _follow(self, send: Any) -> None:
         """Send the log; never end without a terminal unless the log ended at or before the cursor."""

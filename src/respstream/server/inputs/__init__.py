@@ -1,5 +1,6 @@
-"""What a response is given: the POST /v1/responses body parsed and validated (requests.py with its option
-fields, tool policy, structured output format, input parts and files, compaction items), and the context resolved
+"""What a response is given: the POST /v1/responses body parsed and validated into the typed request
+(requests.py with its field groups: input items, tools, option fields, tool policy, structured output format, input
+parts and files, compaction items, the typed body reads they share), and the context resolved
 for it before anything streams (previous response and conversation from the store, history as messages, the
 context-window check and truncation).
 

@@ -2,7 +2,8 @@
 
 The model sees: instructions (system), then the conversation's stored items (a sliding window), then the
 ``previous_response_id`` chain (that response's context and output), then this request's input. Items are kept in
-the normalised JSON of :class:`~respstream.server.inputs.requests.InputItem` so every store holds the same shape.
+the normalised JSON of :class:`~respstream.server.inputs.response_request.InputItem` so every store holds the same
+shape.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from respstream.server.events.client_tool_kinds import CALL_KINDS, base_kind, call_as_input
 from respstream.server.inputs.input_parts import MEDIA_PART_TYPES, media_part
-from respstream.server.inputs.requests import InputItem
+from respstream.server.inputs.response_request import InputItem
 
 __all__ = ["items_from_json", "items_to_messages", "output_to_items"]
 

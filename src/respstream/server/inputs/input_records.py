@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from respstream.server.events.dialects import Dialect
-    from respstream.server.inputs.requests import InputItem
+    from respstream.server.inputs.response_request import InputItem
 
 __all__ = ["input_item_records"]
 

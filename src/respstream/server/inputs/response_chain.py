@@ -22,7 +22,7 @@ import msgspec
 
 from respstream.server import request_limits
 from respstream.server.inputs.history import items_from_json, output_to_items
-from respstream.server.inputs.requests import InputItem
+from respstream.server.inputs.response_request import InputItem
 from respstream.server.store.base import ResponseRecord, Store
 
 __all__ = ["chain_items", "find_record", "record_request"]

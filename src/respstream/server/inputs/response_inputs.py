@@ -8,8 +8,8 @@ from respstream.server.config import Config
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.conversation_records import conversation_of
 from respstream.server.inputs.history import items_from_json
-from respstream.server.inputs.requests import InputItem, ResponseRequest
 from respstream.server.inputs.response_chain import chain_items, find_record
+from respstream.server.inputs.response_request import InputItem, ResponseRequest
 from respstream.server.store.base import ResponseRecord, Store
 from respstream.server.tools.mcp_tools import McpApproval, McpToolbox
 from respstream.server.tools.netguard import AddressPolicy

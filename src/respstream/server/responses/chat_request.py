@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from respstream.server.inputs.requests import ResponseRequest
+from respstream.server.inputs.response_request import ResponseRequest
 
 __all__ = ["chat_options"]
 

@@ -20,7 +20,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from respstream.server.events.writer import ResponseWriter
-from respstream.server.inputs.requests import ResponseRequest
+from respstream.server.inputs.response_request import ResponseRequest
 from respstream.server.responses.citations import CitationSources, Source
 from respstream.server.responses.grounded_answer import Fact, grounding_instruction
 from respstream.server.routing.router import ground_first

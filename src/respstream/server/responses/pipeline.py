@@ -37,7 +37,7 @@ from typing import Any
 
 from respstream.server.events.progress_events import start_progress_events
 from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
-from respstream.server.inputs.requests import ResponseRequest
+from respstream.server.inputs.response_request import ResponseRequest
 from respstream.server.inputs.structured_output import check_output
 from respstream.server.responses.chat_request import chat_options
 from respstream.server.responses.citations import CitationSources, Source, find_citations, with_source_list

@@ -5,6 +5,8 @@ How this works: :meth:`ResponseService.start` validates what needs the store (``
 ``response.created`` and starts the pipeline as a task. The HTTP layer then streams the log, returns the Response
 JSON when the task ends, or (background without stream) returns the queued Response at once. Running tasks are kept
 by id so cancel/delete/disconnect/shutdown can cancel them; the pipeline turns a cancellation into the terminal.
+Routing with its errors is :mod:`~respstream.server.responses.route_decision`; ending a log whose writer cannot
+(store outage, lost terminal, a response running on another instance) is :mod:`~respstream.server.responses.log_ending`.
 """
 
 from __future__ import annotations
@@ -20,34 +22,33 @@ from typing import Any
 from respstream.server.config import Config
 from respstream.server.events.dialects import Dialect, get_dialect
 from respstream.server.events.response_object import new_response, sampling_defaults_of
-from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
+from respstream.server.events.writer import ResponseWriter, WriterClosed
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.context_limit import check_context, context_limit
 from respstream.server.inputs.history import items_to_messages, output_to_items
 from respstream.server.inputs.input_files import resolve_file_urls
 from respstream.server.inputs.input_parts import check_modalities
 from respstream.server.inputs.input_records import input_item_records
-from respstream.server.inputs.requests import InputItem, ResponseRequest
 from respstream.server.inputs.response_chain import record_request
 from respstream.server.inputs.response_inputs import context_and_base, mcp_toolbox, request_context
+from respstream.server.inputs.response_request import InputItem, ResponseRequest
 from respstream.server.inputs.structured_output import check_schema
 from respstream.server.inputs.truncation import fit_context
 from respstream.server.model_catalog import ModelCatalog
 from respstream.server.responses.collaborators import RewriterLike, RouterLike, ToolsLike
 from respstream.server.responses.key_quota import KeyQuota, stored_bytes
+from respstream.server.responses.log_ending import end_log, end_response, flush_terminal
 from respstream.server.responses.pipeline import Pipeline
-from respstream.server.store.base import ResponseRecord, SequenceConflict, SequenceGap, Store, StoreUnavailable
+from respstream.server.responses.route_decision import check_upstream_up, route_request
+from respstream.server.store.base import ResponseRecord, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.metrics import Metrics
 from respstream.server.telemetry.response import ResponseTelemetry
 
-__all__ = ["TERMINAL_STATUSES", "ResponseService", "Running"]
+__all__ = ["ResponseService", "Running"]
 
 log = logging.getLogger("respstream.server")
-
-TERMINAL_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled"})
-
 
 @dataclass(slots=True)
 class Running:
@@ -93,32 +94,7 @@ class ResponseService:
 
     async def route(self, req: ResponseRequest) -> Any:
         """The routing decision for ``req``. Raises a 400 ``model_not_found`` for an unknown pinned model."""
-        target_model = self.catalog.resolve(req.model)  # `[models] aliases`
-        pinned = target_model != "auto"
-        try:
-            with self.tracing.span("route", {"gen_ai.request.model": req.model}) as span:
-                # (only a session's request passes the key: test routers take the two positional arguments)
-                session = {"affinity": req.affinity} if req.affinity else {}
-                decision = await self.router.route(req.input_text, target_model if pinned else None, **session)
-                span.set_attributes({"respstream.route.category": decision.category,
-                                     "respstream.route.source": decision.source,
-                                     "respstream.route.model": decision.model_id})
-                return decision
-        except Exception as exc:
-            available = getattr(exc, "available", None)
-            upstreams = [str(getattr(u, "name", u)) for u in getattr(self.router, "upstreams", [])]
-            if available is not None and not available and upstreams and req.model == "auto":
-                # No upstream lists any model: they are down or lack GET /v1/models. Not the caller's mistake.
-                raise HTTPError(503, "upstream_unavailable",
-                                f"No model is available: upstream(s) {', '.join(upstreams)} did not list any model "
-                                "(down, or no GET /v1/models). Name its models in the config file "
-                                "([upstream_options.\"<url>\"] models = [...]), or retry.",
-                                headers={"Retry-After": "5"}) from exc
-            if available is not None:
-                raise HTTPError(400, "model_not_found",
-                                f"The model '{req.model}' does not exist. Available: {', '.join(available)} (or auto).",
-                                param="model", extra={"available": list(available)}) from exc
-            raise
+        return await route_request(req, router=self.router, catalog=self.catalog, tracing=self.tracing)
 
     async def start(self, req: ResponseRequest, *, owner: str | None,
                     local: Store | None = None) -> tuple[ResponseRecord, Running]:
@@ -149,7 +125,8 @@ class ResponseService:
                             headers={"Retry-After": "1"}) from exc
         pinned = self.catalog.resolve(req.model) != "auto"
         decision = await self.route(req)
-        self._check_upstream_up(req, decision)
+        check_upstream_up(req, decision, router=self.router, catalog=self.catalog, state_of=self.upstream_state,
+                          every=self.config.upstream_probe_seconds)
         mcp = await mcp_toolbox(self.store, self.config, req, owner, local)
         if req.media:
             check_modalities(req.media, decision.model_id, self.catalog.modalities(decision.model_id,
@@ -243,20 +220,23 @@ class ResponseService:
                     try:
                         await pipeline.run()
                     except StoreUnavailable:
-                        await self._flush_terminal(writer)  # readers wait for our terminal
+                        await flush_terminal(writer, self.config.lease_seconds)  # readers wait for our terminal
                     except SequenceGap as exc:  # a failover lost events the store could not resend: no hole, fail
                         log.error("response %s: %s", record.id, exc)
-                        await self._end(writer, store, "store_unavailable",
-                                        f"The response store lost events of this response: {exc}")
+                        await end_response(writer, store, "store_unavailable",
+                                           f"The response store lost events of this response: {exc}",
+                                           self.config.lease_seconds)
                     except Exception:
                         log.exception("response %s: storing it failed", record.id)
-                        await self._end(writer, store, "internal_error", "the response could not be stored")
+                        await end_response(writer, store, "internal_error", "the response could not be stored",
+                                           self.config.lease_seconds)
             except StoreUnavailable as exc:  # could not mark it running or take (or give back) the lease
                 writer.fail("store_unavailable", f"The response store failed: {exc}")
-                await self._flush_terminal(writer)
+                await flush_terminal(writer, self.config.lease_seconds)
             except Exception:
                 log.exception("response %s: storing it failed", record.id)
-                await self._end(writer, store, "internal_error", "the response could not be stored")
+                await end_response(writer, store, "internal_error", "the response could not be stored",
+                                   self.config.lease_seconds)
             if writer.repairs:
                 self.metrics.repairs(writer.repairs)
             if req.conversation_id and record.status in ("completed", "incomplete"):
@@ -272,40 +252,6 @@ class ResponseService:
                 self.quota.charge(record.owner, 2 * stored_bytes(writer.response))
             self.running.pop(record.id, None)
             self.metrics.set_running(len(self.running))
-
-    async def _end(self, writer: ResponseWriter, store: Store, code: str, message: str) -> None:
-        """End the log with ``code`` whatever state the writer is in: through it while it is open; when its own
-        terminal batch was lost to a store error, by appending a terminal after what the log really holds."""
-        if not writer.closed:
-            writer.fail(code, message)
-            try:
-                await self._flush_terminal(writer)
-                return
-            except Exception:
-                log.exception("response %s: its terminal could not be written", writer.record.id)
-        with contextlib.suppress(Exception):
-            await self._end_log(store, writer.record.id, code, message, record=writer.record)
-
-    async def _flush_terminal(self, writer: ResponseWriter) -> None:
-        """Keep trying to append what the writer holds (its terminal last) while the store is down, for about a
-        lease: if the store comes back in time, readers get our terminal; if not, the lease has run out and the
-        first reader to notice ends the log with ``worker_lost`` (our late append then gets SequenceConflict)."""
-        deadline = time.monotonic() + self.config.lease_seconds * 1.5
-        pause = 0.05
-        while True:
-            try:
-                await writer.flush()
-                return
-            except (SequenceConflict, ResponseDeleted):
-                writer.abandon()  # someone else ended or deleted the log meanwhile
-                return
-            except StoreUnavailable:
-                if time.monotonic() > deadline:
-                    log.warning("response %s: the store stayed unavailable; its log ends when the lease expires",
-                                writer.record.id)
-                    return
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, 1.0)
 
     def forget_when_done(self, response_id: str) -> None:
         """``store: false``: delete the response once its generation has ended and its reader is done with it
@@ -344,28 +290,6 @@ class ResponseService:
         if running is not None and not running.background:
             self.cancel_running(response_id, "cancelled", "The client disconnected.")
 
-    def _check_upstream_up(self, req: ResponseRequest, decision: Any) -> None:
-        """503 ``upstream_unavailable`` naming the upstream(s) when every upstream that could serve this request
-        failed its last health probe (the gateway keeps probing: ``upstream_probe_seconds``). With one still up,
-        the router's fallback handles a failure instead."""
-        state_of = self.upstream_state
-        if state_of is None:
-            return
-        upstreams = list(getattr(self.router, "upstreams", []) or [decision.upstream])
-        pinned = self.catalog.resolve(req.model) != "auto"
-        serving = [u for u in upstreams if not pinned or decision.model_id in getattr(u, "models", [])]
-        down = [(u, state_of(str(getattr(u, "name", "")))) for u in serving or [decision.upstream]]
-        if not all(state is not None and state.get("probe") == "failed" for _, state in down):
-            return
-        named = "; ".join(f"{getattr(u, 'name', '?')}: {(state or {}).get('detail') or 'not answering'}"
-                          for u, state in down)
-        every = self.config.upstream_probe_seconds
-        raise HTTPError(503, "upstream_unavailable",
-                        f"The upstream serving model '{decision.model_id}' is down ({named}). The gateway keeps "
-                        f"probing it{f' every {every:g} s' if every > 0 else ''}; retry shortly.",
-                        headers={"Retry-After": str(max(1, int(every or 5)))},
-                        extra={"upstreams": [str(getattr(u, "name", "")) for u, _ in down]})
-
     def background_running(self, owner: str | None = None) -> int:
         """Background responses running (of ``owner`` only, when given)."""
         return sum(1 for r in self.running.values() if r.background and not r.task.done()
@@ -387,38 +311,8 @@ class ResponseService:
         await self._cancel_elsewhere(response_id)
 
     async def _cancel_elsewhere(self, response_id: str) -> None:
-        await self._end_log(backend_of(self.store, response_id), response_id, "cancelled",
-                            "The response was cancelled.")
-
-    async def _end_log(self, target: Store, response_id: str, code: str, message: str, *,
-                       record: ResponseRecord | None = None) -> None:
-        """Append an error terminal after the last event of an unfinished log (no-op if it ended or is gone). For
-        a response generating elsewhere (``record`` None: skipped while it runs here) or one whose writer lost its
-        own terminal (``record`` given). Raises ``StoreUnavailable``."""
-        for _ in range(8):  # only loops while another writer keeps appending between our read and write
-            found = await target.get(response_id)
-            if found is None or (found.status in TERMINAL_STATUSES and record is None):
-                return
-            if record is None and response_id in self.running:
-                return
-            last = -1
-            while batch := await target.read(response_id, last, limit=1000):
-                last = batch[-1].sequence_number
-                if batch[-1].terminal:
-                    return
-            writer = ResponseWriter.continuing(record or found, dialect=get_dialect(found.dialect), store=target,
-                                               next_sequence_number=last + 1)
-            writer.fail(code, message)
-            entries = writer.take_pending()
-            try:
-                await target.append(response_id, entries)
-            except SequenceConflict:
-                continue
-            except KeyError:
-                return  # deleted meanwhile
-            writer.record.response = writer.response
-            await target.update(writer.record)
-            return
+        await end_log(backend_of(self.store, response_id), response_id, "cancelled", "The response was cancelled.",
+                      running=self.running)
 
     async def shutdown(self, grace: float | None = None) -> None:
         """Stop taking new responses (503 ``server_shutdown``), end every foreground response now with ``error``

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from respstream.server.events.writer import ResponseWriter
-from respstream.server.inputs.requests import ResponseRequest
+from respstream.server.inputs.response_request import ResponseRequest
 from respstream.server.responses.citations import CitationSources, Source
 from respstream.server.responses.forced_call import ForcedCallMissing, forced_call
 from respstream.server.telemetry.response import ResponseTelemetry
