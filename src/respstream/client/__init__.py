@@ -10,7 +10,8 @@ Background streams resume by themselves after a dropped connection (``GET …?st
 re-POSTing; events are never duplicated or lost across the seam.
 """
 
-from respstream.client.async_ import AsyncClient, AsyncResponseStream
+from respstream.client.async_ import AsyncClient
+from respstream.client.async_stream import AsyncResponseStream
 from respstream.client.errors import (
     APIConnectionError,
     APITimeoutError,
@@ -24,7 +25,8 @@ from respstream.client.errors import (
 )
 from respstream.client.handlers import ToolCallUpdate
 from respstream.client.retry import RetryPolicy
-from respstream.client.sync import Client, ResponseStream
+from respstream.client.sync import Client
+from respstream.client.sync_stream import ResponseStream
 
 __all__ = [
     "APIConnectionError",

@@ -15,7 +15,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from respstream.client.sync import Client, ResponseStream
+from respstream.client.sync import Client
+from respstream.client.sync_stream import ResponseStream
 from respstream.commands.connection import add_connection_options, open_client
 from respstream.commands.stream import EXIT_INTERRUPTED, EXIT_USAGE, _fail, option_error, render
 

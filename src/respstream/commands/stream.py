@@ -15,7 +15,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final, TextIO
 
-from respstream.client.sync import Client, ResponseStream
+from respstream.client.sync import Client
+from respstream.client.sync_stream import ResponseStream
 from respstream.client.terminal import LiveRenderer, Spinner, Style, Timeline
 from respstream.commands.connection import DEFAULT_URL, add_connection_options, open_client
 from respstream.errors import APIStatusError, BadInputError, RespstreamError, StreamTruncated
