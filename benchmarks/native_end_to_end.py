@@ -17,18 +17,22 @@ shared machine the load moves between rounds, not within an interleaved pair. Is
 ``--tree SRC``: also run both gateways on a second source tree (e.g. ``git archive`` of an older commit's ``src``),
 interleaved with this tree's, for a before/after in the same run.
 
-Run: ``.venv/bin/python benchmarks/native_end_to_end.py [--responses 40] [--concurrency 4] [--rounds 7]``.
+Run: ``.venv/bin/python benchmarks/native_end_to_end.py [--responses 100] [--concurrency 4] [--rounds 9]``.
 
-STATUS (2026-12-04, issue 33): not yet giving figures. Against the SIMULATED server below, most responses time
-out after the first few (both gateways, both trees: the same with the source before issue 33), which points at the
-benchmark's set-up (the fake's repeated Raw script, the load generator's expected event count), not at one path.
-Debug that before quoting a ratio; until then the per-adapter ratio is ``native_upstream.py``'s.
+Fairness (issue 33): both gateways run the same source tree (``PYTHONPATH`` set to it explicitly: the shared venv's
+editable install points elsewhere), are pinned to core 0 while this process (load generator and both SIMULATED
+upstreams, in threads) is pinned to core 1, and before timing one response from each is fetched and compared: the
+same event types in the same order and the same text, or the run stops. A batch must take at least 20 clock ticks of
+the gateway's CPU (/proc counts in ticks), which the defaults give. The gateway's log goes to a file, never to a pipe
+nobody reads: an access-log line per request filled the pipe after a few hundred requests and the gateway blocked
+(what the first runs saw as responses timing out).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import statistics
@@ -42,7 +46,16 @@ from hop_instructions import wait_port
 from loadgen import run_load
 from native_upstream import responses_reads
 from procstat import cpu_seconds
-from server_throughput import BODY, DELTAS, ROOT, VENV_BIN, encoded_steps, fake_upstream_steps, fake_upstream_tokens
+from server_throughput import (
+    BODY,
+    DELTAS,
+    ROOT,
+    VENV_BIN,
+    encoded_steps,
+    fake_upstream_steps,
+    fake_upstream_tokens,
+    pinned,
+)
 from server_throughput import free_port as _free_port
 
 EVENTS = DELTAS + 8  # what the client gets a response: created, in_progress, added, part, deltas, done x3, completed
@@ -68,20 +81,30 @@ class Gateway:
     def __init__(self, spec: str, config: Path, tree: str | None) -> None:
         self.port = _free_port()
         env = dict(os.environ)
-        if tree:
-            env["PYTHONPATH"] = tree
+        env["PYTHONPATH"] = tree or str(ROOT / "src")
         argv = [str(VENV_BIN / "python"), "-m", "respstream", "serve", "--port", str(self.port), "--upstream", spec,
                 "--config", str(config)]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the process; closed in stop())
+        self.proc = subprocess.Popen(pinned(0, argv), stdout=subprocess.DEVNULL, stderr=self.log, env=env,
                                      cwd=tempfile.gettempdir())
         wait_port(self.port, self.proc)
         self.url = f"http://127.0.0.1:{self.port}/v1/responses"
 
-    def cpu_us_per_event(self, responses: int, concurrency: int) -> float:
+    def answer(self) -> tuple[list[str], str]:
+        """One response's event types, in order, and its text (the same-work check)."""
+        import httpx
+
+        body = httpx.post(self.url, content=BODY, headers={"content-type": "application/json"}, timeout=60).text
+        events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+        return [e["type"] for e in events], "".join(e["delta"] for e in events if e["type"].endswith("text.delta"))
+
+    def cpu_us_per_event(self, responses: int, concurrency: int, warm_up: bool = False) -> float:
         before = cpu_seconds(self.proc.pid)
         result = asyncio.run(run_load(self.url, BODY, concurrency=concurrency, total=responses, time_limit=600,
                                       timeout=15, expected_events=EVENTS))
         spent = cpu_seconds(self.proc.pid) - before
+        if not warm_up and spent < 20 / os.sysconf("SC_CLK_TCK"):
+            print(f"  note: {self.url}: batch of {spent * 1000:.0f} ms CPU, under 20 clock ticks: raise --responses")
         if result.ok != responses:  # (reported, not fatal: the CPU is divided by the events that were sent)
             print(f"  note: {self.url}: {result.ok} of {responses} responses completed: {dict(result.errors)}")
         return spent / max(1, result.events) * 1e6
@@ -93,15 +116,19 @@ class Gateway:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=10)
+        self.log.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--responses", type=int, default=40, help="responses a batch")
+    parser.add_argument("--responses", type=int, default=100, help="responses a batch")
     parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--tree", help="a second source tree to run as well (its src directory)")
     args = parser.parse_args()
+    if len(os.sched_getaffinity(0)) > 1:
+        os.sched_setaffinity(0, {1})  # the load generator's and the fakes' core; the gateways get core 0
+    print(f"load at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     chat_up, native_up = start_upstreams()
     trees: list[tuple[str, str | None]] = [("this tree", None)] + ([(args.tree, args.tree)] if args.tree else [])
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,8 +137,15 @@ def main() -> None:
         gateways = {(label, kind): Gateway(spec, config, tree) for label, tree in trees
                     for kind, spec in (("chat", chat_up.url), ("native", f"responses+{native_up.url}"))}  # type: ignore[attr-defined]
         try:
+            answers = {key: gateway.answer() for key, gateway in gateways.items()}
+            reference = answers[trees[0][0], "chat"]
+            for key, answer in answers.items():
+                if answer != reference:
+                    raise SystemExit(f"{key}: not the same events and text as the chat gateway's: "
+                                     f"{len(answer[0])} events, {len(answer[1])} characters against "
+                                     f"{len(reference[0])} and {len(reference[1])}")
             for gateway in gateways.values():  # warm-up: connections, caches, first-request work
-                gateway.cpu_us_per_event(max(4, args.responses // 4), args.concurrency)
+                gateway.cpu_us_per_event(max(4, args.responses // 4), args.concurrency, warm_up=True)
             cost: dict[tuple[str, str], list[float]] = {key: [] for key in gateways}
             keys = list(gateways)
             for n in range(args.rounds):
@@ -122,6 +156,7 @@ def main() -> None:
                 gateway.stop()
             chat_up.stop()  # type: ignore[attr-defined]
             native_up.stop()  # type: ignore[attr-defined]
+    print(f"load at end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     print(f"gateway CPU per event ({args.rounds} rounds of {args.responses} responses, {args.concurrency} at once, "
           f"{EVENTS} events a response; median of rounds):")
     for key, values in cost.items():
@@ -129,7 +164,7 @@ def main() -> None:
     for label, _ in trees:
         ratios = [n / c for n, c in zip(cost[label, "native"], cost[label, "chat"], strict=True)]
         print(f"  {label}: native / chat CPU per event: {statistics.median(ratios):.2f} "
-              f"(rounds {min(ratios):.2f}-{max(ratios):.2f})")
+              f"(rounds {min(ratios):.2f}-{max(ratios):.2f}; {', '.join(f'{r:.2f}' for r in ratios)})")
     if args.tree:
         for kind in ("chat", "native"):
             ratios = [a / b for a, b in zip(cost["this tree", kind], cost[args.tree, kind], strict=True)]
