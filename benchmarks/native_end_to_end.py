@@ -17,7 +17,14 @@ shared machine the load moves between rounds, not within an interleaved pair. Is
 ``--tree SRC``: also run both gateways on a second source tree (e.g. ``git archive`` of an older commit's ``src``),
 interleaved with this tree's, for a before/after in the same run.
 
-Run: ``.venv/bin/python benchmarks/native_end_to_end.py [--responses 100] [--concurrency 4] [--rounds 9]``.
+``--instructions N``: instead of CPU time, the user-space instructions each gateway executes for N responses, counted
+by valgrind's callgrind (hop_instructions.py's ``count``: a run of 20 warm-up responses and one of 20 + N, the
+difference divided by N): independent of the machine's load, which moves CPU time by tens of percent between rounds
+on this shared 2-core machine. Under valgrind's slowdown the gateway reads the upstream in few, large reads (many
+events a read), the shape of a gateway busier than its upstream; the kernel's share is not counted.
+
+Run: ``.venv/bin/python benchmarks/native_end_to_end.py [--responses 100] [--concurrency 4] [--rounds 9]``
+(``[--instructions 40]``).
 
 Fairness (issue 33): both gateways run the same source tree (``PYTHONPATH`` set to it explicitly: the shared venv's
 editable install points elsewhere), are pinned to core 0 while this process (load generator and both SIMULATED
@@ -42,7 +49,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hop_instructions import wait_port
+from hop_instructions import count, wait_port
 from loadgen import run_load
 from native_upstream import responses_reads
 from procstat import cpu_seconds
@@ -125,7 +132,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--tree", help="a second source tree to run as well (its src directory)")
+    parser.add_argument("--instructions", type=int, default=0, metavar="N",
+                        help="count instructions (valgrind) for N responses instead of CPU time")
     args = parser.parse_args()
+    if args.instructions:
+        instructions(args)
+        return
     if len(os.sched_getaffinity(0)) > 1:
         os.sched_setaffinity(0, {1})  # the load generator's and the fakes' core; the gateways get core 0
     print(f"load at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
@@ -169,6 +181,28 @@ def main() -> None:
         for kind in ("chat", "native"):
             ratios = [a / b for a, b in zip(cost["this tree", kind], cost[args.tree, kind], strict=True)]
             print(f"  {kind}: this tree / {args.tree}: {statistics.median(ratios):.2f}")
+
+
+def instructions(args: argparse.Namespace) -> None:
+    """``--instructions``: callgrind's count per event for each gateway, chat and native, per tree."""
+    chat_up, native_up = start_upstreams()
+    trees: list[tuple[str, str]] = [("this tree", str(ROOT / "src"))] + ([(args.tree, args.tree)] if args.tree else [])
+    per: dict[tuple[str, str], float] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            config = Path(tmp) / "gateway.toml"
+            config.write_text("upstream_probe_seconds = 0\n")
+            for label, tree in trees:
+                for kind, spec in (("chat", chat_up.url), ("native", f"responses+{native_up.url}")):  # type: ignore[attr-defined]
+                    base = count(spec, 0, args.concurrency, config, tree)
+                    total = count(spec, args.instructions, args.concurrency, config, tree)
+                    per[label, kind] = (total - base) / args.instructions / EVENTS
+                    print(f"  {label}: {kind}: {per[label, kind] / 1e3:,.1f} k instructions an event", flush=True)
+    finally:
+        chat_up.stop()  # type: ignore[attr-defined]
+        native_up.stop()  # type: ignore[attr-defined]
+    for label, _ in trees:
+        print(f"  {label}: native / chat instructions per event: {per[label, 'native'] / per[label, 'chat']:.3f}")
 
 
 if __name__ == "__main__":
