@@ -23,7 +23,7 @@ difference divided by N): independent of the machine's load, which moves CPU tim
 on this shared 2-core machine. Under valgrind's slowdown the gateway reads the upstream in few, large reads (many
 events a read), the shape of a gateway busier than its upstream; the kernel's share is not counted.
 
-Run: ``.venv/bin/python benchmarks/native_end_to_end.py [--responses 100] [--concurrency 4] [--rounds 9]``
+Run: ``.venv/bin/python benchmarks/native_end_to_end.py [--responses 200] [--concurrency 4] [--rounds 9]``
 (``[--instructions 40]``).
 
 Fairness (issue 33): both gateways run the same source tree (``PYTHONPATH`` set to it explicitly: the shared venv's
@@ -128,7 +128,7 @@ class Gateway:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--responses", type=int, default=100, help="responses a batch")
+    parser.add_argument("--responses", type=int, default=200, help="responses a batch")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--tree", help="a second source tree to run as well (its src directory)")
