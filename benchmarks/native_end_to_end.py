@@ -17,18 +17,29 @@ shared machine the load moves between rounds, not within an interleaved pair. Is
 ``--tree SRC``: also run both gateways on a second source tree (e.g. ``git archive`` of an older commit's ``src``),
 interleaved with this tree's, for a before/after in the same run.
 
-Run: ``.venv/bin/python benchmarks/native_end_to_end.py [--responses 40] [--concurrency 4] [--rounds 7]``.
+``--instructions N``: instead of CPU time, the user-space instructions each gateway executes for N responses, counted
+by valgrind's callgrind (hop_instructions.py's ``count``: a run of 20 warm-up responses and one of 20 + N, the
+difference divided by N): independent of the machine's load, which moves CPU time by tens of percent between rounds
+on this shared 2-core machine. Under valgrind's slowdown the gateway reads the upstream in few, large reads (many
+events a read), the shape of a gateway busier than its upstream; the kernel's share is not counted.
 
-STATUS (2026-12-04, issue 33): not yet giving figures. Against the SIMULATED server below, most responses time
-out after the first few (both gateways, both trees: the same with the source before issue 33), which points at the
-benchmark's set-up (the fake's repeated Raw script, the load generator's expected event count), not at one path.
-Debug that before quoting a ratio; until then the per-adapter ratio is ``native_upstream.py``'s.
+Run: ``.venv/bin/python benchmarks/native_end_to_end.py [--responses 200] [--concurrency 4] [--rounds 9]``
+(``[--instructions 40]``).
+
+Fairness (issue 33): both gateways run the same source tree (``PYTHONPATH`` set to it explicitly: the shared venv's
+editable install points elsewhere), are pinned to core 0 while this process (load generator and both SIMULATED
+upstreams, in threads) is pinned to core 1, and before timing one response from each is fetched and compared: the
+same event types in the same order and the same text, or the run stops. A batch must take at least 20 clock ticks of
+the gateway's CPU (/proc counts in ticks), which the defaults give. The gateway's log goes to a file, never to a pipe
+nobody reads: an access-log line per request filled the pipe after a few hundred requests and the gateway blocked
+(what the first runs saw as responses timing out).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import statistics
@@ -38,11 +49,20 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hop_instructions import wait_port
+from hop_instructions import count, wait_port
 from loadgen import run_load
 from native_upstream import responses_reads
 from procstat import cpu_seconds
-from server_throughput import BODY, DELTAS, ROOT, VENV_BIN, encoded_steps, fake_upstream_steps, fake_upstream_tokens
+from server_throughput import (
+    BODY,
+    DELTAS,
+    ROOT,
+    VENV_BIN,
+    encoded_steps,
+    fake_upstream_steps,
+    fake_upstream_tokens,
+    pinned,
+)
 from server_throughput import free_port as _free_port
 
 EVENTS = DELTAS + 8  # what the client gets a response: created, in_progress, added, part, deltas, done x3, completed
@@ -68,20 +88,30 @@ class Gateway:
     def __init__(self, spec: str, config: Path, tree: str | None) -> None:
         self.port = _free_port()
         env = dict(os.environ)
-        if tree:
-            env["PYTHONPATH"] = tree
+        env["PYTHONPATH"] = tree or str(ROOT / "src")
         argv = [str(VENV_BIN / "python"), "-m", "respstream", "serve", "--port", str(self.port), "--upstream", spec,
                 "--config", str(config)]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the process; closed in stop())
+        self.proc = subprocess.Popen(pinned(0, argv), stdout=subprocess.DEVNULL, stderr=self.log, env=env,
                                      cwd=tempfile.gettempdir())
         wait_port(self.port, self.proc)
         self.url = f"http://127.0.0.1:{self.port}/v1/responses"
 
-    def cpu_us_per_event(self, responses: int, concurrency: int) -> float:
+    def answer(self) -> tuple[list[str], str]:
+        """One response's event types, in order, and its text (the same-work check)."""
+        import httpx
+
+        body = httpx.post(self.url, content=BODY, headers={"content-type": "application/json"}, timeout=60).text
+        events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+        return [e["type"] for e in events], "".join(e["delta"] for e in events if e["type"].endswith("text.delta"))
+
+    def cpu_us_per_event(self, responses: int, concurrency: int, warm_up: bool = False) -> float:
         before = cpu_seconds(self.proc.pid)
         result = asyncio.run(run_load(self.url, BODY, concurrency=concurrency, total=responses, time_limit=600,
                                       timeout=15, expected_events=EVENTS))
         spent = cpu_seconds(self.proc.pid) - before
+        if not warm_up and spent < 20 / os.sysconf("SC_CLK_TCK"):
+            print(f"  note: {self.url}: batch of {spent * 1000:.0f} ms CPU, under 20 clock ticks: raise --responses")
         if result.ok != responses:  # (reported, not fatal: the CPU is divided by the events that were sent)
             print(f"  note: {self.url}: {result.ok} of {responses} responses completed: {dict(result.errors)}")
         return spent / max(1, result.events) * 1e6
@@ -93,15 +123,24 @@ class Gateway:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=10)
+        self.log.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--responses", type=int, default=40, help="responses a batch")
+    parser.add_argument("--responses", type=int, default=200, help="responses a batch")
     parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--tree", help="a second source tree to run as well (its src directory)")
+    parser.add_argument("--instructions", type=int, default=0, metavar="N",
+                        help="count instructions (valgrind) for N responses instead of CPU time")
     args = parser.parse_args()
+    if args.instructions:
+        instructions(args)
+        return
+    if len(os.sched_getaffinity(0)) > 1:
+        os.sched_setaffinity(0, {1})  # the load generator's and the fakes' core; the gateways get core 0
+    print(f"load at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     chat_up, native_up = start_upstreams()
     trees: list[tuple[str, str | None]] = [("this tree", None)] + ([(args.tree, args.tree)] if args.tree else [])
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,8 +149,15 @@ def main() -> None:
         gateways = {(label, kind): Gateway(spec, config, tree) for label, tree in trees
                     for kind, spec in (("chat", chat_up.url), ("native", f"responses+{native_up.url}"))}  # type: ignore[attr-defined]
         try:
+            answers = {key: gateway.answer() for key, gateway in gateways.items()}
+            reference = answers[trees[0][0], "chat"]
+            for key, answer in answers.items():
+                if answer != reference:
+                    raise SystemExit(f"{key}: not the same events and text as the chat gateway's: "
+                                     f"{len(answer[0])} events, {len(answer[1])} characters against "
+                                     f"{len(reference[0])} and {len(reference[1])}")
             for gateway in gateways.values():  # warm-up: connections, caches, first-request work
-                gateway.cpu_us_per_event(max(4, args.responses // 4), args.concurrency)
+                gateway.cpu_us_per_event(max(4, args.responses // 4), args.concurrency, warm_up=True)
             cost: dict[tuple[str, str], list[float]] = {key: [] for key in gateways}
             keys = list(gateways)
             for n in range(args.rounds):
@@ -122,6 +168,7 @@ def main() -> None:
                 gateway.stop()
             chat_up.stop()  # type: ignore[attr-defined]
             native_up.stop()  # type: ignore[attr-defined]
+    print(f"load at end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     print(f"gateway CPU per event ({args.rounds} rounds of {args.responses} responses, {args.concurrency} at once, "
           f"{EVENTS} events a response; median of rounds):")
     for key, values in cost.items():
@@ -129,11 +176,33 @@ def main() -> None:
     for label, _ in trees:
         ratios = [n / c for n, c in zip(cost[label, "native"], cost[label, "chat"], strict=True)]
         print(f"  {label}: native / chat CPU per event: {statistics.median(ratios):.2f} "
-              f"(rounds {min(ratios):.2f}-{max(ratios):.2f})")
+              f"(rounds {min(ratios):.2f}-{max(ratios):.2f}; {', '.join(f'{r:.2f}' for r in ratios)})")
     if args.tree:
         for kind in ("chat", "native"):
             ratios = [a / b for a, b in zip(cost["this tree", kind], cost[args.tree, kind], strict=True)]
             print(f"  {kind}: this tree / {args.tree}: {statistics.median(ratios):.2f}")
+
+
+def instructions(args: argparse.Namespace) -> None:
+    """``--instructions``: callgrind's count per event for each gateway, chat and native, per tree."""
+    chat_up, native_up = start_upstreams()
+    trees: list[tuple[str, str]] = [("this tree", str(ROOT / "src"))] + ([(args.tree, args.tree)] if args.tree else [])
+    per: dict[tuple[str, str], float] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            config = Path(tmp) / "gateway.toml"
+            config.write_text("upstream_probe_seconds = 0\n")
+            for label, tree in trees:
+                for kind, spec in (("chat", chat_up.url), ("native", f"responses+{native_up.url}")):  # type: ignore[attr-defined]
+                    base = count(spec, 0, args.concurrency, config, tree)
+                    total = count(spec, args.instructions, args.concurrency, config, tree)
+                    per[label, kind] = (total - base) / args.instructions / EVENTS
+                    print(f"  {label}: {kind}: {per[label, kind] / 1e3:,.1f} k instructions an event", flush=True)
+    finally:
+        chat_up.stop()  # type: ignore[attr-defined]
+        native_up.stop()  # type: ignore[attr-defined]
+    for label, _ in trees:
+        print(f"  {label}: native / chat instructions per event: {per[label, 'native'] / per[label, 'chat']:.3f}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,11 @@ The native path reads through the protocol core (SSE decode, sequencer, rules, a
 upstream's stream; the goal (issue 18) is that it costs no more per event than the Chat Completions path:
 ``native / chat <= 1.0``.
 
-Run: ``.venv/bin/python benchmarks/native_upstream.py [--events N] [--runs R]``.
+``--per-read K``: the upstream's events K to a read instead of one (the reads of a gateway that is busier than its
+upstream: at full load the end-to-end benchmark's gateway reads a response in two or three reads, 13 to 208 events
+each, its first read holding the lifecycle's opening events and the first deltas).
+
+Run: ``.venv/bin/python benchmarks/native_upstream.py [--events N] [--runs R] [--per-read K]``.
 """
 
 from __future__ import annotations
@@ -147,16 +151,21 @@ async def _generate(upstream: ChatCompletionsUpstream) -> int:
     return count
 
 
-async def measure(events: int, runs: int) -> dict[str, float]:
+def grouped(reads: list[bytes], per_read: int) -> list[bytes]:
+    """``reads`` joined ``per_read`` events to a read (what a gateway busier than its upstream reads at once)."""
+    return [b"".join(reads[at : at + per_read]) for at in range(0, len(reads), per_read)]
+
+
+async def measure(events: int, runs: int, per_read: int = 1) -> dict[str, float]:
     chat = ChatCompletionsUpstream("http://replay.invalid/v1", name="chat", models=["m"])
-    _attach(chat, chat_reads(events))
+    _attach(chat, grouped(chat_reads(events), per_read))
     native_openai = ResponsesNativeUpstream("http://replay.invalid/v1", name="native", models=["m"])
-    _attach(native_openai, responses_reads(events, numbered=True))
+    _attach(native_openai, grouped(responses_reads(events, numbered=True), per_read))
     native_llama = ResponsesNativeUpstream("http://replay.invalid/v1", name="llama", models=["m"])
-    _attach(native_llama, responses_reads(events, numbered=False))
+    _attach(native_llama, grouped(responses_reads(events, numbered=False), per_read))
     native_full = _FullPathUpstream("http://replay.invalid/v1", name="full", models=["m"])
-    _attach(native_full, responses_reads(events, numbered=True))
-    floor_reads = responses_reads(events, numbered=True)
+    _attach(native_full, grouped(responses_reads(events, numbered=True), per_read))
+    floor_reads = grouped(responses_reads(events, numbered=True), per_read)
     floor_client = _ReplayHTTP(floor_reads)
 
     async def floor() -> int:
@@ -191,9 +200,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=2000, help="text tokens per answer")
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--per-read", type=int, default=1,
+                        help="upstream events a read (1: a live model's token a read; 50: a busy gateway's reads)")
     args = parser.parse_args()
-    per = asyncio.run(measure(args.events, args.runs))
-    print(f"{args.events} text tokens per answer, {args.runs} runs, CPU per token (median run):")
+    per = asyncio.run(measure(args.events, args.runs, args.per_read))
+    print(f"{args.events} text tokens per answer, {args.per_read} events a read, {args.runs} runs, "
+          "CPU per token (median run):")
     for name, us in per.items():
         print(f"  {name:16s} {us:6.2f} us")
     own = {name: per[name] - per["floor"] for name in per if name != "floor"}

@@ -33,6 +33,7 @@ from respstream.protocol.rules import RuleChecker, event_name_violation
 from respstream.protocol.sequencer import DEFAULT_WINDOW, Sequencer, Violation
 from respstream.protocol.spec_rules import SpecWireChecker
 from respstream.protocol.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder, SSEMessage
+from respstream.protocol.text_runs import FIRST_WINDOW, decode_delta_probe, take_text_run
 
 __all__ = ["DIALECTS", "MAX_VIOLATIONS", "StreamCore"]
 
@@ -48,20 +49,6 @@ _decode_fast: Final = msgspec.json.Decoder(Union[EVENT_CLASSES]).decode  # type:
 _TEXT_DELTA: Final = "response.output_text.delta"
 _LF: Final = 10
 _CR: Final = 13
-
-
-class _TextDeltaProbe(msgspec.Struct, gc=False):
-    """What ``take_text_delta`` reads of an event: the fields its lane compares (other fields are skipped unbuilt)."""
-
-    type: str = ""
-    sequence_number: int | None = None
-    item_id: str | None = None
-    output_index: int | None = None
-    content_index: int | None = None
-    delta: str | None = None
-
-
-_decode_delta_probe: Final = msgspec.json.Decoder(_TextDeltaProbe).decode
 
 
 class StreamCore:
@@ -113,6 +100,7 @@ class StreamCore:
         # The framing before the JSON of the last read take_text_delta took (b"data: " or b"event: T\ndata: "):
         # set only while nothing but such reads came since its full check, so the decoder is still idle.
         self._lane_head = b""
+        self._run_window = FIRST_WINDOW  # take_text_run's bytes decoded together (protocol/text_runs.py)
         self._result: AssembledResponse | None = None
         self._result_at = -1
 
@@ -388,7 +376,7 @@ class StreamCore:
                 return None
             data, head = found, chunk[: len(chunk) - len(found) - 2]
         try:
-            probe = _decode_delta_probe(data)
+            probe = decode_delta_probe(data)
         except msgspec.MsgspecError:
             return None
         delta = probe.delta
@@ -426,6 +414,17 @@ class StreamCore:
             self._compacted_at = assembler.events
             assembler.compact()
         return delta
+
+    def take_text_run(self, raw: bytes, at: int) -> tuple[list[str], int]:
+        """:meth:`take_text_delta` for a read of many events: ``(texts, end)``, the lane's text deltas from ``at`` (an
+        event boundary) taken up to ``end``, where the first event it refused starts (protocol/text_runs.py)."""
+        return take_text_run(self, raw, at)
+
+    def compact_now_and_then(self) -> None:
+        """Join the assembled deltas every few thousand events (what ``_process`` does as it goes)."""
+        if self.assembler.events - self._compacted_at > _COMPACT_EVERY:
+            self._compacted_at = self.assembler.events
+            self.assembler.compact()
 
     def _next_text_delta(self, data: bytes) -> bool:
         """The one-event read of the commonest kind: the next text delta to the part of the previous clean one.

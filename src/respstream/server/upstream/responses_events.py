@@ -60,6 +60,10 @@ __all__ = ["ResponsesTranslator"]
 
 _TERMINAL: Final = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 _INCOMPLETE_REASONS: Final = {"max_output_tokens": "length", "content_filter": "content_filter"}
+# The most of a read's unfinished last event held back for the next read (see ResponsesTranslator.feed); a longer
+# one goes to the core's decoder as it comes, so a large event is never copied read after read.
+_HOLD_MAX: Final = 4096
+_DELTA_MARK: Final = b'"response.output_text.delta"'  # (in an event's bytes: it may be one the lane takes)
 
 
 class ResponsesTranslator:
@@ -80,6 +84,8 @@ class ResponsesTranslator:
         self._text: list[str] = []  # the output text deltas passed on, to compare with the final text
         self.passed = PassedItems()  # hosted-tool, reasoning and other items the writer does not make itself
         self._seen_violations = 0
+        self._tail = b""  # the unfinished event at the end of the last read, not yet given to the core
+        self._at_boundary = True  # what the core was given ends at an event's end (its decoder holds nothing)
         # Set when the upstream's response failed, was cut or is not an event stream: the caller yields the chunks
         # it was just given (text that arrived before the failure is part of the answer), then raises this.
         self.failure: UpstreamError | None = None
@@ -90,6 +96,24 @@ class ResponsesTranslator:
         """The chunks the bytes complete (empty after the terminal). Yield them, then raise ``failure`` if set."""
         if self.done:
             return []
+        # A read that ends inside an event (a busy gateway reads many at once, cut anywhere): its unfinished event
+        # waits here for the next read instead of in the core's decoder, so the next read starts at an event
+        # boundary and its text deltas still take the lane below (else the whole next read went through `feed`).
+        # Nothing is delayed: the tail ends no event (it is after the read's last LF LF and holds no CR), and a
+        # read with no event end is held whole only when the core's decoder holds nothing it could complete.
+        if self._tail:
+            raw = self._tail + raw
+            self._tail = b""
+        cut = raw.rfind(b"\n\n") + 2
+        if cut != len(raw) and len(raw) - cut <= _HOLD_MAX and b"\r" not in raw[cut:]:
+            if cut == 1:
+                if self._at_boundary:
+                    self._tail = raw
+                    return []
+            else:
+                self._tail = raw[cut:]
+                raw = raw[:cut]
+        self._at_boundary = raw.endswith(b"\n\n")
         # The bulk of a stream: one token's delta per read, taken without building its typed event.
         take = self.core.take_text_delta
         delta = take(raw)
@@ -102,21 +126,34 @@ class ResponsesTranslator:
         first_end = raw.find(b"\n\n") + 2
         if first_end == 1 or first_end == len(raw):
             return self._feed(raw)
-        # A read of several whole events (tokens a busy gateway read late, in one go): the lane takes its leading
-        # text deltas event by event (one TextRun, as a Chat Completions read's template run), `feed` the rest.
-        texts: list[str] = []
-        at, end = 0, first_end
-        while end > at + 1 and (delta := take(raw[at:end])) is not None:
-            if delta:
-                texts.append(delta)
-            at, end = end, raw.find(b"\n\n", end) + 2
-        if not texts:
-            return self._feed(raw[at:]) if at < len(raw) else []
-        self._text.extend(texts)
-        self.streamed = True
-        out: list[Chunk] = [TextDelta(texts[0]) if len(texts) == 1 else TextRun(texts)]
-        if at < len(raw):
-            out += self._feed(raw[at:])
+        # A read of several whole events (tokens a busy gateway read late, in one go): the lane takes its runs of
+        # text deltas, decoded together (one TextRun each, as a Chat Completions read's template run); an event it
+        # refuses goes through `feed` with the events after it up to the next text delta, then the lane tries again
+        # (a first read: created ... part added through `feed`, the first delta too, the lane the rest). When it
+        # refused two text deltas with nothing taken between, the rest of the read goes through `feed` at once.
+        out: list[Chunk] = []
+        size = len(raw)
+        at = 0
+        refused = 0
+        run = self.core.take_text_run
+        while at < size:
+            texts, at = run(raw, at)
+            if texts:
+                refused = 0
+                self._text.extend(texts)
+                out.append(TextDelta(texts[0]) if len(texts) == 1 else TextRun(texts))
+            if at >= size:
+                break
+            end = raw.find(b"\n\n", at) + 2
+            if end != 1 and raw.find(_DELTA_MARK, at, end) >= 0:
+                refused += 1
+            stop = _segment_end(raw, end) if end != 1 and refused < 2 else size
+            out += self._feed(raw[at:stop])
+            if self.done:
+                break
+            at = stop
+        if out:
+            self.streamed = True
         return out
 
     def _feed(self, raw: bytes) -> list[Chunk]:
@@ -133,13 +170,20 @@ class ResponsesTranslator:
         """EOF of the upstream's body: the last chunks; ``failure`` is set when no terminal came."""
         if self.done:
             return []
+        if self._tail:
+            out = self._feed(self._tail)
+            self._tail = b""
+            if self.done:
+                return out
+        else:
+            out = []
         try:
             self.core.close()
         except BadInputError as exc:
-            out = self._take(self.core.events())
+            out += self._take(self.core.events())
             self._fail(f"the upstream's stream is not a Responses event stream: {exc}")
             return out
-        out = self._take(self.core.events())
+        out += self._take(self.core.events())
         if not self.done:
             last = self.core.last_sequence_number
             where = f" after sequence number {last}" if last is not None else ""
@@ -238,6 +282,17 @@ class ResponsesTranslator:
         error = UpstreamError("upstream_error", f"{self.name}: {message}", before_first_token=not self.streamed)
         error.repairs = dict(sorted(self.repairs.items()))
         self.failure = error
+
+
+def _segment_end(raw: bytes, at: int) -> int:
+    """Where the first event from ``at`` that may be a text delta starts (the end of ``raw`` when none does)."""
+    size = len(raw)
+    while at < size:
+        end = raw.find(b"\n\n", at) + 2
+        if end == 1 or raw.find(_DELTA_MARK, at, end) >= 0:
+            break
+        at = end
+    return at if at < size else size
 
 
 def _str(value: Any) -> str | None:
