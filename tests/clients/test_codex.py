@@ -223,8 +223,9 @@ PROGRESS_SECONDS = 0.5
 def test_codex_turn_on_the_embedded_model(netns: str, tmp_path: Path) -> None:
     """``codex exec`` on the small embedded model in the default dialect: Codex's default request (its tools; about
     1,700 tokens for SmolLM2 with the short base instructions, 6,000 with its own) on llama.cpp with one thread,
-    which reads it for several times IDLE_MS (measured: 16 s of CPU; 90 s of wall time on a loaded machine). The turn completes only because the gateway's keepalive
-    events (progress_events.py) count as events to Codex, which the ``: keep-alive`` comments do not."""
+    which reads it for several times IDLE_MS (measured: 16 s of CPU; 90 s of wall time on a loaded machine). The
+    turn completes only because the gateway's keepalive events (progress_events.py) count as events to Codex, which
+    the ``: keep-alive`` comments do not."""
     from respstream.server.upstream.embedded import EmbeddedUpstream
 
     if not EmbeddedUpstream.available("small"):
