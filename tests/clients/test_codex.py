@@ -87,7 +87,8 @@ def netns() -> Iterator[str]:
 class NamespacedGateway:
     """codex_gateway.py in the namespace; ``requests()`` reads what it recorded."""
 
-    def __init__(self, netns: str, dialect: str, upstream: str, record: Path, port: int) -> None:
+    def __init__(self, netns: str, dialect: str, upstream: str, record: Path, port: int,
+                 options: tuple[str, ...] = ()) -> None:
         self.record = record
         src = str(Path(respstream.__file__).resolve().parents[1])  # this tree's code, as the tests run it
         env = {**os.environ, "PYTHONPATH": src}
@@ -95,7 +96,7 @@ class NamespacedGateway:
         with self.log.open("w") as log:  # a file, not a pipe nobody drains
             self.proc = subprocess.Popen(
                 ["ip", "netns", "exec", netns, sys.executable, str(HERE / "codex_gateway.py"), dialect, str(port),
-                 str(record), upstream, CODEX_MODEL],
+                 str(record), upstream, *options, CODEX_MODEL],
                 stdout=subprocess.PIPE, stderr=log, text=True, env=env,
             )
         assert self.proc.stdout is not None
@@ -105,7 +106,19 @@ class NamespacedGateway:
             raise AssertionError(f"the gateway did not start: {self.log.read_text()[-3000:]}")
 
     def requests(self) -> list[dict[str, Any]]:
+        return [e for e in self._entries() if e["type"] != "timing"]
+
+    def timings(self) -> list[dict[str, Any]]:
+        """Per response: seconds to its first event, first output item and end; its keep-alives; its text."""
+        return [e for e in self._entries() if e["type"] == "timing"]
+
+    def _entries(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.record.read_text().splitlines()] if self.record.exists() else []
+
+    def cpu_seconds(self) -> float:
+        """The gateway's CPU time so far (all its threads, llama.cpp's included; `ip netns exec` execs it)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -116,12 +129,13 @@ class NamespacedGateway:
             self.proc.communicate()
 
 
-def run_codex(netns: str, home: Path, work: Path) -> subprocess.CompletedProcess[str]:
+def run_codex(netns: str, home: Path, work: Path, prompt: str = PROMPT,
+              timeout: float = 90) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CODEX_HOME": str(home), "RESPSTREAM_API_KEY": "test-key", "NO_COLOR": "1"}
     return subprocess.run(
         ["ip", "netns", "exec", netns, shutil.which("node") or "node", str(CODEX), "exec", "--skip-git-repo-check",
-         PROMPT],
-        cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=90, check=False,
+         prompt],
+        cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, check=False,
     )
 
 
@@ -193,3 +207,52 @@ def test_codex_exec(check: str, dialect: str, codex_runs: Runs) -> None:
             "function_call", "exec_command", {"cmd": "example"})
         assert output["type"] == "function_call_output"
         assert "example: command not found" in output["output"]  # Codex ran the command in bash
+
+
+# A Codex turn on the embedded model: its own short prompt and base instructions (a long answer or Codex's ~22 kB
+# instructions would cost CPU, not evidence), Codex's idle timer cut to IDLE_MS with no stream retries, and the
+# gateway sending a keepalive event every PROGRESS_SECONDS.
+EMBEDDED_PROMPT = "Say hello in one short sentence."
+INSTRUCTIONS = "You are Codex, a coding agent. Answer briefly."
+IDLE_MS = 2500  # Codex's stream_idle_timeout_ms here (its default 300,000); a retry would hide a timeout, so none
+PROGRESS_SECONDS = 0.5
+
+
+@pytest.mark.model
+@pytest.mark.timeout(900)  # wall time on a loaded machine; the work is about a minute of CPU (one model thread)
+def test_codex_turn_on_the_embedded_model(netns: str, tmp_path: Path) -> None:
+    """``codex exec`` on the small embedded model in the default dialect: Codex's default request (its tools; about
+    1,700 tokens for SmolLM2 with the short base instructions, 6,000 with its own) on llama.cpp with one thread,
+    which reads it for several times IDLE_MS (measured: 16 s of CPU; 90 s of wall time on a loaded machine). The
+    turn completes only because the gateway's keepalive events (progress_events.py) count as events to Codex, which
+    the ``: keep-alive`` comments do not."""
+    from respstream.server.upstream.embedded import EmbeddedUpstream
+
+    if not EmbeddedUpstream.available("small"):
+        missing("the embedded model is not installed (`make install-model`)")
+    port, home, work = PORT + 50, tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (home / "instructions.md").write_text(INSTRUCTIONS)
+    config = f'model_instructions_file = "{home / "instructions.md"}"\n' + codex_config(None, port)
+    (home / "config.toml").write_text(config + f"stream_idle_timeout_ms = {IDLE_MS}\nstream_max_retries = 0\n")
+    gateway = NamespacedGateway(netns, "platform", "embedded", tmp_path / "requests.jsonl", port,
+                                ("--model-size=small", "--threads=1", f"--progress={PROGRESS_SECONDS}"))
+    try:
+        done = run_codex(netns, home, work, EMBEDDED_PROMPT, timeout=840)
+        cpu = gateway.cpu_seconds()
+    finally:
+        gateway.stop()
+    sent, timings = gateway.requests(), gateway.timings()
+    print(f"codex on the embedded model: exit {done.returncode}, gateway CPU {cpu:.1f} s, {timings}")
+    assert done.returncode == 0, f"codex exited {done.returncode}: {done.stderr[-3000:]}"
+    assert sent and all(r["path"] == "/v1/responses" and r["method"] == "POST" for r in sent), sent
+    assert (set(sent[0]["body"]), tool_types(sent[0]["body"])) == SENT_DEFAULT  # Codex's default request...
+    assert INSTRUCTIONS in json.dumps(sent[0]["body"]["input"])  # ...with the short instructions
+    assert len(timings) == len(sent), timings
+    first, last = timings[0], timings[-1]
+    # The model's first output came after Codex's idle timer would have fired: the keepalive events carried it.
+    assert first["first_output_item"] * 1000 > IDLE_MS and first["keepalive_events"] >= 1, first
+    answer = last["text"].strip()
+    assert answer, timings  # the model answered text...
+    assert done.stdout.strip() == answer, (done.stdout[-2000:], answer)  # ...and Codex printed that answer

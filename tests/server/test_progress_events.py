@@ -4,11 +4,13 @@ upstream whose first token comes late; every dialect; the stream stays conforman
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
 from openai import OpenAI
 
+from respstream.server.events.dialects import DIALECTS
 from respstream.server.upstream.scripted import ScriptedUpstream
 
 from .helpers import ServerThread, make_app, post_stream
@@ -27,7 +29,8 @@ def test_quiet_response_gets_keepalive_events(server: tuple[str, str]) -> None:
     got = post_stream(url, {"input": "x", "model": "scripted-a"}, dialect=dialect)
     beats = [i for i, kind in enumerate(got.types) if "keepalive" in kind]
     if dialect == "openresponses":
-        # Spec-typed clients (the public compliance suite's zod schema) refuse unknown event types: comments only.
+        # Not within 240 s of quiet: spec-typed clients (the public compliance suite's zod schema) refuse unknown
+        # event types, and give up long before that (below: after it).
         assert beats == []
     else:
         assert len(beats) >= 4  # ~1.8 s of silence before and between the two deltas, one every 0.25 s
@@ -42,6 +45,19 @@ def test_the_sdk_reads_through_keepalive_events(server: tuple[str, str]) -> None
         events = list(client.responses.create(model="scripted-a", input="x", stream=True))
     assert events[-1].type == "response.completed"
     assert any("keepalive" in str(e.type) for e in events) == (dialect != "openresponses")
+
+
+def test_openresponses_sends_its_extension_event_after_its_longer_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In Open Responses the event is ``respstream:keepalive`` (spec: a prefixed extension event), after at least
+    ``keepalive_after_seconds`` of quiet (240 s; 0.6 s here, over the 0.25 s interval)."""
+    spec = dataclasses.replace(DIALECTS["openresponses"], keepalive_after_seconds=0.6)
+    monkeypatch.setitem(DIALECTS, "openresponses", spec)
+    with ServerThread(make_app(dialect="openresponses", upstreams=SLOW, progress_event_seconds=0.25)) as srv:
+        got = post_stream(srv.url, {"input": "x", "model": "scripted-a"}, dialect="openresponses")
+    beats = [kind for kind in got.types if "keepalive" in kind]
+    assert beats and set(beats) == {"respstream:keepalive"}
+    assert len(beats) <= 3  # ~1.8 s of silence, one every 0.6 s at most (0.25 s would give 4 or more)
+    assert got.core.violations == [] and got.core.result.output_text == "The quick"
 
 
 def test_off_when_zero() -> None:

@@ -63,9 +63,13 @@ class Dialect:
     prefix_extensions: bool = False  # platform-only events named `respstream:<name>`
     extension_tool_items: bool = False  # server tools as `respstream:<tool>_call` items (Open Responses)
     reasoning_event: str = "response.reasoning_text"  # `<reasoning_event>.delta` / `.done`
-    # The progress event of a quiet response (server/events/progress_events.py); None: keep-alive comments only
-    # (Open Responses: spec-typed clients such as the public compliance suite refuse an event type they do not know).
+    # The progress event of a quiet response (server/events/progress_events.py); None: keep-alive comments only.
     keepalive_event: str | None = "keepalive"
+    # ...sent only after this much quiet (at least; progress_event_seconds otherwise). Open Responses: 240 s, under
+    # Codex CLI's 300 s idle timer, which counts events, not comments. The spec allows a prefixed extension event
+    # (clients MUST ignore one they do not know) but the public compliance suite's schema refuses it; its cases
+    # give up after 30 s, long before the first one.
+    keepalive_after_seconds: float = 0.0
     stream_on_accept: bool = False  # a request without `stream` streams when Accept asks for text/event-stream
 
     def new_id(self, prefix: str) -> str:
@@ -120,7 +124,8 @@ DIALECTS: dict[str, Dialect] = {
         prefix_extensions=True,
         extension_tool_items=True,
         reasoning_event="response.reasoning",
-        keepalive_event=None,
+        keepalive_event="respstream:keepalive",
+        keepalive_after_seconds=240.0,
     ),
 }
 

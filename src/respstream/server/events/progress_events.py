@@ -4,9 +4,11 @@ Why: a client's stream idle timer may count events, not bytes. Codex CLI gives u
 a small CPU model can take longer than that to read a long prompt before its first token; the ``: keep-alive``
 comments (sse_response.py) do not reset that timer. So a response that has emitted nothing for
 ``progress_event_seconds`` gets a ``keepalive`` event — the one OpenAI itself sends on long streams
-(``{"type": "keepalive", "sequence_number": N}``; every SDK lets it pass). Not in Open Responses: spec-typed clients
-(the public compliance suite's event schema) refuse an event type they do not know, so there the comments alone go.
-It takes a sequence number like any event.
+(``{"type": "keepalive", "sequence_number": N}``; every SDK lets it pass). In Open Responses it is the extension
+event ``respstream:keepalive`` (the spec allows a prefixed one; clients MUST ignore what they do not know), and only
+after 240 s of quiet (``Dialect.keepalive_after_seconds``): spec-typed clients such as the public compliance suite
+refuse an unknown event type, and none of them waits that long, while Codex CLI gives up at 300 s. It takes a
+sequence number like any event.
 
 How: one ``call_later`` timer a response (no task while it is busy); a tick that finds the sequence number where the
 last one left it emits the event and flushes it. Only with a store whose append never suspends (memory, the
@@ -62,4 +64,4 @@ def start_progress_events(writer: ResponseWriter, interval: float) -> _Progress 
     ends. ``None`` when off (``interval`` <= 0) or the store's writes may suspend."""
     if interval <= 0 or writer.needs_flush_await or writer.dialect.keepalive_event is None:
         return None
-    return _Progress(writer, interval)
+    return _Progress(writer, max(interval, writer.dialect.keepalive_after_seconds))

@@ -15,6 +15,10 @@ finish reason and usage mapped). Failures become :class:`UpstreamError`:
                            (waited ``queue_timeout`` s for a slot; message says "busy")
 =========================  ==================================================================================
 
+With ``deadline_from_first_token`` (the embedded model) the deadline counts from the first token: reading the prompt
+is bounded by the context size, not by time (a CPU model reads Codex CLI's first request for many minutes), and
+the idle timer still ends a server that sends nothing at all.
+
 ``before_first_token`` is true while nothing has been yielded. Only then is a failed attempt retried (at most
 ``retries`` times, short backoff; 429 is never retried here: the router decides). Closing the iterator early closes
 the HTTP response, which releases the connection and the slot.
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any, TypeVar
@@ -108,6 +113,7 @@ class ChatCompletionsUpstream:
         extra_body: dict[str, Any] | None = None,
         loop_guard: bool = False,
         text_tool_calls: bool = False,
+        deadline_from_first_token: bool = False,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be >= 1")
@@ -122,6 +128,7 @@ class ChatCompletionsUpstream:
         self.max_concurrency = max_concurrency
         self.queue_timeout = queue_timeout
         self.deadline = deadline
+        self.deadline_from_first_token = deadline_from_first_token
         self.retries = max(0, retries)
         self.retry_backoff = retry_backoff
         self.include_usage = include_usage
@@ -335,6 +342,8 @@ class ChatCompletionsUpstream:
         model = self.upstream_model_id(request.model)
         fields = build_request_body(request, include_usage=self.include_usage, model=model)
         body = msgspec.json.encode({**self.extra_body, **fields} if self.extra_body else fields)
+        if self.deadline_from_first_token:
+            deadline_at = math.inf  # until the first token (the module docstring says why)
         response = await self._open("/chat/completions", body, deadline_at)
         reader = ChatBodyReader(self.name, translator, sink)
         # (with a sink, the reads of plain text are taken from the socket's callback while this waits)
@@ -370,6 +379,8 @@ class ChatCompletionsUpstream:
                         break
                     batch, error = reader.parse(raw)
                 if batch:
+                    if not reader.yielded and self.deadline_from_first_token:
+                        deadline_at = loop.time() + self.deadline
                     reader.yielded = True
                     yield batch
                 if error is not None:

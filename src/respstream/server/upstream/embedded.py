@@ -166,12 +166,12 @@ class EmbeddedUpstream:
         n_threads: int | None = None,
         poll: int | None = None,
         connect_timeout: float = 5.0,
-        # llama.cpp sends its headers at once and then nothing while it reads the prompt: a CPU model reading
-        # Codex CLI's ~4,300-token first request can take minutes, which is not a stall (issue #29).
+        # llama.cpp sends its headers at once and then little while it reads the prompt: a CPU model reading
+        # Codex CLI's ~6,000-token first request can take minutes, which is not a stall (issue #29).
         idle_timeout: float = 300.0,
         max_concurrency: int | None = None,
         queue_timeout: float = 60.0,
-        deadline: float = 600.0,
+        deadline: float = 600.0,  # from the first token: the large model read Codex's first request for >10 min
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         sampling: dict[str, Any] | None = None,
         loop_guard: bool = True,
@@ -217,6 +217,7 @@ class EmbeddedUpstream:
             "max_concurrency": max_concurrency or n_parallel * 4,
             "queue_timeout": queue_timeout,
             "deadline": deadline,
+            "deadline_from_first_token": True,  # the prompt read is bounded by n_ctx (chat_completions.py)
             "retries": 0,  # same process: a failure will not heal by retrying
             "extra_body": dict(DEFAULT_SAMPLING if sampling is None else sampling),
             "loop_guard": loop_guard,

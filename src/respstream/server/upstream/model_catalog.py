@@ -60,8 +60,8 @@ class ModelSpec:
     requirements: str | None  # file under models/ in the repository (pinned hashes)
     parts: tuple[tuple[str, str], ...] = ()
     package: str | None = None
-    # The default context of one slot (`n_ctx`): room for Codex CLI's ~4,300-token first request and the turns after
-    # it, within what the model was trained on (SmolLM2: 8,192; Qwen2.5-Coder: 32,768).
+    # The default context of one slot (`n_ctx`): room for Codex CLI's first request (~6,000 tokens with its tools)
+    # and the turns after it, within what the model was trained on (SmolLM2: 8,192; Qwen2.5-Coder: 32,768).
     default_context: int = 16384
 
     @property
