@@ -327,3 +327,50 @@ async def test_a_store_that_lost_events_is_passed_up_not_turned_into_an_internal
         assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
     finally:
         await store.aclose()
+
+
+class _HeldSQLite(SQLiteStore):
+    """Real SQLite whose second append waits for ``release`` before it reaches the store, as a Redis append on a
+    busy connection pool can (a SIMULATED slow write); it records the order in which appends reach the store."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.release = asyncio.Event()
+        self.calls = 0
+        self.landed: list[int] = []  # first sequence number of each append, in the order they reached the store
+
+    async def append(self, response_id: str, entries: list[LogEntry]) -> None:
+        self.calls += 1
+        if self.calls == 2:
+            await self.release.wait()
+        self.landed.append(entries[0].sequence_number)
+        await super().append(response_id, entries)
+
+
+async def test_a_cancel_while_a_write_is_in_flight_keeps_the_next_write_behind_it(tmp_path: Path) -> None:
+    """A cancel arriving while a round's closing flush waits for the write in flight (a cancel racing the end of a
+    response) must leave that write tracked: the cancel terminal's write waits for it, so the two land in order.
+    Before, the terminal overtook it (a gap: SequenceGap, or on Redis a `store_unavailable` terminal)."""
+    store = _HeldSQLite(str(tmp_path / "c.db"))
+    try:
+        writer = await _group_writer(store)
+        await writer.flush()  # append 1: response.created
+        writer.text_delta("a")
+        await writer.flush_behind()  # append 2 starts and is held
+        closing = asyncio.create_task(writer.flush())  # the round's end waits for the write in flight
+        await asyncio.sleep(0.01)
+        closing.cancel()  # the cancel racing the end
+        with pytest.raises(asyncio.CancelledError):
+            await closing
+        writer.fail("cancelled", "The response was cancelled.")
+        terminal = asyncio.create_task(writer.flush())
+        await asyncio.sleep(0.01)
+        assert store.calls == 2, "the terminal's write started while the earlier one was still in flight"
+        store.release.set()
+        await asyncio.wait_for(terminal, timeout=5)
+        entries = await store.read("resp_g")
+        assert [e.sequence_number for e in entries] == list(range(len(entries)))
+        assert entries[-1].terminal and json.loads(entries[-1].data)["response"]["status"] == "cancelled"
+        assert store.landed == sorted(store.landed)
+    finally:
+        await store.aclose()

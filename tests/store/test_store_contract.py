@@ -177,7 +177,11 @@ async def test_retention_expiry_deletes_old_finished_responses(store: Store) -> 
 
 @pytest.mark.parametrize("phase", ["while-generating", "after-finish"])
 async def test_resume_on_another_instance_from_every_point(store_factory: StoreFactory, phase: str) -> None:
-    writer_store, reader_store = store_factory(instance_id="writer"), store_factory(instance_id="reader")
+    # The writer's lease is long: this test is about resuming, not lease expiry. With the suite's short LEASE
+    # (0.6 s), a process stalled for 0.4 s on a loaded machine (301 tails polling beside the writer) let the lease
+    # lapse; a reader then ended the log with worker_lost, as it should, and the writer got SequenceConflict.
+    writer_store = store_factory(instance_id="writer", lease_seconds=60.0)
+    reader_store = store_factory(instance_id="reader")
     record = new_record(instance_id="writer")
     await writer_store.create(record)
     total = 300

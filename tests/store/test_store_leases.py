@@ -93,7 +93,7 @@ async def test_writer_that_lost_its_lease_cannot_append_after_worker_lost(store_
     async with slow.hold_lease(record.id):
         await slow.append(record.id, entries(0, 2))
     await asyncio.wait_for(collect(observer.tail(record.id)), LEASE * 2 + 2)  # ends it with worker_lost
-    with pytest.raises(SequenceConflict):
+    with pytest.raises(SequenceConflict, match="already ended"):  # not "a duplicate": someone else ended it
         await slow.append(record.id, entries(2, 3, last_terminal=True))
     assert [e.terminal for e in await observer.read(record.id)] == [False, False, True]
 

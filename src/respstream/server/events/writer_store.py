@@ -150,14 +150,21 @@ class LogFlushing:
                 self._inflight = None
 
     async def _settle(self) -> None:
-        """Wait for a write a cancellation left running; its ``StoreUnavailable`` put the batch back already."""
-        task, self._inflight = self._inflight, None
+        """Wait for a write a cancellation left running; its ``StoreUnavailable`` put the batch back already.
+
+        The write stays in ``_inflight`` until it is done: if this wait is itself cancelled (a cancel racing the end
+        of a round), the next flush must still wait for it, or its batch and the next one (the cancel terminal) are
+        in flight at once and may reach the store out of order (Redis: two pool connections), leaving a gap."""
+        task = self._inflight
         if task is None:
             return
         try:
             await asyncio.shield(task)
         except StoreUnavailable:
             pass
+        finally:
+            if task.done() and self._inflight is task:
+                self._inflight = None
 
     async def _store_batch(self, batch: list[Entry]) -> None:
         try:

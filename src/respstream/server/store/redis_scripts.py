@@ -30,10 +30,12 @@ if mode == 'append' then
   while first <= #ARGV and tonumber(ARGV[first]) <= last do
     local id = string.format('0-%d', tonumber(ARGV[first]) + 1)
     local got = redis.call('XRANGE', log, id, id)
-    if #got == 0 then return 'dup' end
+    -- A different entry at a taken number: 'ended' when the log has a terminal (someone else ended it: worker_lost,
+    -- a cancel from another instance), so the writer is told that rather than a duplicate of its own.
+    if #got == 0 then return st[2] and 'ended' or 'dup' end
     local f = got[1][2]
     if f[1] ~= 't' or f[2] ~= ARGV[first + 1] or f[4] ~= ARGV[first + 2] or f[6] ~= ARGV[first + 3] then
-      return 'dup'
+      return st[2] and 'ended' or 'dup'
     end
     first = first + 4
   end

@@ -398,8 +398,11 @@ def _append(conn: sqlite3.Connection, response_id: str, rows: list[tuple[str, in
             (response_id, seqs[0], seqs[landed - 1]),
         ).fetchall()
         if [(q, t, bytes(d), x) for q, t, d, x in stored] != [r[1:] for r in rows[:landed]]:
+            # Say when the log was ended by someone else (worker_lost after a lapsed lease, a cancel from another
+            # instance): "not after N" alone reads like a duplicate append of our own.
+            ended_by = f": the log has already ended (terminal at {last})" if ended else ""
             raise SequenceConflict(
-                f"response {response_id}: sequence numbers {seqs[0]}..{seqs[landed - 1]} not after {last}")
+                f"response {response_id}: sequence numbers {seqs[0]}..{seqs[landed - 1]} not after {last}{ended_by}")
         rows, seqs = rows[landed:], seqs[landed:]
         if not rows:
             return
