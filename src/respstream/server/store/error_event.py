@@ -20,7 +20,7 @@ ERROR_CODES: dict[str, str] = {
     "worker_lost": "server_error",
     "store_unavailable": "server_error",
     "event_too_large": "server_error",
-    "slow_reader": "server_error",  # one reader cut for not reading (server/http/sse_response.py); not in the log
+    "slow_reader": "server_error",  # one reader cut for not reading (server/http/stream_timer.py); not in the log
 }
 
 
