@@ -28,7 +28,6 @@ import msgspec
 
 from respstream.errors import BadInputError, EventTooLarge
 from respstream.protocol.assembler import AssembledResponse, Assembler
-from respstream.protocol.delta_template import DeltaTemplate
 from respstream.protocol.events import EVENT_CLASSES, Event, EventDecodeError, OutputTextDelta, decode_event
 from respstream.protocol.rules import RuleChecker, event_name_violation
 from respstream.protocol.sequencer import DEFAULT_WINDOW, Sequencer, Violation
@@ -102,7 +101,6 @@ class StreamCore:
         # set only while nothing but such reads came since its full check, so the decoder is still idle.
         self._lane_head = b""
         self._run_window = FIRST_WINDOW  # take_text_run's bytes decoded together (protocol/text_runs.py)
-        self._template: tuple[tuple[object, ...], DeltaTemplate | None] | None = None  # (protocol/delta_template.py)
         self._result: AssembledResponse | None = None
         self._result_at = -1
 

@@ -26,7 +26,6 @@ from typing import Final, Protocol
 import msgspec
 
 from respstream.protocol.assembler import Assembler
-from respstream.protocol.delta_template import DeltaTemplate, TextDeltaProbe, decode_delta_probe, learn_delta_template
 from respstream.protocol.sequencer import Sequencer
 from respstream.protocol.sse import SSEDecoder
 
@@ -37,6 +36,18 @@ FIRST_WINDOW: Final = 1024  # bytes read together at first; doubled while every 
 _MAX_WINDOW: Final = 64 << 10
 
 
+class TextDeltaProbe(msgspec.Struct, gc=False):
+    """What the text-delta lane reads of an event: the fields it compares (other fields are skipped unbuilt)."""
+
+    type: str = ""
+    sequence_number: int | None = None
+    item_id: str | None = None
+    output_index: int | None = None
+    content_index: int | None = None
+    delta: str | None = None
+
+
+decode_delta_probe: Final = msgspec.json.Decoder(TextDeltaProbe).decode
 _decode_probes: Final = msgspec.json.Decoder(list[TextDeltaProbe]).decode
 
 
@@ -45,7 +56,6 @@ class _Core(Protocol):
 
     _lane_head: bytes
     _run_window: int
-    _template: tuple[tuple[object, ...], DeltaTemplate | None] | None
     _fast: tuple[str | None, int | None, int | None, list[str]]
     _bytes: int
     sequencer: Sequencer
@@ -115,40 +125,17 @@ def _window(core: _Core, raw: bytes, at: int, head: bytes, window: int, texts: l
     if b"\n" in joined or b"\r" in joined or len(joined) + hl + 2 > core.decoder.max_event_size:
         core._run_window = FIRST_WINDOW  # (a multi-line event, CR framing, a large one: small windows from here)
         return 0, at, True
-    assembler = core.assembler
-    expected = sequencer.expected
-    last_seq = assembler.last_sequence_number
-    numbered_ok = sequencer._missing_reported  # (a stream without numbers: once `sequence.missing` was reported)
-    fitted = 0
-    known = core._template
-    if known is not None and known[1] is not None and known[0] == (head, f_id, f_oi, f_ci):
-        template = known[1]
-        if template.numbered or (numbered_ok and last_seq is None):
-            # The leading events that are the stream's template around their number and delta: only the delta
-            # strings are decoded, and each is what the loop below would take (protocol/delta_template.py).
-            fitted = template.fitting(parts, expected)
-            fit = template.fit(raw, at, head, parts[:fitted], expected) if fitted else None
-            if fit is None:
-                fitted = 0
-            else:
-                if template.numbered:
-                    expected += fitted
-                    last_seq = expected - 1
-                consumed = fitted * (hl + 2) + sum(map(len, parts[:fitted]))
-                sequencer.expected = expected
-                _advance(core, fit, consumed, last_seq, f_chunks, texts)
-                if fitted == len(parts):
-                    return fitted, at + consumed, True
-                at += consumed
-                parts = parts[fitted:]
-                joined = b",".join(parts)
     try:
         probes = _decode_probes(b"[" + joined + b"]")
     except msgspec.MsgspecError:
         probes = []
     if len(probes) != len(parts):
         core._run_window = FIRST_WINDOW  # (an event that is not one JSON object: the one-event lane judges it)
-        return fitted, at, True
+        return 0, at, True
+    assembler = core.assembler
+    expected = sequencer.expected
+    last_seq = assembler.last_sequence_number
+    numbered_ok = sequencer._missing_reported  # (a stream without numbers: once `sequence.missing` was reported)
     taken = 0
     took: list[str] = []
     for one in probes:
@@ -173,21 +160,9 @@ def _window(core: _Core, raw: bytes, at: int, head: bytes, window: int, texts: l
         took.append(delta)
         taken += 1
     if not taken:
-        return fitted, at, False  # (the lane refuses the event at `at`)
+        return 0, at, False
     consumed = taken * (hl + 2) + sum(map(len, parts[:taken]))
     sequencer.expected = expected
-    _advance(core, took, consumed, last_seq, f_chunks, texts)
-    key = (head, f_id, f_oi, f_ci)
-    if core._template is None or core._template[0] != key:  # (learned once a part: a failure is kept too)
-        core._template = (key, learn_delta_template(key, parts[taken - 1], probes[taken - 1]))
-    return fitted + taken, at + consumed, taken == len(parts)
-
-
-def _advance(core: _Core, took: list[str], consumed: int, last_seq: int | None, f_chunks: list[str],
-             texts: list[str]) -> None:
-    """What ``take_text_delta`` of each of the events ``took`` (``consumed`` bytes) leaves, but the sequencer's."""
-    taken = len(took)
-    assembler = core.assembler
     core.decoder.skip_block(consumed)
     core._bytes += consumed
     f_chunks.extend(took)
@@ -198,3 +173,4 @@ def _advance(core: _Core, took: list[str], consumed: int, last_seq: int | None, 
     core.json_events += taken
     core.compact_now_and_then()
     texts.extend([text for text in took if text] if "" in took else took)
+    return taken, at + consumed, taken == len(parts)
