@@ -15,6 +15,7 @@ import httpx
 from respstream.client._base import retryable_error
 from respstream.client.core import ClientConfig, Step, StreamDriver
 from respstream.client.handlers import Handlers
+from respstream.client.stream_view import StreamView
 from respstream.errors import RespstreamError
 from respstream.protocol.assembler import AssembledResponse
 from respstream.protocol.events import Event
@@ -40,7 +41,7 @@ class _Reconnector(Protocol):
     ) -> httpx.Response: ...
 
 
-class ResponseStream:
+class ResponseStream(StreamView):
     """One streamed response. Iterate it for typed events in sequence order, or register handlers and call
     :meth:`until_done`; :meth:`result` gives the assembled response.
 
@@ -122,29 +123,7 @@ class ResponseStream:
                 self.until_done()
             except RespstreamError:
                 pass  # stored in the driver or in _failure; re-raised below in one place
-        if self._failure is not None:
-            raise self._failure
-        if not self._driver.finished:
-            self._driver.finish()  # closed early: whatever arrived is the outcome
-        return self._driver.outcome()
-
-    @property
-    def response_id(self) -> str | None:
-        return self._driver.response_id
-
-    @property
-    def last_sequence_number(self) -> int | None:
-        """The highest contiguous sequence number delivered so far (the resume cursor)."""
-        return self._driver.cursor
-
-    @property
-    def resumes(self) -> int:
-        """How many times this stream reconnected."""
-        return self._driver.resumes
-
-    def snapshot(self) -> AssembledResponse:
-        """The response as assembled so far (``status`` stays ``truncated`` until a terminal arrives)."""
-        return self._driver.result_now()
+        return self._outcome()
 
     def close(self) -> None:
         """Stop reading and release the connection. Idempotent."""
