@@ -35,7 +35,7 @@ class StreamView:
         return self._driver.result_now()
 
     def _outcome(self) -> AssembledResponse:
-        """The end of ``result()`` once the stream is consumed or closed: the stored failure raised, else the outcome."""
+        """The end of ``result()`` once the stream is consumed or closed: the stored failure raised, or the outcome."""
         if self._failure is not None:
             raise self._failure
         if not self._driver.finished:
