@@ -78,46 +78,6 @@ class AsyncResponseStream(StreamView):
     def __await__(self) -> Generator[Any, None, AsyncResponseStream]:
         return self._ensure_open().__await__()
 
-    # --- handlers ---------------------------------------------------------------------------------------------
-
-    def on(self, event_type: str, fn: Callable[[Any], Any]) -> AsyncResponseStream:
-        """Call ``fn(event)`` (awaited if it returns an awaitable) for every event of ``event_type`` (``"*"``: all)."""
-        self._handlers.on(event_type, fn)
-        return self
-
-    def on_text(self, fn: Callable[[str], Any]) -> AsyncResponseStream:
-        """``fn(delta)`` for each output text delta."""
-        self._handlers.on_text(fn)
-        return self
-
-    def on_tool_call(self, fn: Callable[[Any], Any]) -> AsyncResponseStream:
-        """``fn(ToolCallUpdate)`` when a tool call starts, gets an arguments delta, and is done."""
-        self._handlers.on_tool_call(fn)
-        return self
-
-    def on_refusal(self, fn: Callable[[str], Any]) -> AsyncResponseStream:
-        self._handlers.on_refusal(fn)
-        return self
-
-    def on_routing(self, fn: Callable[[Any], Any]) -> AsyncResponseStream:
-        """``fn(RoutingCompleted)``: the gateway picked a model for ``model: "auto"``."""
-        self._handlers.on_routing(fn)
-        return self
-
-    def on_rewrite(self, fn: Callable[[Any], Any]) -> AsyncResponseStream:
-        """``fn(RewriteInProgress)``: the text already streamed is about to be replaced by the ``*.done`` text."""
-        self._handlers.on_rewrite(fn)
-        return self
-
-    def on_completed(self, fn: Callable[[AssembledResponse], Any]) -> AsyncResponseStream:
-        self._handlers.on_completed(fn)
-        return self
-
-    def on_failed(self, fn: Callable[[RespstreamError], Any]) -> AsyncResponseStream:
-        """``fn(error)`` with the exception :meth:`result` raises (failed, incomplete, error, cancelled, truncated)."""
-        self._handlers.on_failed(fn)
-        return self
-
     # --- consuming --------------------------------------------------------------------------------------------
 
     def __aiter__(self) -> AsyncIterator[Event]:

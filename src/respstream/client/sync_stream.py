@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Protocol
 
 import httpx
 
@@ -58,46 +58,6 @@ class ResponseStream(StreamView):
         self._gen: Generator[Event, None, None] | None = None
         self._failure: BaseException | None = None
         self._closed = False
-
-    # --- handlers ---------------------------------------------------------------------------------------------
-
-    def on(self, event_type: str, fn: Callable[[Any], Any]) -> ResponseStream:
-        """Call ``fn(event)`` for every event of ``event_type`` (``"*"``: every event). Returns the stream."""
-        self._handlers.on(event_type, fn)
-        return self
-
-    def on_text(self, fn: Callable[[str], Any]) -> ResponseStream:
-        """``fn(delta)`` for each output text delta."""
-        self._handlers.on_text(fn)
-        return self
-
-    def on_tool_call(self, fn: Callable[[Any], Any]) -> ResponseStream:
-        """``fn(ToolCallUpdate)`` when a tool call starts, gets an arguments delta, and is done."""
-        self._handlers.on_tool_call(fn)
-        return self
-
-    def on_refusal(self, fn: Callable[[str], Any]) -> ResponseStream:
-        self._handlers.on_refusal(fn)
-        return self
-
-    def on_routing(self, fn: Callable[[Any], Any]) -> ResponseStream:
-        """``fn(RoutingCompleted)``: the gateway picked a model for ``model: "auto"``."""
-        self._handlers.on_routing(fn)
-        return self
-
-    def on_rewrite(self, fn: Callable[[Any], Any]) -> ResponseStream:
-        """``fn(RewriteInProgress)``: the text already streamed is about to be replaced by the ``*.done`` text."""
-        self._handlers.on_rewrite(fn)
-        return self
-
-    def on_completed(self, fn: Callable[[AssembledResponse], Any]) -> ResponseStream:
-        self._handlers.on_completed(fn)
-        return self
-
-    def on_failed(self, fn: Callable[[RespstreamError], Any]) -> ResponseStream:
-        """``fn(error)`` with the exception :meth:`result` raises (failed, incomplete, error, cancelled, truncated)."""
-        self._handlers.on_failed(fn)
-        return self
 
     # --- consuming --------------------------------------------------------------------------------------------
 
