@@ -12,7 +12,7 @@ import orjson
 import pytest
 from store_helpers import collect, entries, new_record, write_log
 
-from respstream.server.store import sqlite as sqlite_module
+from respstream.server.store import sqlite_writer
 from respstream.server.store.base import LogEntry, ResponseRecord, StoreUnavailable
 from respstream.server.store.sqlite import SQLiteStore
 
@@ -89,9 +89,9 @@ def test_writer_skips_jobs_whose_caller_was_cancelled_and_keeps_running(tmp_path
     # A cancelled future used to make set_result raise InvalidStateError inside the writer thread, killing it.
     from concurrent.futures import Future
 
-    from respstream.server.store.sqlite import _Writer
+    from respstream.server.store.sqlite_writer import SQLiteWriter
 
-    writer = _Writer(str(tmp_path / "w.db"))
+    writer = SQLiteWriter(str(tmp_path / "w.db"), "")
     ran: list[str] = []
 
     def job(name: str) -> Any:
@@ -139,7 +139,7 @@ async def test_two_writers_on_one_file_wait_for_each_other_briefly(tmp_path: Any
 
 
 async def test_a_write_lock_held_too_long_is_store_unavailable(tmp_path: Any, monkeypatch: Any) -> None:
-    monkeypatch.setattr(sqlite_module, "LOCK_WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(sqlite_writer, "LOCK_WAIT_SECONDS", 0.3)
     path = str(tmp_path / "held.db")
     store = SQLiteStore(path)
     other = sqlite3.connect(path, isolation_level=None)

@@ -45,8 +45,8 @@ def _shielded_sqlite(path: str, **options: Any) -> Store:
     cancelled (a lease renewal stopped at the end of a response, a reader that disconnected while ending a lost log,
     shutdown), that future is already cancelled, ``set_result`` raises ``InvalidStateError`` and the writer thread
     dies, so every later write hangs. Shielding each write lets it finish; the cancelled caller still gets its
-    ``CancelledError``. (``_run_batch`` now also skips jobs cancelled before they run; the shield keeps
-    started writes whole.)
+    ``CancelledError``. (The writer thread, sqlite_writer.py, now also skips jobs cancelled before they run; the
+    shield keeps started writes whole.)
     """
     from respstream.server.store.sqlite import SQLiteStore
 

@@ -1,17 +1,16 @@
 """The Redis store: many gateway instances share logs, a reader resumes on any of them, a crash ends no reader.
 
 How this works:
-- Each response is a Redis Stream whose entry ids are ``0-<seq+1>``, so ``XREAD ... 0-<after+1>`` resumes exactly
-  after a sequence number, on any instance. A batch is one ``EVALSHA`` of ``redis_scripts.APPEND`` (one round trip,
-  checked as a whole before anything is written: duplicates and appends after the terminal are refused).
-- ``tail()`` blocks in ``XREAD BLOCK`` for at most half a lease interval; when that times out it looks at the record:
-  gone -> stop; leased, lease expired, no terminal -> append ``worker_lost`` through the same script in ``lost`` mode,
-  which re-checks everything atomically, so however many readers notice at once there is exactly one terminal, at
-  last + 1. Deleting leaves a tombstone entry so blocked readers wake and stop.
+- Each response is a record hash, a Redis Stream for its log (entry ids ``0-<seq+1>``) and a lease key, all under
+  one hash tag (redis_keys.py). A batch is one ``EVALSHA`` of ``redis_scripts.APPEND`` (one round trip, checked as a
+  whole before anything is written: duplicates and appends after the terminal are refused). A log that lost entries
+  it had acknowledged (a failover) is repaired from this instance's recent appends (redis_resend.py).
+- Reading and tailing (one blocking ``XREAD`` per response per process) are in redis_tail.py; leases and the ending
+  of lost logs with ``worker_lost`` in redis_leases.py; conversations in redis_conversations.py.
 - Every key gets the retention as TTL (the log inherits the record's remaining TTL on each append); ``expire()``
   additionally deletes by ``created_at`` and ends lost logs nobody is reading.
 - Redis down: every call raises ``StoreUnavailable`` within the socket timeouts (connect 1 s, commands 2 s);
-  redis-py reconnects on the next call once it is back.
+  redis-py reconnects on the next call once it is back (redis_io.py, redis_client.py).
 - Redis Cluster (``redis+cluster://host:port,host:port``): the key layout (``redis_keys.py``) puts every key of a
   response under one hash tag and never mixes an index key with a response key in one script or transaction, so the
   same code runs on standalone Redis and on a cluster; the cluster client follows ``MOVED``/``ASK`` and a failover
@@ -29,38 +28,25 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import msgspec
-from redis.exceptions import ResponseError
 
 from respstream.server.store import redis_scripts as lua
 from respstream.server.store.base import LogEntry, ResponseRecord, SequenceConflict, SequenceGap, StoreUnavailable
-from respstream.server.store.lease import lost_record, renewing, worker_lost_entries
 from respstream.server.store.redis_client import COMMAND_CONNECTIONS, open_clients
 from respstream.server.store.redis_conversations import RedisConversations
-from respstream.server.store.redis_io import CALL_BOUND, bounded, guard
+from respstream.server.store.redis_io import bounded, guard
 from respstream.server.store.redis_keys import RedisKeys
 from respstream.server.store.redis_resend import ResendBuffer
+from respstream.server.store.redis_tail import RedisTail
 from respstream.server.store.redis_watch import StreamWatch
 
 __all__ = ["RedisStore"]
 
 _encode = msgspec.json.Encoder().encode
 _decode_record = msgspec.json.Decoder(ResponseRecord).decode
-_TAIL_BATCH = 1000
 logger = logging.getLogger(__name__)
 
 
-def _entries(raw: list[tuple[bytes, dict[bytes, bytes]]]) -> tuple[list[LogEntry], bool]:
-    """Stream entries -> log entries, and whether a deletion tombstone was among them."""
-    out: list[LogEntry] = []
-    for entry_id, fields in raw:
-        if b"gone" in fields:
-            return out, True
-        seq = int(entry_id.split(b"-", 1)[1]) - 1
-        out.append(LogEntry(seq, fields[b"t"].decode(), fields[b"d"], fields[b"x"] == b"1"))
-    return out, False
-
-
-class RedisStore(RedisConversations):
+class RedisStore(RedisTail, RedisConversations):
     """Event logs in Redis Streams. ``instance_id`` names this gateway instance as a lease holder.
 
     Raises ``StoreUnavailable`` from every method when Redis cannot be reached.
@@ -127,17 +113,6 @@ class RedisStore(RedisConversations):
         keys = self.k.response(response_id)
         return keys.rec, keys.log, keys.lease
 
-    @property
-    def _by_age(self) -> str:
-        return self.k.by_age
-
-    @property
-    def _leased(self) -> str:
-        return self.k.leased
-
-    def _instance(self, instance_id: str) -> str:
-        return self.k.instance(instance_id)
-
     # --- records --------------------------------------------------------------------------------------------------
 
     async def create(self, record: ResponseRecord) -> None:
@@ -147,10 +122,10 @@ class RedisStore(RedisConversations):
             # The indexes first (a crash in between leaves an index member without a record, which every index
             # reader skips), then the record in one transaction on its own slot.
             async with self._r.pipeline(transaction=False) as pipe:
-                pipe.zadd(self._by_age, {record.id: record.created_at})
+                pipe.zadd(self.k.by_age, {record.id: record.created_at})
                 if record.instance_id is not None:
-                    pipe.sadd(self._instance(record.instance_id), record.id)
-                    pipe.pexpire(self._instance(record.instance_id), ttl)
+                    pipe.sadd(self.k.instance(record.instance_id), record.id)
+                    pipe.pexpire(self.k.instance(record.instance_id), ttl)
                 await pipe.execute()
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.delete(rec)
@@ -172,7 +147,7 @@ class RedisStore(RedisConversations):
         self._resend.forget(response_id)
         async with self._io():
             existed = await self._delete(keys=list(self._keys(response_id)))
-            await self._r.zrem(self._by_age, response_id)
+            await self._r.zrem(self.k.by_age, response_id)
         return bool(existed)
 
     # --- the log --------------------------------------------------------------------------------------------------
@@ -186,7 +161,7 @@ class RedisStore(RedisConversations):
             # Bounded: during a cluster failover redis-py's retries could otherwise keep a writer waiting for good.
             result = await bounded(self._append(keys=list(self._keys(response_id)), args=args))
             if result == b"ok" and entries[-1].terminal:  # ended: no longer a candidate for lost-log checks
-                await self._r.srem(self._leased, response_id)
+                await self._r.srem(self.k.leased, response_id)
         return result.decode() if isinstance(result, bytes) else str(result)
 
     async def append(self, response_id: str, entries: list[LogEntry]) -> None:
@@ -232,155 +207,13 @@ class RedisStore(RedisConversations):
             self.resent += len(lost)
         return result
 
-    async def read(self, response_id: str, after: int = -1, limit: int | None = None) -> list[LogEntry]:
-        rec, log, _ = self._keys(response_id)
-        async with self._io(), self._r.pipeline(transaction=False) as pipe:
-            pipe.exists(rec)
-            pipe.xrange(log, min=f"0-{after + 2}", max="+", count=limit)
-            exists, raw = await pipe.execute()
-        if not exists:
-            return []
-        return _entries(raw)[0]
-
-    async def _state(self, response_id: str) -> tuple[bool, int | None]:
-        """(exists, terminal sequence number)."""
-        async with self._io():
-            term = await self._r.hmget(self._keys(response_id)[0], ["last", "term"])
-        return term[0] is not None, None if term[1] is None else int(term[1])
-
-    async def _step(self, response_id: str, after: int) -> tuple[bool, int | None, list[LogEntry], bool]:
-        """One round trip: (exists, terminal seq, entries after ``after``, tombstone seen)."""
-        rec, log, _ = self._keys(response_id)
-        async with self._io(), self._r.pipeline(transaction=False) as pipe:
-            pipe.hmget(rec, ["last", "term"])
-            pipe.xrange(log, min=f"0-{after + 2}", max="+", count=_TAIL_BATCH)
-            (last, term), raw = await pipe.execute()
-        if last is None:  # deleted or expired: the stream may linger a little with its tombstone
-            return False, None, [], True
-        batch, gone = _entries(raw)
-        return True, None if term is None else int(term), batch, gone
-
-    async def tail(self, response_id: str, after: int = -1) -> AsyncIterator[LogEntry]:
-        """See ``Store.tail``. Also ends lost logs (expired lease, no terminal) with ``worker_lost``.
-
-        Catches up with plain reads on the shared pool; readers level with the writer wait on the response's
-        ``StreamWatch`` (one blocking ``XREAD`` per response per process).
-        """
-        last = after
-        while True:
-            exists, term, batch, gone = await self._step(response_id, last)
-            for entry in batch:
-                yield entry
-                last = entry.sequence_number
-                if entry.terminal:
-                    return
-            if gone or not exists or (term is not None and term <= last):
-                return
-            if batch:
-                continue
-            while batch := await self._watch(response_id, last).wait_beyond(last):
-                for entry in batch:
-                    yield entry
-                    last = entry.sequence_number
-                    if entry.terminal:
-                        return
-            # [] : we fell behind the watch's batch, or it ended (terminal, deleted, lost): re-read
-
-    def _watch(self, response_id: str, last: int) -> StreamWatch:
-        watch = self._watches.get(response_id)
-        if watch is None or watch.done:
-            log = self._keys(response_id)[1]
-
-            async def read(top: int) -> tuple[list[LogEntry], bool] | None:
-                with self._guarded():  # the blocking client: its own connections, one per blocked read
-                    try:
-                        reply: Any = await self._rb.xread({log: f"0-{top + 1}"}, count=_TAIL_BATCH,
-                                                          block=self._block_ms)
-                    except ResponseError as exc:
-                        if not str(exc).startswith("UNBLOCKED"):
-                            raise
-                        return None  # the node changed role under the blocked read (a failover): look again
-                return _entries(reply[0][1]) if reply else None
-
-            async def on_idle() -> bool:  # quiet for half a lease: is the log lost, or gone?
-                await self._end_if_lost(response_id)
-                exists, term = await self._state(response_id)
-                # A terminal the blocked read did not deliver sits at or below what it saw: the log lost its tail
-                # (a failover) and was ended there. Stop; the readers re-read and see where the log really ends.
-                return exists and term is None
-
-            def on_exit(done: StreamWatch) -> None:
-                if self._watches.get(response_id) is done:
-                    del self._watches[response_id]
-
-            watch = self._watches[response_id] = StreamWatch(read, on_idle, on_exit, last)
-        return watch
-
-    # --- leases, recovery, retention ------------------------------------------------------------------------------
-
-    async def _end_if_lost(self, response_id: str, *, force: bool = False) -> bool:
-        """Append ``worker_lost`` when the log is lost (or, with ``force``, merely unfinished). True if we did."""
-        rec, _, lease = self._keys(response_id)
-        for _ in range(5):  # only loops when the writer moved between our look and the script
-            async with self._io(), self._r.pipeline(transaction=False) as pipe:
-                pipe.hmget(rec, ["json", "last", "term", "leased"])
-                pipe.exists(lease)
-                (data, last, term, leased), held = await pipe.execute()
-            if data is None or term is not None:
-                return False
-            if not force and (leased != b"1" or held):
-                return False
-            record = _decode_record(data)
-            seq = int(last) + 1
-            entries = worker_lost_entries(record, seq)
-            result = await self._run_append(
-                response_id, entries, "force" if force else "lost", seq - 1, _encode(lost_record(record))
-            )
-            if result != "moved":
-                return result == "ok"
-        return False
-
-    @contextlib.asynccontextmanager
-    async def hold_lease(self, response_id: str) -> AsyncIterator[None]:
-        """See ``Store.hold_lease``. Raises ``KeyError`` when the response does not exist."""
-        rec, _, lease = self._keys(response_id)
-        async with self._io():
-            await self._r.sadd(self._leased, response_id)  # index first: a leased log is always findable
-            taken = await self._take(keys=[rec, lease], args=[self.instance_id, self._lease_ms])
-        if not taken:
-            raise KeyError(response_id)
-
-        async def renew() -> None:  # bounded well inside the lease, so a retry still comes before it runs out
-            async with self._io():
-                await bounded(self._renew(keys=[rec, lease], args=[self.instance_id, self._lease_ms]),
-                               min(CALL_BOUND, self.lease_seconds / 4))
-
-        try:
-            async with renewing(renew, self.lease_seconds / 3):
-                yield
-        finally:
-            with contextlib.suppress(StoreUnavailable):
-                async with self._io():
-                    await self._release(keys=[lease], args=[self.instance_id])
-
-    async def recover(self, instance_id: str) -> int:
-        key = self._instance(instance_id)
-        async with self._io():
-            members: set[bytes] = await self._r.smembers(key)  # type: ignore[assignment]
-        ended = 0
-        for raw in members:
-            response_id = raw.decode()
-            if await self._end_if_lost(response_id, force=True):
-                ended += 1
-            async with self._io():
-                await self._r.srem(key, response_id)  # finished, ended now, or gone: nothing left to recover
-        return ended
+    # --- retention, closing ---------------------------------------------------------------------------------------
 
     async def expire(self, now: float | None = None) -> int:
         cutoff = (time.time() if now is None else now) - self.retention_seconds
         async with self._io():
-            old: list[bytes] = await self._r.zrangebyscore(self._by_age, "-inf", f"({cutoff}")  # type: ignore[assignment]
-            leased: set[bytes] = await self._r.smembers(self._leased)  # type: ignore[assignment]
+            old: list[bytes] = await self._r.zrangebyscore(self.k.by_age, "-inf", f"({cutoff}")  # type: ignore[assignment]
+            leased: set[bytes] = await self._r.smembers(self.k.leased)  # type: ignore[assignment]
         deleted = 0
         for raw in old:
             deleted += await self.delete(raw.decode())
@@ -390,7 +223,7 @@ class RedisStore(RedisConversations):
             exists, term = await self._state(raw.decode())
             if not exists or term is not None:
                 async with self._io():
-                    await self._r.srem(self._leased, raw)
+                    await self._r.srem(self.k.leased, raw)
         return deleted
 
     async def aclose(self) -> None:
