@@ -17,7 +17,8 @@ finish reason and usage mapped). Failures become :class:`UpstreamError`:
 
 With ``deadline_from_first_token`` (the embedded model) the deadline counts from the first token: reading the prompt
 is bounded by the context size, not by time (a CPU model reads Codex CLI's first request for many minutes), and
-the idle timer still ends a server that sends nothing at all.
+the idle timer still ends a server that sends nothing at all. Both APIs keep an attempt's deadline the same way,
+reads taken by the sink included (:mod:`~respstream.server.upstream.generation_deadline`).
 
 ``before_first_token`` is true while nothing has been yielded. Only then is a failed attempt retried (at most
 ``retries`` times, short backoff; 429 is never retried here: the router decides). Closing the iterator early closes
@@ -41,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any, TypeVar
@@ -62,6 +62,7 @@ from respstream.server.upstream.chat_wire import (
     simple_data_events,
 )
 from respstream.server.upstream.chunks import ChunkTranslator
+from respstream.server.upstream.generation_deadline import GenerationDeadline, untimed_margin
 from respstream.server.upstream.http_stream import (
     ConnectError,
     ConnectTimeout,
@@ -342,28 +343,26 @@ class ChatCompletionsUpstream:
         model = self.upstream_model_id(request.model)
         fields = build_request_body(request, include_usage=self.include_usage, model=model)
         body = msgspec.json.encode({**self.extra_body, **fields} if self.extra_body else fields)
-        if self.deadline_from_first_token:
-            deadline_at = math.inf  # until the first token (the module docstring says why)
-        response = await self._open("/chat/completions", body, deadline_at)
+        deadline = self._deadline(deadline_at)
+        response = await self._open("/chat/completions", body, deadline.at)
         reader = ChatBodyReader(self.name, translator, sink)
         # (with a sink, the reads of plain text are taken from the socket's callback while this waits)
-        next_read = response.read if sink is None else functools.partial(response.read_direct, reader.take)
+        next_read = response.read if sink is None else functools.partial(
+            response.read_direct, deadline.watch(reader.take, lambda: reader.yielded))
         try:
             if response.status_code != 200:
                 raise await self._status_error(response)
-            idle_timeout = self.idle_timeout
+            untimed = untimed_margin(self.idle_timeout, direct=sink is not None)
             while True:
                 if reader.pending is not None:  # a read the direct hook parsed and left for us
                     batch, error = reader.pending
                     reader.pending = None
                 else:
                     try:
-                        if deadline_at - loop.time() > idle_timeout:
-                            # The response's idle timer ends any stall before the deadline could pass, so no
-                            # per-read timer is needed: arming and cancelling one cost more than the rest of the read.
+                        if deadline.at - loop.time() >= untimed:  # (when a wait needs no timer: generation_deadline)
                             raw = await next_read()
                         else:
-                            async with asyncio.timeout_at(deadline_at):
+                            async with asyncio.timeout_at(deadline.at):
                                 raw = await next_read()
                     except TimeoutError:
                         raise UpstreamError(
@@ -379,8 +378,8 @@ class ChatCompletionsUpstream:
                         break
                     batch, error = reader.parse(raw)
                 if batch:
-                    if not reader.yielded and self.deadline_from_first_token:
-                        deadline_at = loop.time() + self.deadline
+                    if deadline.waiting:
+                        deadline.first_out()
                     reader.yielded = True
                     yield batch
                 if error is not None:
@@ -401,6 +400,11 @@ class ChatCompletionsUpstream:
                 await self._release(response)
             else:
                 await response.aclose()  # mid-stream: drop the connection, the server is still sending
+
+    def _deadline(self, deadline_at: float) -> GenerationDeadline:
+        """One attempt's deadline: ``deadline_at``, or from its first chunk out (``deadline_from_first_token``)."""
+        return GenerationDeadline(asyncio.get_running_loop(), deadline_at, self.deadline,
+                                  from_first_token=self.deadline_from_first_token)
 
     async def _release(self, response: StreamResponse) -> None:
         """After the stream's last event: give the connection back. Usually the body's end came in the same read
