@@ -52,7 +52,7 @@ from respstream.client.sync import Client
 from respstream.errors import RespstreamError
 from respstream.server.responses.grounded_answer import check_calculation, check_datetime
 from respstream.server.upstream.embedded import DEFAULT_MAX_OUTPUT_TOKENS, EmbeddedUpstream
-from respstream.server.upstream.text_tool_calls import schema_errors
+from respstream.server.upstream.tool_schemas import schema_errors
 
 GROUNDED = [
     "What is 17 * 23?", "What is (17 + 25) * 3?", "What is 15% of 80?", "What is the square root of 144?",

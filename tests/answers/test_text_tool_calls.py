@@ -11,11 +11,10 @@ from respstream.server.upstream.base import Chunk, Finish, TextDelta, ToolCallDe
 from respstream.server.upstream.text_tool_calls import (
     TextToolCalls,
     answered_calls,
-    offered_functions,
-    schema_errors,
     text_tool_call_stream,
     written_call,
 )
+from respstream.server.upstream.tool_schemas import offered_functions, schema_errors
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
            "required": ["city"], "additionalProperties": False}

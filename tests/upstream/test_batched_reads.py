@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from fakes.chat_server import Done, FakeChatCompletionsServer, Raw, Sleep, finish, text, usage
 from respstream.server.upstream.base import Chunk, GenerationRequest, TextDelta, singles
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream, simple_data_events
+from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat_wire import simple_data_events
 from respstream.server.upstream.chunks import ChunkTranslator
 from respstream.server.upstream.http_connection import Dechunker, ProtocolError, UpstreamConnection
 

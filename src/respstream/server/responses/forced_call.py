@@ -22,7 +22,7 @@ from typing import Any
 
 from respstream.server.events.client_tool_kinds import ClientTool
 from respstream.server.inputs.tool_policy import ToolPolicy
-from respstream.server.upstream.text_tool_calls import schema_errors
+from respstream.server.upstream.tool_schemas import schema_errors
 
 __all__ = ["ForcedCallMissing", "forced_arguments", "forced_call", "forced_client_tool"]
 

@@ -4,20 +4,13 @@ How this works: ``generate()`` waits for a slot (per-upstream concurrency limit 
 ``POST {base_url}/chat/completions`` with ``stream: true`` and ``stream_options.include_usage``, decodes the SSE
 ``data:`` payloads and turns each chunk into :mod:`~respstream.server.upstream.base` chunks through
 :class:`~respstream.server.upstream.chunks.ChunkTranslator` (``<think>`` split live, tool-call fragments by index,
-finish reason and usage mapped). Failures become :class:`UpstreamError`:
-
-=========================  ==================================================================================
-``upstream_timeout``       connect timeout, idle timeout (no bytes for ``idle_timeout`` s), generation deadline
-``upstream_unavailable``   connection refused / DNS failure
-``upstream_error``         5xx or other non-200 status, malformed chunk, an ``error`` payload, connection reset,
-                           stream ended before a finish reason
-``rate_limited``           HTTP 429 (``retry_after`` kept from ``Retry-After``), or this upstream's queue is full
-                           (waited ``queue_timeout`` s for a slot; message says "busy")
-=========================  ==================================================================================
+finish reason and usage mapped). Failures become :class:`UpstreamError`, with the codes listed in
+:mod:`~respstream.server.upstream.http_failures`.
 
 With ``deadline_from_first_token`` (the embedded model) the deadline counts from the first token: reading the prompt
 is bounded by the context size, not by time (a CPU model reads Codex CLI's first request for many minutes), and
-the idle timer still ends a server that sends nothing at all.
+the idle timer still ends a server that sends nothing at all. Both APIs keep an attempt's deadline the same way,
+reads taken by the sink included (:mod:`~respstream.server.upstream.generation_deadline`).
 
 ``before_first_token`` is true while nothing has been yielded. Only then is a failed attempt retried (at most
 ``retries`` times, short backoff; 429 is never retried here: the router decides). Closing the iterator early closes
@@ -34,16 +27,15 @@ configured; best effort), ``await list_models()`` (the upstream's own ids), ``up
 Connections: one :class:`~.http_stream.LeanHTTP` (HTTP/1.1, keep-alive; a body read is one socket callback, no
 per-read timer: see that module for why) lives as long as the upstream; ``start()`` builds it (and ``GET /models``
 leaves a warm connection in its pool). After ``[DONE]`` the rest of the body is read (in the background if it is
-slow) so the connection goes back to the pool instead of being dropped.
+slow) so the connection goes back to the pool instead of being dropped
+(:mod:`~respstream.server.upstream.connection_return`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from contextlib import aclosing
 from typing import Any, TypeVar
 
 import httpx
@@ -52,37 +44,24 @@ import msgspec
 from respstream.server.telemetry.observation import mark_upstream_phase
 from respstream.server.telemetry.tracing import trace_headers
 from respstream.server.tls import client_tls_context
-from respstream.server.upstream.answer_filters import answer_filters
+from respstream.server.upstream.answer_filters import filtered_batches
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError, singles
 from respstream.server.upstream.chat_reads import ChatBodyReader
-from respstream.server.upstream.chat_wire import (
-    build_request_body,
-    error_message,
-    parse_retry_after,
-    simple_data_events,
-)
+from respstream.server.upstream.chat_wire import build_request_body, error_message
 from respstream.server.upstream.chunks import ChunkTranslator
-from respstream.server.upstream.http_stream import (
-    ConnectError,
-    ConnectTimeout,
-    HTTPStreamError,
-    IdleTimeout,
-    LeanHTTP,
-    StreamResponse,
-)
+from respstream.server.upstream.connection_return import ConnectionReturn
+from respstream.server.upstream.generation_deadline import GenerationDeadline, untimed_margin
+from respstream.server.upstream.http_failures import status_failure, transport_failure
+from respstream.server.upstream.http_stream import HTTPStreamError, LeanHTTP, StreamResponse
 from respstream.server.upstream.model_ids import alias_models
 from respstream.server.upstream.tokenize import count_with_llamacpp, server_root
 
-__all__ = ["ChatCompletionsUpstream", "build_request_body", "parse_retry_after", "simple_data_events"]
+__all__ = ["ChatCompletionsUpstream"]
 
 _RETRYABLE = {"upstream_unavailable", "upstream_error", "upstream_timeout"}
-_MAX_ERROR_BODY = 64 * 1024
 _MAX_MODELS_BODY = 8 << 20
 _KEEPALIVE_EXPIRY = 4.0
 _T = TypeVar("_T")
-_DRAIN_TIMEOUT = 2.0  # seconds a finished response may take to end its body before its connection is dropped
-_MAX_DRAIN = 64 * 1024
-_DRAIN_INLINE = 0.005
 
 
 class ChatCompletionsUpstream:
@@ -150,7 +129,7 @@ class ChatCompletionsUpstream:
         self._semaphore = asyncio.Semaphore(max_concurrency)
         self._lean_client: LeanHTTP | None = None
         self._lean_loop: asyncio.AbstractEventLoop | None = None
-        self._drains: set[asyncio.Task[None]] = set()  # responses finishing their body after [DONE]
+        self._returns = ConnectionReturn()  # responses finishing their body after [DONE]
 
     def __repr__(self) -> str:
         return f"ChatCompletionsUpstream({self.base_url!r}, name={self.name!r})"
@@ -192,11 +171,7 @@ class ChatCompletionsUpstream:
         return self._upstream_ids.get(model, model)
 
     async def aclose(self) -> None:
-        drains, self._drains = list(self._drains), set()
-        for task in drains:
-            task.cancel()
-        if drains:
-            await asyncio.gather(*drains, return_exceptions=True)
+        await self._returns.aclose()
         if self._lean_client is not None:
             lean, self._lean_client = self._lean_client, None
             await lean.aclose()
@@ -267,9 +242,9 @@ class ChatCompletionsUpstream:
     def _chat_attempt(self, request: GenerationRequest, deadline_at: float, sink: ReadSink | None = None
                       ) -> AsyncIterator[list[Chunk]]:
         if self.loop_guard or self.text_tool_calls:  # the answer filters work chunk by chunk
-            batches = self._attempt(request, ChunkTranslator(), deadline_at)
-            return _singles(answer_filters(_flatten(batches), request, loop_guard=self.loop_guard,
-                                           text_tool_calls=self.text_tool_calls, count_tokens=self.count_tokens))
+            return filtered_batches(self._attempt(request, ChunkTranslator(), deadline_at), request,
+                                    loop_guard=self.loop_guard, text_tool_calls=self.text_tool_calls,
+                                    count_tokens=self.count_tokens)
         return self._attempt(request, ChunkTranslator(), deadline_at, sink)
 
     def _retryable(self, exc: UpstreamError) -> bool:
@@ -342,28 +317,26 @@ class ChatCompletionsUpstream:
         model = self.upstream_model_id(request.model)
         fields = build_request_body(request, include_usage=self.include_usage, model=model)
         body = msgspec.json.encode({**self.extra_body, **fields} if self.extra_body else fields)
-        if self.deadline_from_first_token:
-            deadline_at = math.inf  # until the first token (the module docstring says why)
-        response = await self._open("/chat/completions", body, deadline_at)
+        deadline = self._deadline(deadline_at)
+        response = await self._open("/chat/completions", body, deadline.at)
         reader = ChatBodyReader(self.name, translator, sink)
         # (with a sink, the reads of plain text are taken from the socket's callback while this waits)
-        next_read = response.read if sink is None else functools.partial(response.read_direct, reader.take)
+        next_read = response.read if sink is None else functools.partial(
+            response.read_direct, deadline.watch(reader.take, lambda: reader.yielded))
         try:
             if response.status_code != 200:
                 raise await self._status_error(response)
-            idle_timeout = self.idle_timeout
+            untimed = untimed_margin(self.idle_timeout, direct=sink is not None)
             while True:
                 if reader.pending is not None:  # a read the direct hook parsed and left for us
                     batch, error = reader.pending
                     reader.pending = None
                 else:
                     try:
-                        if deadline_at - loop.time() > idle_timeout:
-                            # The response's idle timer ends any stall before the deadline could pass, so no
-                            # per-read timer is needed: arming and cancelling one cost more than the rest of the read.
+                        if deadline.at - loop.time() >= untimed:  # (when a wait needs no timer: generation_deadline)
                             raw = await next_read()
                         else:
-                            async with asyncio.timeout_at(deadline_at):
+                            async with asyncio.timeout_at(deadline.at):
                                 raw = await next_read()
                     except TimeoutError:
                         raise UpstreamError(
@@ -379,8 +352,8 @@ class ChatCompletionsUpstream:
                         break
                     batch, error = reader.parse(raw)
                 if batch:
-                    if not reader.yielded and self.deadline_from_first_token:
-                        deadline_at = loop.time() + self.deadline
+                    if deadline.waiting:
+                        deadline.first_out()
                     reader.yielded = True
                     yield batch
                 if error is not None:
@@ -402,81 +375,22 @@ class ChatCompletionsUpstream:
             else:
                 await response.aclose()  # mid-stream: drop the connection, the server is still sending
 
+    def _deadline(self, deadline_at: float) -> GenerationDeadline:
+        """One attempt's deadline: ``deadline_at``, or from its first chunk out (``deadline_from_first_token``)."""
+        return GenerationDeadline(asyncio.get_running_loop(), deadline_at, self.deadline,
+                                  from_first_token=self.deadline_from_first_token)
+
     async def _release(self, response: StreamResponse) -> None:
-        """After the stream's last event: give the connection back. Usually the body's end came in the same read
-        (closed at once, no task); else wait a moment so a follow-up request (the next tool round) finds the
-        connection back in the pool, while a slower server finishes in the background."""
-        if response.complete:
-            await response.aclose()
-            return
-        await asyncio.wait((self._close_after_body(response),), timeout=_DRAIN_INLINE)
-
-    def _close_after_body(self, response: StreamResponse) -> asyncio.Task[None]:
-        """After ``[DONE]``: read the rest of the body (normally just the chunked-encoding end) in the background,
-        then close. A response closed before its body ended takes its connection down with it; a fully read one
-        returns the connection to the pool, so the next generation skips the connect (and, for https, the TLS
-        handshake). The caller already has its ``Finish`` and does not wait for this.
-        """
-
-        async def drain() -> None:
-            try:
-                async with asyncio.timeout(_DRAIN_TIMEOUT):
-                    left = _MAX_DRAIN
-                    while part := await response.read():
-                        left -= len(part)
-                        if left < 0:
-                            break  # a server that keeps talking after [DONE]: not worth keeping
-            except (TimeoutError, HTTPStreamError):
-                pass
-            finally:
-                await response.aclose()
-
-        task = asyncio.get_running_loop().create_task(drain())
-        self._drains.add(task)
-        task.add_done_callback(self._drains.discard)
-        return task
+        """After the stream's last event: give the connection back (connection_return.py)."""
+        await self._returns.give_back(response)
 
     async def settle(self) -> None:
         """Wait until finished generations have released their connections (tests, benchmarks). Never raises."""
-        if self._drains:
-            await asyncio.gather(*self._drains, return_exceptions=True)
+        await self._returns.settle()
 
     async def _status_error(self, response: StreamResponse) -> UpstreamError:
-        body = await response.read_all(_MAX_ERROR_BODY)
-        status = response.status_code
-        message = f"{self.name}: HTTP {status}: {error_message(body)}"
-        if status == 429:
-            return UpstreamError(
-                "rate_limited",
-                message,
-                status=status,
-                retry_after=parse_retry_after(response.headers.get("retry-after")),
-            )
-        return UpstreamError("upstream_error", message, status=status)
+        return await status_failure(self.name, response)
 
     def _stream_error(self, exc: HTTPStreamError, *, before_first_token: bool) -> UpstreamError:
-        """The lean client's errors, with the same codes and wording as :meth:`_transport_error`."""
-        if isinstance(exc, ConnectTimeout):
-            return UpstreamError("upstream_timeout", f"{self.name}: connect timeout after {self.connect_timeout:g} s",
-                                 before_first_token=before_first_token)
-        if isinstance(exc, IdleTimeout):
-            return UpstreamError("upstream_timeout", f"{self.name}: no data for {self.idle_timeout:g} s (idle timeout)",
-                                 before_first_token=before_first_token)
-        if isinstance(exc, ConnectError):
-            return UpstreamError("upstream_unavailable", f"{self.name}: cannot connect to {self.base_url}: {exc}",
-                                 before_first_token=before_first_token)
-        return UpstreamError("upstream_error", f"{self.name}: connection failed mid-stream ({exc})",
-                             before_first_token=before_first_token)
-
-
-async def _flatten(batches: AsyncIterator[list[Chunk]]) -> AsyncGenerator[Chunk, None]:
-    async with aclosing(batches):  # type: ignore[type-var]
-        async for batch in batches:
-            for chunk in singles(batch):
-                yield chunk
-
-
-async def _singles(chunks: AsyncGenerator[Chunk, None]) -> AsyncGenerator[list[Chunk], None]:
-    async with aclosing(chunks):
-        async for chunk in chunks:
-            yield [chunk]
+        return transport_failure(exc, name=self.name, base_url=self.base_url, connect_timeout=self.connect_timeout,
+                                 idle_timeout=self.idle_timeout, before_first_token=before_first_token)

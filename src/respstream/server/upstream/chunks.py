@@ -3,20 +3,16 @@
 How this works: one :class:`ChunkTranslator` per generation. ``feed(payload)`` returns the chunks one payload gives:
 ``reasoning_content``/``reasoning`` -> :class:`ReasoningDelta`; ``content`` through a :class:`ThinkSplitter` ->
 :class:`TextDelta`/:class:`ReasoningDelta`; ``refusal`` -> :class:`RefusalDelta`; ``tool_calls[i]`` ->
-:class:`ToolCallDelta`. ``finish()`` (after ``[DONE]`` or EOF) flushes and returns the :class:`Finish`.
+:class:`ToolCallDelta` (assembled from their fragments by :mod:`~respstream.server.upstream.tool_call_fragments`).
+``finish()`` (after ``[DONE]`` or EOF) flushes and returns the :class:`Finish`. Only ``choices[0]`` is used.
 
-Tool-call fragments are keyed by their ``index``. The first :class:`ToolCallDelta` of a call always carries
-``call_id`` and the whole ``name``: some servers stream the name in pieces, so name fragments are concatenated and
-the call starts only once its arguments begin (or at the end of the stream, for a call without arguments);
-arguments that arrive before the name are held back, and a call without an id gets a generated ``call_…`` id.
-Calls start in index order. An index reused with a *different* id (some servers send every call as index 0) starts a
-new call instead of corrupting the previous one. Only ``choices[0]`` is used.
+``feed_plain(payloads)`` decodes a read's payloads in one call, and a stream's plain-text run through the chunk
+template it learned from its own chunks (:mod:`~respstream.server.upstream.chunk_template`): only the content
+strings are decoded. Usage and finish reasons are mapped here for both APIs (:func:`usage_from`).
 """
 
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -28,11 +24,11 @@ from respstream.server.upstream.base import (
     RefusalDelta,
     TextDelta,
     TextRun,
-    ToolCallDelta,
     Usage,
 )
 from respstream.server.upstream.chunk_template import PlainTemplate, learn_template
 from respstream.server.upstream.think import ThinkSplitter
+from respstream.server.upstream.tool_call_fragments import ToolCallFragments
 
 __all__ = ["ChunkTranslator", "map_finish_reason", "map_usage", "usage_from"]
 
@@ -145,31 +141,12 @@ def map_usage(usage: Any) -> Usage | None:
     return usage_from(usage, "prompt_tokens", "completion_tokens")
 
 
-def _merge_name(held: str | None, fragment: str) -> str:
-    """Add a name fragment. A fragment that repeats or extends everything so far replaces it: some servers resend
-    the whole (or the growing) name with every fragment instead of the next piece."""
-    if held and fragment.startswith(held):
-        return fragment
-    return (held or "") + fragment
-
-
-@dataclass(slots=True)
-class _Call:
-    index: int  # our index, contiguous from 0
-    call_id: str | None = None
-    name: str | None = None
-    pending: list[str] = field(default_factory=list)
-    started: bool = False
-    generated_id: bool = False
-
-
 class ChunkTranslator:
     """Stateful translation of one streamed completion. ``feed``/``finish`` raise ValueError on malformed input."""
 
     def __init__(self) -> None:
         self._think = ThinkSplitter()
-        self._calls: dict[int, _Call] = {}  # upstream index -> call
-        self._count = 0  # tool calls seen, gives our indices
+        self._calls = ToolCallFragments()
         self._finish_reason: str | None = None
         self._usage: Usage | None = None
         self._payloads = 0
@@ -228,7 +205,7 @@ class ChunkTranslator:
             if delta.tool_calls:
                 for position, fragment in enumerate(delta.tool_calls):
                     if isinstance(fragment, dict):
-                        self._tool_fragment(fragment, position, out)
+                        self._calls.add(fragment, position, out)
         if choice.finish_reason:
             self._finish_reason = choice.finish_reason
 
@@ -376,61 +353,6 @@ class ChunkTranslator:
             choices=wire_choices, usage=usage if isinstance(usage, dict) else None, error=data.get("error")
         )
 
-    def _tool_fragment(self, fragment: dict[str, Any], position: int, out: list[Chunk]) -> None:
-        upstream_index = fragment.get("index")
-        call_id = fragment.get("id") if isinstance(fragment.get("id"), str) and fragment.get("id") else None
-        if not isinstance(upstream_index, int):
-            # No index: a known id continues its call, a new id starts one, no id continues the latest call.
-            known = [i for i, c in self._calls.items() if call_id and c.call_id == call_id]
-            if known:
-                upstream_index = known[0]
-            elif call_id or not self._calls:
-                upstream_index = max(self._calls) + 1 if self._calls else position
-            else:
-                upstream_index = max(self._calls)
-        function = fragment.get("function")
-        function = function if isinstance(function, dict) else {}
-        name = function.get("name") if isinstance(function.get("name"), str) else None
-        arguments = function.get("arguments")
-        arguments = arguments if isinstance(arguments, str) else ""
-        call = self._calls.get(upstream_index)
-        if call is not None and call_id and call.call_id and call_id != call.call_id and not call.generated_id:
-            call = None  # same index, different id: a separate call (see module docstring)
-        if call is None:
-            call = _Call(index=self._count)
-            self._count += 1
-            self._calls[upstream_index] = call
-        if not call.started:
-            if call_id and call.call_id is None:
-                call.call_id = call_id
-            if name:
-                call.name = _merge_name(call.name, name)
-            if arguments:
-                call.pending.append(arguments)
-            # The name may come in pieces: it is complete once arguments begin (or at the end of the stream).
-            if call.name and call.pending:
-                self._start_through(call, out)
-            return
-        if arguments:
-            out.append(ToolCallDelta(call.index, arguments=arguments))
-
-    def _start_through(self, call: _Call, out: list[Chunk]) -> None:
-        """Start ``call``, and first every earlier named call still waiting, so calls start in index order."""
-        for other in self._calls.values():
-            if not other.started and other.name and other.index < call.index:
-                out.append(self._start(other))
-        out.append(self._start(call))
-
-    @staticmethod
-    def _start(call: _Call) -> ToolCallDelta:
-        if call.call_id is None:
-            call.call_id = f"call_{uuid.uuid4().hex[:24]}"
-            call.generated_id = True
-        call.started = True
-        arguments = "".join(call.pending)
-        call.pending.clear()
-        return ToolCallDelta(call.index, call_id=call.call_id, name=call.name, arguments=arguments)
-
     def finish(self) -> list[Chunk]:
         """End of stream: flush held-back text and return the final chunks ending with :class:`Finish`."""
         out: list[Chunk] = [
@@ -438,11 +360,7 @@ class ChunkTranslator:
         ]
         if self._finish_reason is None and not self.done:
             raise ValueError("stream ended before a finish_reason or [DONE] (connection dropped?)")
-        for call in sorted(self._calls.values(), key=lambda c: c.index):
-            if not call.name:
-                raise ValueError(f"tool call #{call.index} never received a function name")
-            if not call.started:  # a call without arguments: its name is complete now
-                out.append(self._start(call))
+        self._calls.finish(out)
         reason = map_finish_reason(self._finish_reason)
         if self._calls and reason == "stop":
             reason = "tool_calls"  # some servers say "stop" after a tool call; the call is what matters

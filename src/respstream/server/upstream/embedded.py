@@ -217,7 +217,7 @@ class EmbeddedUpstream:
             "max_concurrency": max_concurrency or n_parallel * 4,
             "queue_timeout": queue_timeout,
             "deadline": deadline,
-            "deadline_from_first_token": True,  # the prompt read is bounded by n_ctx (chat_completions.py)
+            "deadline_from_first_token": True,  # the prompt read is bounded by n_ctx (generation_deadline.py)
             "retries": 0,  # same process: a failure will not heal by retrying
             "extra_body": dict(DEFAULT_SAMPLING if sampling is None else sampling),
             "loop_guard": loop_guard,

@@ -35,6 +35,7 @@ import msgspec
 
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.generation_deadline import untimed_margin
 from respstream.server.upstream.http_stream import HTTPStreamError
 from respstream.server.upstream.responses_events import ResponsesTranslator
 from respstream.server.upstream.responses_reads import ResponsesBodyReader
@@ -193,27 +194,31 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
         one (taken from the socket's callback while this waits: responses_reads.py)."""
         loop = asyncio.get_running_loop()
         body = msgspec.json.encode(build_responses_body(request, model=self.upstream_model_id(request.model)))
-        response = await self._open("/responses", body, deadline_at)
+        deadline = self._deadline(deadline_at)
+        response = await self._open("/responses", body, deadline.at)
         reader = ResponsesBodyReader(translator, sink) if sink is not None else None
-        next_read = response.read if reader is None else functools.partial(response.read_direct, reader.take)
+        next_read = response.read if reader is None else functools.partial(
+            response.read_direct, deadline.watch(reader.take, lambda: translator.streamed))
         try:
             if response.status_code != 200:
                 raise await self._status_error(response)
-            idle_timeout = self.idle_timeout
+            untimed = untimed_margin(self.idle_timeout, direct=reader is not None)
             while not translator.done or (reader is not None and reader.pending is not None):
                 if reader is not None and reader.pending is not None:  # a read the direct hook took and left for us
                     batch, failure = reader.pending
                     reader.pending = None
                     if batch:
+                        if deadline.waiting:
+                            deadline.first_out()
                         yield batch
                     if failure is not None:
                         raise failure
                     continue
                 try:
-                    if deadline_at - loop.time() > idle_timeout:
-                        raw = await next_read()  # the response's idle timer ends a stall first
+                    if deadline.at - loop.time() >= untimed:  # (when a wait needs no timer: generation_deadline)
+                        raw = await next_read()
                     else:
-                        async with asyncio.timeout_at(deadline_at):
+                        async with asyncio.timeout_at(deadline.at):
                             raw = await next_read()
                 except TimeoutError:
                     raise self._tagged(translator, UpstreamError(
@@ -228,6 +233,8 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
                     break
                 batch = translator.feed(raw)
                 if batch:
+                    if deadline.waiting:
+                        deadline.first_out()
                     yield batch
                 if translator.failure is not None:
                     raise translator.failure

@@ -12,8 +12,8 @@ Small models served by llama.cpp often answer a tool request with the call as te
    ``"function"``/``"tool"`` as the key). Otherwise it is released as text.
 3. Then the JSON object is scanned to its closing brace with a small state machine (strings, escapes, depth), each
    character once. The object must parse, name an offered tool and carry arguments (``arguments`` or
-   ``parameters``, an object or a JSON string of one) that satisfy the tool's JSON schema (:func:`schema_errors`:
-   types, required, enum, ``additionalProperties: false``). Then it becomes a :class:`ToolCallDelta` and the
+   ``parameters``, an object or a JSON string of one) that satisfy the tool's JSON schema
+   (:func:`~respstream.server.upstream.tool_schemas.schema_errors`). Then it becomes a :class:`ToolCallDelta` and the
    round's :class:`Finish` says ``tool_calls``; a closing fence or tag after it is dropped, other text after it is
    kept as text. If anything fails, the held text is released unchanged: nothing is ever lost.
 
@@ -36,10 +36,9 @@ from typing import Any
 import msgspec
 
 from respstream.server.upstream.base import Chunk, Finish, TextDelta, ToolCallDelta
+from respstream.server.upstream.tool_schemas import schema_errors
 
-__all__ = [
-    "TextToolCalls", "answered_calls", "offered_functions", "schema_errors", "text_tool_call_stream", "written_call",
-]
+__all__ = ["TextToolCalls", "answered_calls", "text_tool_call_stream", "written_call"]
 
 _HEADER = re.compile(
     r'\s*(?:```[A-Za-z]*\s*|<tool_call>\s*)?[\[{]\s*(?:\{\s*)?"(?:name|function|tool)"\s*:\s*"([^"\\]{0,128})"'
@@ -51,62 +50,6 @@ _FIRST_BRACKET = re.compile(r"[\[{]")
 _MAX_LEAD_IN = 1024  # a fenced call must start within this many characters of the answer to count as one
 _LEAD_IN = re.compile(r"(?:```[A-Za-z]*\s*|<tool_call>\s*)(?=[\[{])")
 _TRAILERS = re.compile(r"^(?:\s|```|</tool_call>|[,\]])*$")
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "array": (list,),
-    "object": (dict,), "null": (type(None),),
-}  # fmt: skip
-
-
-def offered_functions(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Chat Completions ``tools`` -> function name -> its parameters schema."""
-    out: dict[str, dict[str, Any]] = {}
-    for tool in tools:
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            parameters = function.get("parameters")
-            out[function["name"]] = parameters if isinstance(parameters, dict) else {"type": "object"}
-    return out
-
-
-def _type_ok(value: Any, kind: Any) -> bool:
-    kinds = kind if isinstance(kind, list) else [kind]
-    for name in kinds:
-        expected = _JSON_TYPES.get(name) if isinstance(name, str) else None
-        if expected is None:
-            return True  # a type we do not know: do not refuse on it
-        if isinstance(value, bool) and name in ("integer", "number"):
-            continue
-        if name == "integer" and isinstance(value, float) and value.is_integer():
-            return True
-        if isinstance(value, expected):
-            return True
-    return False
-
-
-def schema_errors(value: Any, schema: dict[str, Any], where: str = "arguments", depth: int = 0) -> list[str]:
-    """What is wrong with ``value`` under ``schema`` (the JSON Schema subset tool parameters use). Empty: valid."""
-    if depth > 16 or not isinstance(schema, dict):
-        return []
-    errors: list[str] = []
-    if "type" in schema and not _type_ok(value, schema["type"]):
-        return [f"{where} must be of type {schema['type']}"]
-    if isinstance(schema.get("enum"), list) and value not in schema["enum"]:
-        errors.append(f"{where} must be one of {schema['enum']}")
-    if isinstance(value, dict):
-        found = schema.get("properties")
-        properties: dict[str, Any] = found if isinstance(found, dict) else {}
-        for key in schema.get("required") or []:
-            if key not in value:
-                errors.append(f"{where}.{key} is required")
-        if schema.get("additionalProperties") is False:
-            errors.extend(f"{where}.{key} is not a parameter" for key in value if key not in properties)
-        for key, item in value.items():
-            if key in properties:
-                errors.extend(schema_errors(item, properties[key], f"{where}.{key}", depth + 1))
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(value[:256]):
-            errors.extend(schema_errors(item, schema["items"], f"{where}[{i}]", depth + 1))
-    return errors
 
 
 def written_call(text: str, names: set[str]) -> bool:
