@@ -23,8 +23,13 @@ difference divided by N): independent of the machine's load, which moves CPU tim
 on this shared 2-core machine. Under valgrind's slowdown the gateway reads the upstream in few, large reads (many
 events a read), the shape of a gateway busier than its upstream; the kernel's share is not counted.
 
+``--pace-ms P``: the SIMULATED upstreams pause P ms between writes, a live model's pace, so the gateway reads one
+upstream event at a time (the default, back to back, is a saturated gateway reading many events a read). The two
+regimes cost differently per event (each read is a wake-up, a socket read and a write to the client) and the native
+upstream writes 5 more events a response than the chat one (its lifecycle), so both are worth measuring.
+
 Run: ``.venv/bin/python benchmarks/native_end_to_end.py [--responses 200] [--concurrency 4] [--rounds 9]``
-(``[--instructions 40]``).
+(``[--instructions 40]``, ``[--pace-ms 5 --concurrency 16 --responses 96]``, ``[--instructions 20 --pace-ms 50]``).
 
 Fairness (issue 33): both gateways run the same source tree (``PYTHONPATH`` set to it explicitly: the shared venv's
 editable install points elsewhere), are pinned to core 0 while this process (load generator and both SIMULATED
@@ -68,15 +73,19 @@ from server_throughput import free_port as _free_port
 EVENTS = DELTAS + 8  # what the client gets a response: created, in_progress, added, part, deltas, done x3, completed
 
 
-def start_upstreams() -> tuple[object, object]:
-    """The two SIMULATED upstreams (in this process's threads: their CPU is not the gateway's)."""
+def start_upstreams(pace_ms: float = 0) -> tuple[object, object]:
+    """The two SIMULATED upstreams (in this process's threads: their CPU is not the gateway's); ``pace_ms``: a pause
+    that long between writes (a live model's pace: every event becomes one read of the gateway)."""
     sys.path.insert(0, str(ROOT))
-    from tests.fakes.chat_server import FakeChatCompletionsServer, Raw
+    from tests.fakes.chat_server import FakeChatCompletionsServer, Raw, Sleep
 
     chat = FakeChatCompletionsServer(models=["fake-model"])
-    chat.script(*encoded_steps(fake_upstream_steps()))  # the last script repeats for every request
+    chat.script(*encoded_steps(fake_upstream_steps(), pace_ms=pace_ms))  # the last script repeats for every request
     native = FakeChatCompletionsServer(models=["fake-model"], route="/v1/responses")
-    native.script(*[Raw(r) for r in responses_reads(DELTAS, numbered=True, words=fake_upstream_tokens())])
+    writes: list[object] = []
+    for read in responses_reads(DELTAS, numbered=True, words=fake_upstream_tokens()):
+        writes += [Sleep(pace_ms / 1000), Raw(read)] if writes and pace_ms > 0 else [Raw(read)]
+    native.script(*writes)
     chat.start()
     native.start()
     return chat, native
@@ -132,6 +141,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--tree", help="a second source tree to run as well (its src directory)")
+    parser.add_argument("--pace-ms", type=float, default=0,
+                        help="a pause between the upstreams' writes (a live model's pace; 0: as fast as they can)")
     parser.add_argument("--instructions", type=int, default=0, metavar="N",
                         help="count instructions (valgrind) for N responses instead of CPU time")
     args = parser.parse_args()
@@ -141,7 +152,7 @@ def main() -> None:
     if len(os.sched_getaffinity(0)) > 1:
         os.sched_setaffinity(0, {1})  # the load generator's and the fakes' core; the gateways get core 0
     print(f"load at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
-    chat_up, native_up = start_upstreams()
+    chat_up, native_up = start_upstreams(args.pace_ms)
     trees: list[tuple[str, str | None]] = [("this tree", None)] + ([(args.tree, args.tree)] if args.tree else [])
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "gateway.toml"
@@ -169,8 +180,9 @@ def main() -> None:
             chat_up.stop()  # type: ignore[attr-defined]
             native_up.stop()  # type: ignore[attr-defined]
     print(f"load at end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    pace = f", upstream writes {args.pace_ms:g} ms apart" if args.pace_ms else ", upstream writes back to back"
     print(f"gateway CPU per event ({args.rounds} rounds of {args.responses} responses, {args.concurrency} at once, "
-          f"{EVENTS} events a response; median of rounds):")
+          f"{EVENTS} events a response{pace}; median of rounds):")
     for key, values in cost.items():
         print(f"  {key[0]}: {key[1]}: {statistics.median(values):.1f} us  ({', '.join(f'{v:.1f}' for v in values)})")
     for label, _ in trees:
@@ -184,8 +196,9 @@ def main() -> None:
 
 
 def instructions(args: argparse.Namespace) -> None:
-    """``--instructions``: callgrind's count per event for each gateway, chat and native, per tree."""
-    chat_up, native_up = start_upstreams()
+    """``--instructions``: callgrind's count per event for each gateway, chat and native, per tree (with
+    ``--pace-ms`` around 50, every upstream event is one read even under valgrind's slowdown)."""
+    chat_up, native_up = start_upstreams(args.pace_ms)
     trees: list[tuple[str, str]] = [("this tree", str(ROOT / "src"))] + ([(args.tree, args.tree)] if args.tree else [])
     per: dict[tuple[str, str], float] = {}
     try:

@@ -148,16 +148,17 @@ class Assembler(ToolItems):
     def result(self, violations: list[Violation] | None = None) -> AssembledResponse:
         """The assembled response so far (call it after the last event; it is cheap enough to call now and then)."""
         terminal = self._terminal_response
-        assembled = self.materialize()
-        output = assembled
+        output: list[JSONObject] | None = None
         final_text: str | None = None
         if terminal is not None:
             t_output = terminal.get("output")
             if isinstance(t_output, list) and t_output and all(isinstance(i, dict) for i in t_output):
-                output = t_output
+                output = t_output  # (the terminal's own output wins: nothing to materialize)
             t_text = terminal.get("output_text")
             if isinstance(t_text, str) and t_text:
                 final_text = t_text
+        if output is None:
+            output = self.materialize()
         if final_text is None:
             final_text = "".join(output_texts(output, "output_text", "text"))
         refusals = output_texts(output, "refusal", "refusal")
