@@ -26,7 +26,9 @@ events a read), the shape of a gateway busier than its upstream; the kernel's sh
 ``--pace-ms P``: the SIMULATED upstreams pause P ms between writes, a live model's pace, so the gateway reads one
 upstream event at a time (the default, back to back, is a saturated gateway reading many events a read). The two
 regimes cost differently per event (each read is a wake-up, a socket read and a write to the client) and the native
-upstream writes 5 more events a response than the chat one (its lifecycle), so both are worth measuring.
+upstream writes 5 more events a response than the chat one (its lifecycle), so both are worth measuring. With
+``--tokens-only`` the pause is only between two tokens: the lifecycle events (and chat's finish, usage and ``[DONE]``)
+are written at once, as a server writes them, since no model work happens between them.
 
 Run: ``.venv/bin/python benchmarks/native_end_to_end.py [--responses 200] [--concurrency 4] [--rounds 9]``
 (``[--instructions 40]``, ``[--pace-ms 5 --concurrency 16 --responses 96]``, ``[--instructions 20 --pace-ms 50]``).
@@ -73,19 +75,28 @@ from server_throughput import free_port as _free_port
 EVENTS = DELTAS + 8  # what the client gets a response: created, in_progress, added, part, deltas, done x3, completed
 
 
-def start_upstreams(pace_ms: float = 0) -> tuple[object, object]:
+def start_upstreams(pace_ms: float = 0, tokens_only: bool = False) -> tuple[object, object]:
     """The two SIMULATED upstreams (in this process's threads: their CPU is not the gateway's); ``pace_ms``: a pause
-    that long between writes (a live model's pace: every event becomes one read of the gateway)."""
+    that long between writes (a live model's pace: every event becomes one read of the gateway), or with
+    ``tokens_only`` only between two tokens' writes (the lifecycle events and the finish go out at once, as a server
+    writes them: no model work happens between them)."""
     sys.path.insert(0, str(ROOT))
     from tests.fakes.chat_server import FakeChatCompletionsServer, Raw, Sleep
 
+    def paced(writes: list[bytes], is_token: list[bool]) -> list[object]:
+        out: list[object] = []
+        for at, write in enumerate(writes):
+            if at and pace_ms > 0 and (not tokens_only or (is_token[at] and is_token[at - 1])):
+                out.append(Sleep(pace_ms / 1000))
+            out.append(Raw(write))
+        return out
+
+    chat_writes = [step.data for step in encoded_steps(fake_upstream_steps())]
     chat = FakeChatCompletionsServer(models=["fake-model"])
-    chat.script(*encoded_steps(fake_upstream_steps(), pace_ms=pace_ms))  # the last script repeats for every request
+    chat.script(*paced(chat_writes, [at < DELTAS for at in range(len(chat_writes))]))  # (repeats for every request)
+    native_writes = responses_reads(DELTAS, numbered=True, words=fake_upstream_tokens())
     native = FakeChatCompletionsServer(models=["fake-model"], route="/v1/responses")
-    writes: list[object] = []
-    for read in responses_reads(DELTAS, numbered=True, words=fake_upstream_tokens()):
-        writes += [Sleep(pace_ms / 1000), Raw(read)] if writes and pace_ms > 0 else [Raw(read)]
-    native.script(*writes)
+    native.script(*paced(native_writes, [b"output_text.delta" in write for write in native_writes]))
     chat.start()
     native.start()
     return chat, native
@@ -143,6 +154,8 @@ def main() -> None:
     parser.add_argument("--tree", help="a second source tree to run as well (its src directory)")
     parser.add_argument("--pace-ms", type=float, default=0,
                         help="a pause between the upstreams' writes (a live model's pace; 0: as fast as they can)")
+    parser.add_argument("--tokens-only", action="store_true",
+                        help="with --pace-ms: pause only between two tokens (the lifecycle and finish at once)")
     parser.add_argument("--instructions", type=int, default=0, metavar="N",
                         help="count instructions (valgrind) for N responses instead of CPU time")
     args = parser.parse_args()
@@ -152,7 +165,7 @@ def main() -> None:
     if len(os.sched_getaffinity(0)) > 1:
         os.sched_setaffinity(0, {1})  # the load generator's and the fakes' core; the gateways get core 0
     print(f"load at start: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
-    chat_up, native_up = start_upstreams(args.pace_ms)
+    chat_up, native_up = start_upstreams(args.pace_ms, args.tokens_only)
     trees: list[tuple[str, str | None]] = [("this tree", None)] + ([(args.tree, args.tree)] if args.tree else [])
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "gateway.toml"
@@ -180,7 +193,8 @@ def main() -> None:
             chat_up.stop()  # type: ignore[attr-defined]
             native_up.stop()  # type: ignore[attr-defined]
     print(f"load at end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
-    pace = f", upstream writes {args.pace_ms:g} ms apart" if args.pace_ms else ", upstream writes back to back"
+    pace = (f", upstream {'tokens' if args.tokens_only else 'writes'} {args.pace_ms:g} ms apart" if args.pace_ms
+            else ", upstream writes back to back")
     print(f"gateway CPU per event ({args.rounds} rounds of {args.responses} responses, {args.concurrency} at once, "
           f"{EVENTS} events a response{pace}; median of rounds):")
     for key, values in cost.items():
@@ -198,7 +212,7 @@ def main() -> None:
 def instructions(args: argparse.Namespace) -> None:
     """``--instructions``: callgrind's count per event for each gateway, chat and native, per tree (with
     ``--pace-ms`` around 50, every upstream event is one read even under valgrind's slowdown)."""
-    chat_up, native_up = start_upstreams(args.pace_ms)
+    chat_up, native_up = start_upstreams(args.pace_ms, args.tokens_only)
     trees: list[tuple[str, str]] = [("this tree", str(ROOT / "src"))] + ([(args.tree, args.tree)] if args.tree else [])
     per: dict[tuple[str, str], float] = {}
     try:
