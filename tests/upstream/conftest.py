@@ -17,3 +17,10 @@ def fake_server() -> Iterator[FakeChatCompletionsServer]:
 def fake(fake_server: FakeChatCompletionsServer) -> FakeChatCompletionsServer:
     fake_server.reset()
     return fake_server
+
+
+@pytest.fixture(scope="module")
+def responses_server() -> Iterator[FakeChatCompletionsServer]:
+    """A SIMULATED Responses API server (``/v1/responses``), one per module."""
+    with FakeChatCompletionsServer(route="/v1/responses") as server:
+        yield server

@@ -9,7 +9,6 @@ the option are in test_deadline_from_first_token.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,14 +20,6 @@ from respstream.server.upstream.responses_native import ResponsesNativeUpstream
 
 from .test_direct_reads import Sink, consume, flat, make
 from .test_native_direct_reads import events
-
-
-@pytest.fixture(scope="module")
-def responses_server() -> Iterator[FakeChatCompletionsServer]:
-    fake = FakeChatCompletionsServer(route="/v1/responses")
-    fake.start()
-    yield fake
-    fake.stop()
 
 
 @pytest.fixture

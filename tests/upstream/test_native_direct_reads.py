@@ -8,10 +8,7 @@ the terminal, a failure after direct reads and a sink that raises come through t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from fakes.chat_server import FakeChatCompletionsServer, Raw, Sleep
 from respstream.server.upstream.base import Finish, GenerationRequest, UpstreamError
@@ -21,14 +18,6 @@ from .test_direct_reads import Sink, consume, flat
 
 REQUEST = GenerationRequest(model="fake-model", messages=[{"role": "user", "content": "hi"}])
 WORDS = [("" if i == 0 else " ") + f"word{i}" for i in range(20)]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeChatCompletionsServer]:
-    fake = FakeChatCompletionsServer(route="/v1/responses")
-    fake.start()
-    yield fake
-    fake.stop()
 
 
 def events(words: list[str], *, fail: bool = False) -> list[bytes]:
@@ -61,15 +50,16 @@ def paced(reads: list[bytes]) -> list[Any]:
     return [step for raw in reads for step in (Raw(raw), Sleep(0.01))]
 
 
-async def both_ways(server: FakeChatCompletionsServer, reads: list[bytes], **sink_options: Any
+async def both_ways(responses_server: FakeChatCompletionsServer, reads: list[bytes], **sink_options: Any
                     ) -> tuple[list[Any], list[Any], Sink, list[BaseException | None]]:
-    upstream = ResponsesNativeUpstream(server.url, name="native", idle_timeout=5.0, retries=0, models=["fake-model"])
+    upstream = ResponsesNativeUpstream(responses_server.url, name="native", idle_timeout=5.0, retries=0,
+                                       models=["fake-model"])
     logs: list[list[Any]] = [[], []]
     errors: list[BaseException | None] = [None, None]
     sink = Sink(logs[0], **sink_options)
     try:
         for n, with_sink in enumerate((sink, None)):
-            server.script(*paced(reads))
+            responses_server.script(*paced(reads))
             try:
                 await consume(upstream, with_sink, logs[n])  # type: ignore[arg-type]
             except (UpstreamError, RuntimeError) as exc:
@@ -79,8 +69,8 @@ async def both_ways(server: FakeChatCompletionsServer, reads: list[bytes], **sin
     return logs[0], logs[1], sink, errors
 
 
-async def test_plain_reads_go_to_the_sink_from_the_data_callback(server: FakeChatCompletionsServer) -> None:
-    direct, plain, sink, errors = await both_ways(server, events(WORDS))
+async def test_plain_reads_go_to_the_sink_from_the_data_callback(responses_server: FakeChatCompletionsServer) -> None:
+    direct, plain, sink, errors = await both_ways(responses_server, events(WORDS))
     assert errors == [None, None]
     assert flat(direct) == flat(plain)
     assert sink.calls >= 10 and sink.in_task == 0, (sink.calls, sink.in_task)
@@ -89,16 +79,16 @@ async def test_plain_reads_go_to_the_sink_from_the_data_callback(server: FakeCha
 
 
 async def test_a_failure_after_direct_reads_is_raised_with_the_text_before_it(
-        server: FakeChatCompletionsServer) -> None:
-    direct, plain, sink, errors = await both_ways(server, events(WORDS, fail=True))
+        responses_server: FakeChatCompletionsServer) -> None:
+    direct, plain, sink, errors = await both_ways(responses_server, events(WORDS, fail=True))
     assert sink.calls >= 10
     assert flat(direct) == flat(plain)
     assert all(isinstance(e, UpstreamError) and "server_error" in e.message for e in errors), errors
     assert not errors[0].before_first_token  # type: ignore[union-attr]
 
 
-async def test_a_sink_that_raises_ends_the_stream_with_its_error(server: FakeChatCompletionsServer) -> None:
-    _, _, sink, errors = await both_ways(server, events(WORDS), raise_at=3)
+async def test_a_sink_that_raises_ends_the_stream_with_its_error(responses_server: FakeChatCompletionsServer) -> None:
+    _, _, sink, errors = await both_ways(responses_server, events(WORDS), raise_at=3)
     assert sink.calls == 3
     assert isinstance(errors[0], RuntimeError) and "the sink broke" in str(errors[0])
     assert errors[1] is None
