@@ -98,6 +98,9 @@ class ModelCatalog:
             if model_id not in entries:
                 entries[model_id] = {"id": model_id, "object": "model", "created": 0, "owned_by": "respstream",
                                      "input_modalities": self.modalities(model_id, upstream)}
+                provider = getattr(upstream, "provider", None)  # (the provider adapters: anthropic, gemini)
+                if isinstance(provider, str):
+                    entries[model_id]["provider"] = provider
         for alias, target in self.aliases.items():
             if alias in entries or target not in entries:
                 continue  # an alias of nothing served is not listed (a request for it gets model_not_found)

@@ -276,7 +276,8 @@ class ChatCompletionsUpstream:
                     if not (self._retryable(exc) and attempt < self.retries):
                         raise
                     attempt += 1
-                    pause = self.retry_backoff * (2 ** (attempt - 1))
+                    # (a 429's retry-after, where a subclass retries those: anthropic/adapter.py)
+                    pause = max(self.retry_backoff * (2 ** (attempt - 1)), exc.retry_after or 0.0)
                     if loop.time() + pause >= deadline_at:
                         raise
                     await asyncio.sleep(pause)

@@ -9,6 +9,8 @@
   ``api="auto"``); ``responses+http(s)://…`` -> its Responses API, no probe; ``chat+http(s)://…`` ->
   :class:`~respstream.server.upstream.chat_completions.ChatCompletionsUpstream`
   (``name`` defaults to ``host:port``; ``models`` unset means discovered at ``start()``, listed under readable ids)
+- ``anthropic+http(s)://host[:port]`` -> :class:`~respstream.server.upstream.anthropic.adapter.AnthropicUpstream`
+  (the Messages API at ``{url}/v1/messages``; key from ``api_key`` or ``ANTHROPIC_API_KEY``)
 - ``scripted:N[?delay_ms=D&tool=NAME&fail_at=K&reasoning=R&text=T]`` -> the SIMULATED
   :class:`~respstream.server.upstream.scripted.ScriptedUpstream`
 
@@ -70,6 +72,18 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
         kwargs.pop("name", None)
         kwargs.update(parse_scripted_spec(spec))
         return ScriptedUpstream(name=name or "scripted", **kwargs)
+    if spec.startswith(("anthropic+http://", "anthropic+https://")):
+        from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
+
+        url = spec.removeprefix("anthropic+")
+        parts = urlsplit(url)
+        if not parts.hostname:
+            raise ValueError(f"upstream URL {url!r} has no host")
+        # (its own options and those of the Chat Completions adapter it extends)
+        kwargs = _accepted(ChatCompletionsUpstream, options)
+        kwargs.update({k: v for k, v in options.items() if k in AnthropicUpstream.OWN_OPTIONS and v is not None})
+        kwargs.pop("name", None)
+        return AnthropicUpstream(url, name=name or parts.netloc, **kwargs)
     api = "auto"
     for prefix in ("responses+", "chat+"):
         if spec.startswith(prefix):
@@ -88,5 +102,6 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
     raise ValueError(
         f"unknown upstream {spec!r}: use 'embedded' (or embedded:small|medium|large), an OpenAI-compatible base URL "
         "such as 'http://127.0.0.1:8000/v1' (probed for a Responses API; 'responses+http://…' or 'chat+http://…' "
-        "choose), or 'scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T]'"
+        "choose), 'anthropic+https://api.anthropic.com' (the Messages API), or "
+        "'scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T]'"
     )

@@ -24,7 +24,9 @@ from respstream.server.http_errors import HTTPError
 __all__ = ["REASONING_KEY", "FunctionTool", "RefusedField", "ToolChoice", "ToolNames", "arguments_object",
            "call_arguments", "function_tools", "refused_as_http", "tool_choice_of"]
 
-REASONING_KEY: Final = "encrypted_reasoning"  # [{"text": str, "encrypted_content": str}] on an assistant message
+# On an assistant message: [{"summary": str | None, "encrypted_content": str}], the history's reasoning items before
+# it, in order; "summary" is their summary text, None when the item had no summary parts (Anthropic: redacted).
+REASONING_KEY: Final = "encrypted_reasoning"
 
 
 class RefusedField(ValueError):

@@ -1,0 +1,171 @@
+"""An Anthropic Messages API (``POST {base}/v1/messages``, ``stream: true``) as an :class:`Upstream`: the thin IO.
+
+The request is mapped by :mod:`.request`, the stream read by :mod:`.body` and :mod:`.stream`; connections, the
+concurrency limit, deadlines and the retrying generator are the Chat Completions adapter's (this class extends it).
+The key (``api_key`` option, else ``ANTHROPIC_API_KEY``) goes as ``x-api-key`` with ``anthropic-version``; it is
+never logged or echoed (``repr`` leaves it out). Failures: 401/403 -> ``upstream_auth``; a prompt too long ->
+``context_length_exceeded``; 429 (``retry-after`` up to ``max_retry_after`` seconds), 529 overloaded, 5xx and an
+overloaded ``error`` event before any output -> retried ``retries`` times, then the router fails over to the route's
+next upstream. See docs/gateway.md#anthropic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import OrderedDict
+from collections.abc import AsyncGenerator
+from typing import Any, Final
+
+import msgspec
+
+from respstream.server.upstream.anthropic.body import AnthropicBody
+from respstream.server.upstream.anthropic.request import DEFAULT_MAX_TOKENS, build_messages_body, tool_names
+from respstream.server.upstream.anthropic.stream import AnthropicStream
+from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
+from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat_wire import error_message
+from respstream.server.upstream.http_failures import status_failure
+from respstream.server.upstream.http_stream import HTTPStreamError, StreamResponse
+from respstream.server.upstream.provider_tools import RefusedField, refused_as_http
+
+__all__ = ["ANTHROPIC_VERSION", "AnthropicUpstream", "anthropic_base_url"]
+
+ANTHROPIC_VERSION: Final = "2023-06-01"
+_RETRY_STATUSES: Final = frozenset({500, 502, 503, 504, 529})
+_REMEMBERED: Final = 4096  # tool call ids whose turn's thinking blocks are kept for the server-tool rounds
+_MAX_ERROR_BODY: Final = 64 * 1024
+
+
+def anthropic_base_url(url: str) -> str:
+    """``http://host:port`` (or with ``/v1``) -> the API root the paths hang from (``.../v1``)."""
+    url = url.rstrip("/")
+    return url if url.endswith("/v1") else f"{url}/v1"
+
+
+class AnthropicUpstream(ChatCompletionsUpstream):
+    """Streams from ``{base_url}/messages`` (see the module docstring). Options as
+    :class:`ChatCompletionsUpstream` plus ``anthropic_version``, ``default_max_tokens`` (``max_tokens`` when the
+    request sets no ``max_output_tokens``), ``max_retry_after`` (the longest 429 ``retry-after`` waited here) and
+    ``sampling`` (forward ``temperature``/``top_p``: for servers that take them, such as llama.cpp's)."""
+
+    provider = "anthropic"
+    OWN_OPTIONS: Final = frozenset({"anthropic_version", "default_max_tokens", "max_retry_after", "sampling"})
+    input_modalities = ("text", "image", "file")
+    takes_read_sink = False
+
+    def __init__(self, base_url: str, *, name: str, api_key: str | None = None,
+                 anthropic_version: str = ANTHROPIC_VERSION, default_max_tokens: int = DEFAULT_MAX_TOKENS,
+                 max_retry_after: float = 10.0, sampling: bool = False, **options: Any) -> None:
+        super().__init__(anthropic_base_url(base_url), name=name, **options)
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        self._headers["anthropic-version"] = anthropic_version
+        if key:
+            self._headers["x-api-key"] = key
+        self.default_max_tokens = default_max_tokens
+        self.max_retry_after = max_retry_after
+        self.sampling = sampling
+        self._names = tool_names()
+        self._thinking: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"AnthropicUpstream({self.base_url!r}, name={self.name!r})"
+
+    # -- requests --------------------------------------------------------------------------------------------------
+
+    def body(self, request: GenerationRequest) -> dict[str, Any]:
+        """The ``POST /v1/messages`` body. Raises :class:`RefusedField`."""
+        return build_messages_body(request, model=self.upstream_model_id(request.model), names=self._names,
+                                   remembered=self._remembered, default_max_tokens=self.default_max_tokens,
+                                   sampling=self.sampling)
+
+    def check_request(self, request: GenerationRequest) -> None:
+        """Before streaming: a field Anthropic cannot take is a 400 naming it. Raises :class:`HTTPError`."""
+        try:
+            self.body(request)
+        except RefusedField as exc:
+            raise refused_as_http(exc, f"Anthropic upstream {self.name}") from None
+
+    def _remembered(self, call_ids: list[str]) -> list[dict[str, Any]] | None:
+        for call_id in call_ids:
+            found = self._thinking.get(call_id)
+            if found is not None:
+                return found
+        return None
+
+    def _remember(self, stream: AnthropicStream) -> None:
+        call_ids, thinking = stream.history
+        if not thinking:
+            return
+        for call_id in call_ids:
+            self._thinking[call_id] = thinking
+            if len(self._thinking) > _REMEMBERED:
+                self._thinking.popitem(last=False)
+
+    # -- generation ------------------------------------------------------------------------------------------------
+
+    def generate_batches(self, request: GenerationRequest, sink: ReadSink | None = None
+                         ) -> AsyncGenerator[list[Chunk], None]:
+        """Chunks ending with one ``Finish``, one list per read. Raises :class:`UpstreamError`."""
+        return self._with_retries(request, self._messages_attempt)
+
+    def _retryable(self, exc: UpstreamError) -> bool:
+        if not exc.before_first_token:
+            return False
+        if exc.status == 429:
+            return exc.retry_after is not None and exc.retry_after <= self.max_retry_after
+        if exc.status in _RETRY_STATUSES:
+            return True
+        return exc.status is None and super()._retryable(exc)
+
+    async def _messages_attempt(self, request: GenerationRequest, deadline_at: float
+                                ) -> AsyncGenerator[list[Chunk], None]:
+        try:
+            body = msgspec.json.encode(self.body(request))
+        except RefusedField as exc:
+            raise UpstreamError("unsupported_parameter", f"{self.name}: {exc}", status=400) from None
+        deadline = self._deadline(deadline_at)
+        response = await self._open("/messages", body, deadline.at)
+        stream = AnthropicStream(name=self.name, names=self._names)
+        reader = AnthropicBody(stream)
+        try:
+            if response.status_code != 200:
+                raise await self._status_error(response)
+            while not stream.done and stream.failure is None:
+                try:
+                    async with asyncio.timeout_at(deadline.at):
+                        raw = await response.read()
+                except TimeoutError:
+                    raise UpstreamError("upstream_timeout", f"{self.name}: generation deadline exceeded",
+                                        before_first_token=not stream.streamed) from None
+                except HTTPStreamError as exc:
+                    raise self._stream_error(exc, before_first_token=not stream.streamed) from None
+                batch = reader.feed(raw) if raw else reader.end()
+                if stream.done:
+                    self._remember(stream)
+                if batch:
+                    if deadline.waiting:
+                        deadline.first_out()
+                    yield batch
+                if not raw:
+                    break
+            if stream.failure is not None:
+                raise stream.failure
+        finally:
+            if stream.done and stream.failure is None:
+                await self._release(response)
+            else:
+                await response.aclose()
+
+    async def _status_error(self, response: StreamResponse) -> UpstreamError:
+        if response.status_code not in (400, 401, 403):
+            return await status_failure(self.name, response)
+        raw = await response.read_all(_MAX_ERROR_BODY)
+        status = response.status_code
+        message = error_message(raw)
+        if status in (401, 403):
+            return UpstreamError("upstream_auth", f"{self.name}: the upstream refused our credentials (HTTP {status}: "
+                                 f"{message}); check its api_key or ANTHROPIC_API_KEY", status=status)
+        code = "context_length_exceeded" if "prompt is too long" in message else "upstream_invalid_request"
+        return UpstreamError(code, f"{self.name}: HTTP 400 invalid_request_error: {message}", status=status)
+
