@@ -201,7 +201,25 @@ def _turns(messages: list[dict[str, Any]], names: ToolNames, remembered: Thinkin
                 _append(turns, "user", blocks)
     if not turns:
         raise RefusedField("input", "Anthropic needs at least one user or assistant message besides instructions")
+    for each in turns:
+        _fold_blank_text(each["content"])
     return system, turns
+
+
+def _fold_blank_text(blocks: list[dict[str, Any]]) -> None:
+    """The API refuses a text block of whitespace only (Claude streams one, ``"\n\n"``, before its thinking): it
+    goes into the turn's next text block, so the text stays whole and the thinking leads its turn."""
+    pending = ""
+    kept: list[dict[str, Any]] = []
+    for block in blocks:
+        if block["type"] == "text" and not block["text"].strip():
+            pending += block["text"]
+            continue
+        if pending and block["type"] == "text":
+            block = {**block, "text": pending + block["text"]}
+            pending = ""
+        kept.append(block)
+    blocks[:] = kept
 
 
 def _append(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> int:
