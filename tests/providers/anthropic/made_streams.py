@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["sse", "text_stream", "tool_stream"]
+__all__ = ["sse", "text_stream", "thinking_tool_stream", "tool_stream"]
 
 
 def sse(events: list[dict[str, Any]]) -> bytes:
@@ -39,5 +39,23 @@ def tool_stream(name: str, arguments: dict[str, Any], *, call_id: str = "toolu_m
                 {"type": "content_block_delta", "index": 0,
                  "delta": {"type": "input_json_delta", "partial_json": raw[3:]}},
                 {"type": "content_block_stop", "index": 0},
+                {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
+                {"type": "message_stop"}])
+
+
+def thinking_tool_stream(thought: str, signature: str, name: str, arguments: dict[str, Any], *,
+                         call_id: str = "toolu_made", model: str = "claude-sonnet-4-20250514") -> bytes:
+    return sse([_start(model),
+                {"type": "content_block_start", "index": 0,
+                 "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": thought}},
+                {"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "signature_delta", "signature": signature}},
+                {"type": "content_block_stop", "index": 0},
+                {"type": "content_block_start", "index": 1,
+                 "content_block": {"type": "tool_use", "id": call_id, "name": name, "input": {}}},
+                {"type": "content_block_delta", "index": 1,
+                 "delta": {"type": "input_json_delta", "partial_json": json.dumps(arguments)}},
+                {"type": "content_block_stop", "index": 1},
                 {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
                 {"type": "message_stop"}])
