@@ -10,7 +10,9 @@ ordinary OpenAI-compatible upstream: ``generate()`` delegates to a :class:`ChatC
 none, llama.cpp repetition control, the loop guard, and tool calls recognised in the answer text); or, with
 ``api="responses"`` (the spec ``responses+embedded``), to a
 :class:`~respstream.server.upstream.responses_native.ResponsesNativeUpstream` reading llama.cpp's own
-``/v1/responses`` (the repair proxy). Nothing is ever downloaded.
+``/v1/responses`` (the repair proxy); with ``api="anthropic"`` (``anthropic+embedded``), to the
+:class:`~respstream.server.upstream.anthropic.adapter.AnthropicUpstream` reading llama.cpp's ``/v1/messages``.
+Nothing is ever downloaded.
 
 The model id comes from the model: ``general.name`` in the GGUF metadata (``qwen2.5-coder-1.5b-instruct``,
 ``smollm2-135m-instruct``), read from the header without loading the weights.
@@ -183,9 +185,10 @@ class EmbeddedUpstream:
         spec = spec_for(model_size)  # ValueError naming the sizes for a typo
         if max_output_tokens is not None and max_output_tokens < 1:
             raise ValueError("max_output_tokens must be at least 1 (or None for no default cap)")
-        if api not in ("chat", "responses"):
-            raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
-        self.api = api  # which of llama.cpp's APIs the gateway talks to: /chat/completions or its own /responses
+        if api not in ("chat", "responses", "anthropic"):
+            raise ValueError(f"api must be 'chat', 'responses' or 'anthropic', not {api!r}")
+        # which of llama.cpp's APIs the gateway talks to: /chat/completions, its own /responses or /v1/messages
+        self.api = api
         self.name = name
         self.model_size = model_size
         self.model_path = Path(model_path) if model_path else None
@@ -260,11 +263,17 @@ class EmbeddedUpstream:
                 _start_server, path, self.n_ctx, self.n_parallel, self.n_threads, self.poll, self.models
             )
             adapter_class = ChatCompletionsUpstream
+            options = self._adapter_options
             if self.api == "responses":
                 from respstream.server.upstream.responses_native import ResponsesNativeUpstream
 
                 adapter_class = ResponsesNativeUpstream
-            adapter = adapter_class(f"{self.address}/v1", name=self.name, models=self.models, **self._adapter_options)
+            elif self.api == "anthropic":  # llama.cpp's Anthropic Messages API, through the Anthropic adapter
+                from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
+
+                adapter_class = AnthropicUpstream
+                options = {**options, "sampling": True}  # (llama.cpp takes temperature and top_p there)
+            adapter = adapter_class(f"{self.address}/v1", name=self.name, models=self.models, **options)
             # llama.cpp reports one alias (the first id): every id of ours is sent as that one.
             adapter._upstream_ids = dict.fromkeys(self.models, self.models[0])
             await adapter.start()  # builds its HTTP client now, not on the first request

@@ -3,7 +3,7 @@
 - ``embedded`` / ``embedded:SIZE`` -> :class:`~respstream.server.upstream.embedded.EmbeddedUpstream` (llama.cpp
   in-process, through its Chat Completions API; ``SIZE`` = ``small`` | ``medium`` | ``large``, default the
   ``model_size`` option, else ``large``); ``responses+embedded[:SIZE]``: the same model through llama.cpp's own
-  ``/v1/responses``
+  ``/v1/responses``; ``anthropic+embedded[:SIZE]``: through llama.cpp's ``/v1/messages`` and the Anthropic adapter
 - ``http://host:port/v1`` / ``https://…`` -> probed at ``start()``: the upstream's own Responses API when it has one,
   else Chat Completions (:class:`~respstream.server.upstream.responses_native.ResponsesNativeUpstream` with
   ``api="auto"``); ``responses+http(s)://…`` -> its Responses API, no probe; ``chat+http(s)://…`` ->
@@ -56,12 +56,14 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
         if not isinstance(own, dict):
             raise ValueError(f"upstream_options.per_upstream[{spec!r}] must be a table of options")
         options = {**options, **own}
-    bare = spec.removeprefix("responses+")
+    api_of = {"responses+": "responses", "anthropic+": "anthropic"}
+    kind = next((prefix for prefix in api_of if spec.startswith(prefix)), "")
+    bare = spec.removeprefix(kind)
     if bare == "embedded" or bare.startswith("embedded:"):
         from respstream.server.upstream.embedded import EmbeddedUpstream
 
         kwargs = _accepted(EmbeddedUpstream, options)
-        kwargs["api"] = "responses" if spec.startswith("responses+") else "chat"
+        kwargs["api"] = api_of.get(kind, "chat")
         if bare.startswith("embedded:"):
             kwargs["model_size"] = bare.split(":", 1)[1]
         if name:

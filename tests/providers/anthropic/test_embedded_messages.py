@@ -1,0 +1,58 @@
+"""The Anthropic adapter on a real Anthropic-shaped server: llama.cpp's own ``POST /v1/messages`` (the embedded
+SmolLM2-135M through ``xllamacpp``, spec ``anthropic+embedded:small``) behind the gateway. A text turn and a tool
+turn (the call and its result sent back as Anthropic tool_use / tool_result blocks) end cleanly with zero
+violations. Needs the embedded model (``make install-model``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from fakes.server_thread import ServerThread
+from respstream.server.config import Config
+from respstream.server.http.app import create_app
+from respstream.server.upstream.embedded import EmbeddedUpstream
+
+from .conftest import post
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+WEATHER = {"type": "function", "name": "weather", "description": "Weather for a city",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[tuple[ServerThread, str]]:
+    if not EmbeddedUpstream.available("small"):
+        pytest.skip("the embedded model is not installed (make install-model)")
+    config = Config(dialect="openai", upstreams=["anthropic+embedded:small"], tools={"enabled": []},
+                    rewrite={"steps": []}, upstream_options={"n_parallel": 1})
+    with ServerThread(create_app(config), start_timeout=120) as server:
+        models = [m["id"] for m in httpx.get(f"{server.base_url}/models", timeout=10).json()["data"]
+                  if m["id"] != "auto"]
+        yield server, models[0]
+
+
+def test_text_turn(gateway: tuple[ServerThread, str]) -> None:
+    server, model = gateway
+    got, violations, response = post(server, {"model": model, "input": "Say hello.", "max_output_tokens": 16})
+    assert response.status_code == 200, response.text
+    assert violations == []
+    assert got["status"] in ("completed", "incomplete"), got["error"]
+    assert got["output_text"].strip()
+    assert got["usage"]["input_tokens"] > 0 and got["usage"]["output_tokens"] > 0
+
+
+def test_tool_turn(gateway: tuple[ServerThread, str]) -> None:
+    server, model = gateway
+    history = [{"type": "message", "role": "user", "content": "What is the weather in Paris?"},
+               {"type": "function_call", "call_id": "toolu_1", "name": "weather", "arguments": '{"city": "Paris"}'},
+               {"type": "function_call_output", "call_id": "toolu_1", "output": "Sunny, 21 C"}]
+    got, violations, response = post(server, {"model": model, "input": history, "tools": [WEATHER],
+                                              "max_output_tokens": 24, "store": False})
+    assert response.status_code == 200, response.text
+    assert violations == []
+    assert got["status"] in ("completed", "incomplete"), got["error"]
+    assert got["output_text"].strip() or got["tool_calls"]
