@@ -18,6 +18,7 @@ from respstream.server.upstream.base import (
     PassedItemDone,
     PassedItemEvent,
     TextDelta,
+    TextRun,
     ToolCallDelta,
     Usage,
 )
@@ -69,6 +70,9 @@ def test_any_chunking_gives_the_same_chunks(name: str, crlf: bool) -> None:
         data = data.replace(b"\n", b"\r\n")
     whole, whole_state = run([data])
     assert run([data[i : i + 1] for i in range(len(data))])[0] == whole
+    frame = b"\r\n\r\n" if crlf else b"\n\n"
+    one_event_a_read = [e + frame for e in data.split(frame) if e]  # (text deltas take the body's text lane)
+    assert run(one_event_a_read)[0] == whole
     rng = random.Random(SEED)
     for _ in range(5):
         assert run(random_pieces(data, rng))[0] == whole, f"seed {SEED}"
@@ -174,6 +178,23 @@ def test_unknown_events_and_blocks_are_tolerated() -> None:
                           delta(1, type="text_delta", text="hi"), end_of(1), stop("end_turn"), STOP)
     assert [c for c in chunks if not isinstance(c, Finish)] == [TextDelta("hi")]
     assert stream.failure is None
+
+
+def test_the_text_lane_keeps_the_providers_rules() -> None:
+    """Text deltas read one event a read (the lane) are text of an open text block only; a delta for a tool block
+    and a CR-framed read take the general way, and the error offsets count the bytes the lane took."""
+    events = [START, block(0, type="text", text=""), delta(0, type="text_delta", text="a"),
+              delta(0, type="text_delta", text="b"), end_of(0), block(1, type="tool_use", id="t", name="f", input={}),
+              delta(1, type="input_json_delta", partial_json="{}"), end_of(1), stop("tool_use"), STOP]
+    reads = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events]
+    assert run(reads)[0] == run([b"".join(reads)])[0]
+    stream = AnthropicStream(name="sim")
+    body = AnthropicBody(stream)
+    assert [body.feed(read) for read in reads[:3]] == [[], [], [TextDelta("a")]]
+    assert body.feed(reads[2] + reads[3]) == [TextRun(["a", "b"])]
+    body.feed(b"event: x\ndata: {oops\n\n")
+    assert stream.failure is not None
+    assert f"byte {sum(map(len, reads[:3])) + len(reads[2] + reads[3])}" in stream.failure.message
 
 
 def test_events_after_message_stop_are_ignored() -> None:

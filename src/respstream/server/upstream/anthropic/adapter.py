@@ -25,6 +25,7 @@ from respstream.server.upstream.anthropic.stream import AnthropicStream
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.chat_wire import error_message
+from respstream.server.upstream.generation_deadline import untimed_margin
 from respstream.server.upstream.http_failures import status_failure
 from respstream.server.upstream.http_stream import HTTPStreamError, StreamResponse
 from respstream.server.upstream.provider_tools import RefusedField, refused_as_http
@@ -131,10 +132,15 @@ class AnthropicUpstream(ChatCompletionsUpstream):
         try:
             if response.status_code != 200:
                 raise await self._status_error(response)
+            loop = asyncio.get_running_loop()
+            untimed = untimed_margin(self.idle_timeout, direct=False)
             while not stream.done and stream.failure is None:
                 try:
-                    async with asyncio.timeout_at(deadline.at):
+                    if deadline.at - loop.time() >= untimed:  # (the idle timer ends a read first: no timer needed)
                         raw = await response.read()
+                    else:
+                        async with asyncio.timeout_at(deadline.at):
+                            raw = await response.read()
                 except TimeoutError:
                     raise UpstreamError("upstream_timeout", f"{self.name}: generation deadline exceeded",
                                         before_first_token=not stream.streamed) from None

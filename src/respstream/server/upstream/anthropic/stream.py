@@ -79,15 +79,15 @@ class AnthropicStream:
         self._thinking: list[dict[str, Any]] = []
         self._servers: dict[str, int] = {}  # server tool_use id -> its block index (the passed item's key)
         self._server_inputs: dict[str, tuple[str, str]] = {}  # server tool_use id -> (query, arguments)
-        self._events = 0
+        self.events_seen = 0
 
     def event(self, data: Any) -> list[Chunk]:
         """The chunks one event gives (none once done or failed)."""
-        self._events += 1
+        self.events_seen += 1
         if self.done or self.failure is not None:
             return []
         if not isinstance(data, dict):
-            return self._fail(UpstreamError("upstream_error", f"{self.name}: event {self._events} is not a JSON "
+            return self._fail(UpstreamError("upstream_error", f"{self.name}: event {self.events_seen} is not a JSON "
                                             "object", before_first_token=not self.streamed))
         kind = data.get("type")
         out: list[Chunk]
@@ -119,11 +119,16 @@ class AnthropicStream:
             self.streamed = True
         return out
 
+    def text_block(self, index: int) -> bool:
+        """Whether ``index`` is an open text block (the body's text lane gives its deltas straight as text)."""
+        block = self._blocks.get(index)
+        return block is not None and block.kind == "text"
+
     def end(self) -> list[Chunk]:
         """The body ended. Without ``message_stop`` the response is cut short: ``failure`` is set."""
         if not self.done and self.failure is None:
             self._fail(UpstreamError("upstream_error", f"{self.name}: the stream ended before message_stop "
-                                     f"(after {self._events} events); the answer is incomplete",
+                                     f"(after {self.events_seen} events); the answer is incomplete",
                                      before_first_token=not self.streamed))
         return []
 
