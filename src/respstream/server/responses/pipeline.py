@@ -120,6 +120,7 @@ class Pipeline(GroundFirst, ToolRounds):
         # max_tool_calls: every call the response makes (server tools, ground-first, client calls) counts.
         self.calls_left: int | None = request.options.max_tool_calls
         self._round_no = 0
+        self.round_output_from = 0
         self.mcp = mcp  # the request's remote MCP servers (server/tools/mcp_tools.py)
 
     # -- entry point -----------------------------------------------------------------------------------------------
@@ -278,6 +279,7 @@ class Pipeline(GroundFirst, ToolRounds):
             temperature=self.request.temperature,
             options=chat_options(self.request, tools_offered=bool(specs)),
         )
+        self.round_output_from = len(w.response.get("output", []))  # (this round's items: tool_rounds.py)
         collector = RoundCollector(w, self._first_chunk)
         # A store without a synchronous append (SQLite, Redis) gets group commit: a write starts as soon as there is
         # something to write, and what comes while it runs goes in the next one. The memory store batches by itself

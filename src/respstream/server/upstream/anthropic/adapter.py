@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections import OrderedDict
 from collections.abc import AsyncGenerator
 from typing import Any, Final
 
@@ -34,7 +33,6 @@ __all__ = ["ANTHROPIC_VERSION", "AnthropicUpstream", "anthropic_base_url"]
 
 ANTHROPIC_VERSION: Final = "2023-06-01"
 _RETRY_STATUSES: Final = frozenset({500, 502, 503, 504, 529})
-_REMEMBERED: Final = 4096  # tool call ids whose turn's thinking blocks are kept for the server-tool rounds
 _MAX_ERROR_BODY: Final = 64 * 1024
 
 
@@ -67,7 +65,6 @@ class AnthropicUpstream(ChatCompletionsUpstream):
         self.max_retry_after = max_retry_after
         self.sampling = sampling
         self._names = tool_names()
-        self._thinking: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"AnthropicUpstream({self.base_url!r}, name={self.name!r})"
@@ -77,8 +74,7 @@ class AnthropicUpstream(ChatCompletionsUpstream):
     def body(self, request: GenerationRequest) -> dict[str, Any]:
         """The ``POST /v1/messages`` body. Raises :class:`RefusedField`."""
         return build_messages_body(request, model=self.upstream_model_id(request.model), names=self._names,
-                                   remembered=self._remembered, default_max_tokens=self.default_max_tokens,
-                                   sampling=self.sampling)
+                                   default_max_tokens=self.default_max_tokens, sampling=self.sampling)
 
     def check_request(self, request: GenerationRequest) -> None:
         """Before streaming: a field Anthropic cannot take is a 400 naming it. Raises :class:`HTTPError`."""
@@ -86,22 +82,6 @@ class AnthropicUpstream(ChatCompletionsUpstream):
             self.body(request)
         except RefusedField as exc:
             raise refused_as_http(exc, f"Anthropic upstream {self.name}") from None
-
-    def _remembered(self, call_ids: list[str]) -> list[dict[str, Any]] | None:
-        for call_id in call_ids:
-            found = self._thinking.get(call_id)
-            if found is not None:
-                return found
-        return None
-
-    def _remember(self, stream: AnthropicStream) -> None:
-        call_ids, thinking = stream.history
-        if not thinking:
-            return
-        for call_id in call_ids:
-            self._thinking[call_id] = thinking
-            if len(self._thinking) > _REMEMBERED:
-                self._thinking.popitem(last=False)
 
     # -- generation ------------------------------------------------------------------------------------------------
 
@@ -147,8 +127,6 @@ class AnthropicUpstream(ChatCompletionsUpstream):
                 except HTTPStreamError as exc:
                     raise self._stream_error(exc, before_first_token=not stream.streamed) from None
                 batch = reader.feed(raw) if raw else reader.end()
-                if stream.done:
-                    self._remember(stream)
                 if batch:
                     if deadline.waiting:
                         deadline.first_out()

@@ -41,7 +41,7 @@ _decode_delta = msgspec.json.Decoder(_DeltaEvent).decode
 
 class AnthropicBody:
     """:meth:`feed` each read, :meth:`end` at EOF; the chunks come back. ``stream`` holds the state (``done``,
-    ``failure``, ``streamed``, ``history``)."""
+    ``failure``, ``streamed``)."""
 
     def __init__(self, stream: AnthropicStream, *, max_event_size: int = 16 << 20) -> None:
         self.stream = stream

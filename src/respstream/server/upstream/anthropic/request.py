@@ -2,17 +2,16 @@
 
 How this works: system messages become ``system`` blocks (in order); the other messages become turns that alternate
 by construction (consecutive same-role messages merge), each ``tool`` answer becomes a ``tool_result`` in the user
-turn right after the assistant turn holding its ``tool_use`` (results first in that turn), and the history's reasoning
-(``provider_tools.REASONING_KEY``, or a tool round's thinking remembered by the adapter) goes back unchanged, first in
-its assistant turn. Images and PDFs (data or http(s) URLs) become ``image`` / ``document`` blocks. A field Anthropic
-has no form for raises :class:`~respstream.server.upstream.provider_tools.RefusedField` naming the Responses field.
-The mapping table is in docs/gateway.md#anthropic.
+turn right after the assistant turn holding its ``tool_use`` (results first in that turn), and reasoning
+(``provider_tools.REASONING_KEY``: the history's reasoning items, or a gateway tool round's own) goes back unchanged,
+in place in its assistant turn. Images and PDFs (data or http(s) URLs) become ``image`` / ``document`` blocks. A field
+Anthropic has no form for raises :class:`~respstream.server.upstream.provider_tools.RefusedField` naming the
+Responses field. The mapping table is in docs/gateway.md#anthropic.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any, Final
 
 from respstream.server.upstream.base import GenerationRequest
@@ -39,18 +38,13 @@ _REFUSED: Final = {"presence_penalty": "presence_penalty", "frequency_penalty": 
 _HANDLED: Final = frozenset({"top_p", "reasoning_effort", "response_format", "parallel_tool_calls", "prompt_cache_key",
                              "safety_identifier", "user", "service_tier", "stop"})
 
-ThinkingOf = Callable[[list[str]], list[dict[str, Any]] | None]
-
-
 def tool_names() -> ToolNames:
     return ToolNames(_NAME_RULE, 128)
 
 
 def build_messages_body(request: GenerationRequest, *, model: str, names: ToolNames,
-                        remembered: ThinkingOf | None = None, default_max_tokens: int = DEFAULT_MAX_TOKENS,
-                        sampling: bool = False) -> dict[str, Any]:
-    """The streaming ``POST /v1/messages`` body. ``remembered``: tool call ids -> the thinking blocks of the turn
-    that made them (a server-tool round's history carries no reasoning items). ``sampling``: send ``temperature``
+                        default_max_tokens: int = DEFAULT_MAX_TOKENS, sampling: bool = False) -> dict[str, Any]:
+    """The streaming ``POST /v1/messages`` body. ``sampling``: send ``temperature``
     and ``top_p`` (today's Messages API, as its SDK types say, takes neither: they are refused unless a server that
     takes them is configured so). Raises :class:`RefusedField`."""
     options = request.options
@@ -59,7 +53,7 @@ def build_messages_body(request: GenerationRequest, *, model: str, names: ToolNa
             raise RefusedField(_REFUSED[key], "Anthropic has no such setting")
         if key not in _HANDLED:
             raise RefusedField(key, "Anthropic has no such setting")
-    system, turns = _turns(request.messages, names, remembered)
+    system, turns = _turns(request.messages, names)
     body: dict[str, Any] = {"model": model, "messages": turns, "stream": True}
     if system:
         body["system"] = system
@@ -174,8 +168,7 @@ def _cache_breakpoints(body: dict[str, Any]) -> None:
 
 # -- messages --------------------------------------------------------------------------------------------------------
 
-def _turns(messages: list[dict[str, Any]], names: ToolNames, remembered: ThinkingOf | None
-           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _turns(messages: list[dict[str, Any]], names: ToolNames) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     called: dict[str, int] = {}  # tool_use id -> its assistant turn's index
@@ -189,7 +182,7 @@ def _turns(messages: list[dict[str, Any]], names: ToolNames, remembered: Thinkin
                       "content": _text(message.get("content"))}
             _place_result(turns, called, result)
         elif role == "assistant":
-            blocks = _assistant_blocks(message, names, remembered, where)
+            blocks = _assistant_blocks(message, names, where)
             if blocks:
                 turn = _append(turns, "assistant", blocks)
                 for block in blocks:
@@ -249,12 +242,9 @@ def _place_result(turns: list[dict[str, Any]], called: dict[str, int], result: d
                 called[key] = index + 1
 
 
-def _assistant_blocks(message: dict[str, Any], names: ToolNames, remembered: ThinkingOf | None,
-                      where: str) -> list[dict[str, Any]]:
+def _assistant_blocks(message: dict[str, Any], names: ToolNames, where: str) -> list[dict[str, Any]]:
     calls = message.get("tool_calls") or []
     blocks = _reasoning_blocks(message.get(REASONING_KEY))
-    if not blocks and calls and remembered is not None:
-        blocks = list(remembered([str(c.get("id") or "") for c in calls]) or [])
     blocks += [b for b in _blocks(message.get("content"), where) if b["type"] == "text"]
     for call in calls:
         function = call.get("function") or {}

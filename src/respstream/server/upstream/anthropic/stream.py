@@ -61,8 +61,7 @@ def usage_of(fields: dict[str, Any]) -> Usage:
 class AnthropicStream:
     """Feed each parsed event (:meth:`event`), then :meth:`end` at the end of the body. ``done`` after
     ``message_stop``; ``failure`` set for an ``error`` event or a stream cut short (yield the chunks first, then
-    raise it); ``streamed``: a chunk was given out. ``history`` after ``message_stop``: the turn's thinking blocks as
-    the API wants them back, with the ids of its tool calls."""
+    raise it); ``streamed``: a chunk was given out."""
 
     def __init__(self, *, name: str, names: ToolNames | None = None) -> None:
         self.name = name
@@ -70,13 +69,10 @@ class AnthropicStream:
         self.done = False
         self.streamed = False
         self.failure: UpstreamError | None = None
-        self.history: tuple[list[str], list[dict[str, Any]]] = ([], [])
         self._blocks: dict[int, _Block] = {}
         self._usage: dict[str, Any] = {}
         self._stop_reason: str | None = None
         self._calls = 0
-        self._call_ids: list[str] = []
-        self._thinking: list[dict[str, Any]] = []
         self._servers: dict[str, int] = {}  # server tool_use id -> its block index (the passed item's key)
         self._server_inputs: dict[str, tuple[str, str]] = {}  # server tool_use id -> (query, arguments)
         self.events_seen = 0
@@ -152,7 +148,6 @@ class AnthropicStream:
                                             "status": "in_progress"})]
         elif kind == "redacted_thinking":
             data_blob = str(block.get("data") or "")
-            self._thinking.append({"type": "redacted_thinking", "data": data_blob})
             item = {"type": "reasoning", "id": f"rs_{index}", "summary": [], "encrypted_content": data_blob}
             del self._blocks[index]
             return [PassedItemAdded(index, {**item, "status": "in_progress"}),
@@ -204,7 +199,6 @@ class AnthropicStream:
         if state.kind == "tool_use":
             arguments = call_arguments("".join(state.parts))
             name = self._names.from_provider(state.name) if self._names is not None else state.name
-            self._call_ids.append(state.id)
             self._calls += 1
             return [ToolCallDelta(self._calls - 1, call_id=state.id or None, name=name, arguments=arguments)]
         if state.kind == "thinking":
@@ -223,7 +217,6 @@ class AnthropicStream:
 
     def _thinking_done(self, key: int, state: _Block, status: str) -> list[Chunk]:
         text = "".join(state.parts)
-        self._thinking.append({"type": "thinking", "thinking": text, "signature": state.signature})
         # A summary part (empty when the block had no text) marks a thinking block: one without is redacted.
         item: dict[str, Any] = {"type": "reasoning", "id": f"rs_{key}",
                                 "summary": [{"type": "summary_text", "text": text}], "status": status}
@@ -270,7 +263,6 @@ class AnthropicStream:
             # an unclosed tool_use is a call cut mid-arguments: left out, never presented as a call to run
         self._blocks.clear()
         self.done = True
-        self.history = (self._call_ids, self._thinking)
         reason = _FINISH.get(self._stop_reason or "", "tool_calls" if self._calls else "stop")
         out.append(Finish(reason=reason, usage=usage_of(self._usage)))
         return out
