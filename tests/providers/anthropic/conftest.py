@@ -53,19 +53,30 @@ def gateway(provider: SimulatedAnthropic) -> Iterator[ServerThread]:
         yield server
 
 
+@pytest.fixture(scope="module", params=["openai", "platform", "openresponses"])
+def default_gateway(request: pytest.FixtureRequest, provider: SimulatedAnthropic) -> Iterator[tuple[str, ServerThread]]:
+    """The gateway as ``respstream serve --upstream anthropic+http://…`` runs it (default tools and rewrite), in each
+    dialect."""
+    config = Config(dialect=request.param, upstreams=[f"anthropic+{provider.url}"],
+                    upstream_options={"api_key": "sk-ant-test-key", "retry_backoff": 0.01})
+    with ServerThread(create_app(config)) as server:
+        yield request.param, server
+
+
 @pytest.fixture
 def sim(provider: SimulatedAnthropic) -> SimulatedAnthropic:
     provider.reset()
     return provider
 
 
-def post(server: ServerThread, body: dict[str, Any]) -> tuple[dict[str, Any], list[Any], httpx.Response]:
+def post(server: ServerThread, body: dict[str, Any], dialect: str = "openai"
+         ) -> tuple[dict[str, Any], list[Any], httpx.Response]:
     """Stream one response; its assembled result (``respstream replay --json``'s shape) and violations."""
     with httpx.Client(timeout=30) as client:
         response = client.post(f"{server.base_url}/responses", json={"stream": True, **body})
     if response.status_code != 200:
         return {}, [], response
-    core = StreamCore(dialect="openai")
+    core = StreamCore(dialect=dialect if dialect != "openresponses" else None)
     core.feed(response.content)
     core.close()
     return core.result.to_json(), [v.to_json() for v in core.violations], response

@@ -330,7 +330,10 @@ class Pipeline(GroundFirst, ToolRounds):
         with self.telemetry.span("rewrite", {"respstream.rewrite.input_chars": len(text)}) as span:
             final = text
             try:
-                final = await self.rewriter.rewrite(text, language=None)
+                rewriter = self.rewriter
+                if getattr(self.decision.upstream, "exact_text", False):  # (a provider's answer, as written)
+                    rewriter = getattr(rewriter, "model_steps", rewriter)
+                final = await rewriter.rewrite(text, language=None)
             except Exception:  # a rewriter must never cost the answer
                 log.exception("rewrite failed; keeping the streamed text")
                 span.record_error(error_type="rewrite_failed")

@@ -272,6 +272,14 @@ class Rewriter:
     def names(self) -> list[str]:
         return [s.name for s in self.steps]
 
+    @property
+    def model_steps(self) -> Rewriter:
+        """The same without the pure clean-up steps (markup, ``<think>``, whitespace), which exist for small local
+        models: for an upstream whose text is passed as written (``exact_text``: the provider adapters)."""
+        kept = Rewriter([])
+        kept.steps = [s for s in self.steps if not isinstance(s, FunctionStep)]
+        return kept
+
     async def rewrite(self, text: str, *, language: str | None = None) -> str:
         """The rewritten text, or ``text`` itself when no step changed anything. Never raises."""
         result = text

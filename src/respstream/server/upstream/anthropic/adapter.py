@@ -52,6 +52,9 @@ class AnthropicUpstream(ChatCompletionsUpstream):
     OWN_OPTIONS: Final = frozenset({"anthropic_version", "default_max_tokens", "max_retry_after", "sampling"})
     input_modalities = ("text", "image", "file")
     takes_read_sink = False
+    # Claude's text is passed as written: the rewriter's clean-up steps for small local models (leaked markup,
+    # whitespace) are skipped; opt-in model steps (language alignment, spelling) still run.
+    exact_text = True
 
     def __init__(self, base_url: str, *, name: str, api_key: str | None = None,
                  anthropic_version: str = ANTHROPIC_VERSION, default_max_tokens: int = DEFAULT_MAX_TOKENS,
