@@ -27,7 +27,7 @@ from respstream.server.upstream.chat_wire import error_message
 from respstream.server.upstream.generation_deadline import untimed_margin
 from respstream.server.upstream.http_failures import status_failure
 from respstream.server.upstream.http_stream import HTTPStreamError, StreamResponse
-from respstream.server.upstream.provider_tools import RefusedField, refused_as_http
+from respstream.server.upstream.provider_tools import RefusedField, ToolNames, refused_as_http
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicUpstream", "anthropic_base_url"]
 
@@ -67,16 +67,17 @@ class AnthropicUpstream(ChatCompletionsUpstream):
         self.default_max_tokens = default_max_tokens
         self.max_retry_after = max_retry_after
         self.sampling = sampling
-        self._names = tool_names()
 
     def __repr__(self) -> str:
         return f"AnthropicUpstream({self.base_url!r}, name={self.name!r})"
 
     # -- requests --------------------------------------------------------------------------------------------------
 
-    def body(self, request: GenerationRequest) -> dict[str, Any]:
-        """The ``POST /v1/messages`` body. Raises :class:`RefusedField`."""
-        return build_messages_body(request, model=self.upstream_model_id(request.model), names=self._names,
+    def body(self, request: GenerationRequest, names: ToolNames | None = None) -> dict[str, Any]:
+        """The ``POST /v1/messages`` body (``names``: the request's tool names, to restore them in its stream).
+        Raises :class:`RefusedField`."""
+        return build_messages_body(request, model=self.upstream_model_id(request.model),
+                                   names=names if names is not None else tool_names(),
                                    default_max_tokens=self.default_max_tokens, sampling=self.sampling)
 
     def check_request(self, request: GenerationRequest) -> None:
@@ -104,13 +105,14 @@ class AnthropicUpstream(ChatCompletionsUpstream):
 
     async def _messages_attempt(self, request: GenerationRequest, deadline_at: float
                                 ) -> AsyncGenerator[list[Chunk], None]:
+        names = tool_names()  # (per request: what the provider calls is restored from this request's tools)
         try:
-            body = msgspec.json.encode(self.body(request))
+            body = msgspec.json.encode(self.body(request, names))
         except RefusedField as exc:
             raise UpstreamError("unsupported_parameter", f"{self.name}: {exc}", status=400) from None
         deadline = self._deadline(deadline_at)
         response = await self._open("/messages", body, deadline.at)
-        stream = AnthropicStream(name=self.name, names=self._names)
+        stream = AnthropicStream(name=self.name, names=names)
         reader = AnthropicBody(stream)
         try:
             if response.status_code != 200:
