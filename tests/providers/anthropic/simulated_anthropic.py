@@ -48,6 +48,7 @@ class SimulatedAnthropic:
         self.models = models
         self.replies: deque[Reply] = deque()
         self.requests: list[Seen] = []
+        self.model_queries: list[str] = []  # the query string of each GET /v1/models
         self.random = random.Random(seed)
         self.seed = seed
         app = Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"]),
@@ -82,6 +83,7 @@ class SimulatedAnthropic:
         return out
 
     async def _models(self, request: Request) -> Response:
+        self.model_queries.append(str(request.url.query))
         data = [{"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"}
                 for m in self.models]
         return JSONResponse({"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,

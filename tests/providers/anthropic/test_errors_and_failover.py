@@ -115,6 +115,8 @@ def test_models_come_from_the_provider_and_are_listed_with_it() -> None:
         mine = {m["id"]: m for m in listed if m.get("provider") == "anthropic"}
         assert sorted(mine) == MODELS
         assert set(mine[MODELS[0]]["input_modalities"]) == {"text", "image", "file"}
+        assert sim.model_queries[0] == "limit=1000"  # (the API pages its list: one page of the largest size)
+        assert sim.requests == []
 
 
 def test_an_error_event_after_output_is_not_retried() -> None:

@@ -181,7 +181,7 @@ class ChatCompletionsUpstream:
         headers = {**self._headers, "accept": "application/json"}
         headers.pop("content-type", None)
         try:
-            response = await self._lean().request("GET", f"{self.base_url}/models", b"", headers)
+            response = await self._lean().request("GET", f"{self.base_url}{self.models_path}", b"", headers)
         except HTTPStreamError as exc:
             raise self._stream_error(exc, before_first_token=True) from exc
         try:
@@ -228,6 +228,7 @@ class ChatCompletionsUpstream:
                 yield chunk
 
     takes_read_sink = True  # the pipeline passes generate_batches a sink (see chat_reads); False: it never does
+    models_path = "/models"  # (GET, under base_url: the model list)
 
     def generate_batches(self, request: GenerationRequest, sink: ReadSink | None = None
                          ) -> AsyncGenerator[list[Chunk], None]:

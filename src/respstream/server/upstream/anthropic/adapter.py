@@ -55,6 +55,7 @@ class AnthropicUpstream(ChatCompletionsUpstream):
     # Claude's text is passed as written: the rewriter's clean-up steps for small local models (leaked markup,
     # whitespace) are skipped; opt-in model steps (language alignment, spelling) still run.
     exact_text = True
+    models_path = "/models?limit=1000"  # (the API pages its list, 20 by default; 1000 is its largest page)
 
     def __init__(self, base_url: str, *, name: str, api_key: str | None = None,
                  anthropic_version: str = ANTHROPIC_VERSION, default_max_tokens: int = DEFAULT_MAX_TOKENS,
