@@ -63,6 +63,15 @@ def test_reasoning_goes_back_in_place_redacted_and_signed() -> None:
                                    {"type": "text", "text": "\n\nanswer"}]
 
 
+def test_reasoning_after_the_turns_last_item_goes_back_after_it() -> None:
+    turns = body([{"role": "user", "content": "q"},
+                  {"role": "assistant", "content": "partial", REASONING_KEY: [
+                      {"summary": "cut short", "encrypted_content": "SIG", "after": True}]},
+                  {"role": "user", "content": "go on"}])["messages"]
+    assert turns[1]["content"] == [{"type": "text", "text": "partial"},
+                                   {"type": "thinking", "thinking": "cut short", "signature": "SIG"}]
+
+
 def test_cache_breakpoints_are_at_most_four_and_never_on_thinking() -> None:
     built = build_messages_body(GenerationRequest(
         model="claude", messages=[{"role": "system", "content": "s"}, {"role": "user", "content": "q"},

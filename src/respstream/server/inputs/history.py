@@ -115,8 +115,20 @@ def items_to_messages(instructions: str | None, items: list[InputItem]) -> list[
                 messages[-1].setdefault(REASONING_KEY, []).extend(reasoning)
             reasoning = []
             continue
+        if reasoning and item.type != "function_call":
+            _after_last_assistant(messages, reasoning)
+            reasoning = []
         _add_message(messages, item, answered, called)
+    if reasoning:
+        _after_last_assistant(messages, reasoning)
     return messages
+
+
+def _after_last_assistant(messages: list[dict[str, Any]], reasoning: list[dict[str, Any]]) -> None:
+    """Reasoning that came after its turn's last part (Gemini's signature on a trailing empty text part): on the
+    last assistant message, marked ``after``; dropped when there is none (nothing to return it with)."""
+    if messages and messages[-1]["role"] == "assistant":
+        messages[-1].setdefault(REASONING_KEY, []).extend({**entry, "after": True} for entry in reasoning)
 
 
 def _add_message(messages: list[dict[str, Any]], item: InputItem, answered: set[str | None],

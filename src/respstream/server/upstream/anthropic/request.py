@@ -244,7 +244,9 @@ def _place_result(turns: list[dict[str, Any]], called: dict[str, int], result: d
 
 def _assistant_blocks(message: dict[str, Any], names: ToolNames, where: str) -> list[dict[str, Any]]:
     calls = message.get("tool_calls") or []
-    blocks = _reasoning_blocks(message.get(REASONING_KEY))
+    kept = message.get(REASONING_KEY) or []
+    # (reasoning that came after the turn's other items, "after": it goes back after them, in place)
+    blocks = _reasoning_blocks([entry for entry in kept if not entry.get("after")])
     blocks += [b for b in _blocks(message.get("content"), where) if b["type"] == "text"]
     for call in calls:
         function = call.get("function") or {}
@@ -252,7 +254,7 @@ def _assistant_blocks(message: dict[str, Any], names: ToolNames, where: str) -> 
                        "name": names.to_provider(str(function.get("name") or "")),
                        "input": arguments_object(str(function.get("arguments") or ""), f"{where}: tool call "
                                                  f"{call.get('id')!r} arguments")})
-    return blocks
+    return blocks + _reasoning_blocks([entry for entry in kept if entry.get("after")])
 
 
 def _reasoning_blocks(items: Any) -> list[dict[str, Any]]:
