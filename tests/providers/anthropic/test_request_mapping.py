@@ -38,7 +38,6 @@ def sent(gateway: ServerThread, sim: SimulatedAnthropic, body: dict[str, Any],
     ("presence_penalty", {"presence_penalty": 0.5}),
     ("frequency_penalty", {"frequency_penalty": 0.5}),
     ("top_logprobs", {"top_logprobs": 3}),
-    ("text.verbosity", {"text": {"verbosity": "low"}}),
     ("text.format", {"text": {"format": {"type": "json_object"}}}),
     ("service_tier", {"service_tier": "flex"}),
     ("tool_choice", {"tools": [WEATHER], "tool_choice": "required", "reasoning": {"effort": "high"}}),
@@ -74,6 +73,17 @@ def test_reasoning_effort_is_a_thinking_budget(gateway: ServerThread, sim: Simul
     assert body["max_tokens"] > budget
     body, _ = sent(gateway, sim, {"input": "think", "reasoning": {"effort": effort}, "max_output_tokens": 4000})
     assert body["max_tokens"] == 4000 and body["thinking"]["budget_tokens"] == min(budget, 3999)
+
+
+@pytest.mark.parametrize(("verbosity", "asked"), [("low", "concisely"), ("high", "thoroughly"), ("medium", None)])
+def test_verbosity_is_asked_for_in_the_system_prompt(gateway: ServerThread, sim: SimulatedAnthropic,
+                                                     verbosity: str, asked: str | None) -> None:
+    body, _ = sent(gateway, sim, {"input": "explain", "instructions": "Be kind.", "text": {"verbosity": verbosity},
+                                  "service_tier": "priority"})
+    system = [b["text"] for b in body["system"]]
+    assert system[0] == "Be kind." and len(system) == (2 if asked else 1)
+    assert asked is None or asked in system[-1]
+    assert body["service_tier"] == "auto"
 
 
 def test_no_thinking_for_effort_none(gateway: ServerThread, sim: SimulatedAnthropic) -> None:

@@ -31,12 +31,16 @@ DEFAULT_MAX_TOKENS: Final = 8192
 THINKING_BUDGETS: Final = {"low": 2048, "medium": 8192, "high": 24576, "xhigh": 32000}
 _NAME_RULE: Final = re.compile(r"[a-zA-Z0-9_-]{1,128}")
 _MAX_BREAKPOINTS: Final = 4
-_SERVICE_TIERS: Final = {"auto": "auto", "default": "standard_only"}
+# Anthropic's "auto" uses Priority Tier capacity where the account has it, "standard_only" never does
+_SERVICE_TIERS: Final = {"auto": "auto", "default": "standard_only", "priority": "auto"}
+# text.verbosity has no Anthropic setting: the gateway asks for it in the system prompt (medium: the model's own)
+_VERBOSITY: Final = {"low": "Answer concisely: keep explanations short.",
+                     "high": "Answer thoroughly: explain in detail."}
 # Chat option key -> the Responses field a client set (what a refusal names)
 _REFUSED: Final = {"presence_penalty": "presence_penalty", "frequency_penalty": "frequency_penalty",
-                   "logprobs": "top_logprobs", "top_logprobs": "top_logprobs", "verbosity": "text.verbosity"}
+                   "logprobs": "top_logprobs", "top_logprobs": "top_logprobs"}
 _HANDLED: Final = frozenset({"top_p", "reasoning_effort", "response_format", "parallel_tool_calls", "prompt_cache_key",
-                             "safety_identifier", "user", "service_tier", "stop"})
+                             "safety_identifier", "user", "service_tier", "stop", "verbosity"})
 
 def tool_names() -> ToolNames:
     return ToolNames(_NAME_RULE, 128)
@@ -55,6 +59,11 @@ def build_messages_body(request: GenerationRequest, *, model: str, names: ToolNa
             raise RefusedField(key, "Anthropic has no such setting")
     system, turns = _turns(request.messages, names)
     body: dict[str, Any] = {"model": model, "messages": turns, "stream": True}
+    verbosity = options.get("verbosity")
+    if verbosity is not None and verbosity not in (*_VERBOSITY, "medium"):
+        raise RefusedField("text.verbosity", f"{verbosity!r} is not low, medium or high")
+    if verbosity in _VERBOSITY:
+        system.append({"type": "text", "text": _VERBOSITY[verbosity]})
     if system:
         body["system"] = system
     thinking = _thinking(options.get("reasoning_effort"), request.max_output_tokens, default_max_tokens)
@@ -71,7 +80,7 @@ def build_messages_body(request: GenerationRequest, *, model: str, names: ToolNa
     tier = options.get("service_tier")
     if tier is not None:
         if tier not in _SERVICE_TIERS:
-            raise RefusedField("service_tier", f"{tier!r} has no Anthropic tier (auto or default)")
+            raise RefusedField("service_tier", f"{tier!r} has no Anthropic tier (auto, default or priority)")
         body["service_tier"] = _SERVICE_TIERS[tier]
     stop = options.get("stop")
     if stop:
