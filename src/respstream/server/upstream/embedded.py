@@ -272,7 +272,8 @@ class EmbeddedUpstream:
                 from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
 
                 adapter_class = AnthropicUpstream
-                options = {**options, "sampling": True}  # (llama.cpp takes temperature and top_p there)
+                # (llama.cpp takes temperature and top_p there, and any thinking budget below its output cap)
+                options = {**options, "sampling": True, "least_thinking_budget": 1}
             adapter = adapter_class(f"{self.address}/v1", name=self.name, models=self.models, **options)
             # llama.cpp reports one alias (the first id): every id of ours is sent as that one.
             adapter._upstream_ids = dict.fromkeys(self.models, self.models[0])

@@ -19,7 +19,12 @@ from typing import Any, Final
 import msgspec
 
 from respstream.server.upstream.anthropic.body import AnthropicBody
-from respstream.server.upstream.anthropic.request import DEFAULT_MAX_TOKENS, build_messages_body, tool_names
+from respstream.server.upstream.anthropic.request import (
+    DEFAULT_MAX_TOKENS,
+    LEAST_THINKING_BUDGET,
+    build_messages_body,
+    tool_names,
+)
 from respstream.server.upstream.anthropic.stream import AnthropicStream
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
@@ -46,10 +51,12 @@ class AnthropicUpstream(ChatCompletionsUpstream):
     """Streams from ``{base_url}/messages`` (see the module docstring). Options as
     :class:`ChatCompletionsUpstream` plus ``anthropic_version``, ``default_max_tokens`` (``max_tokens`` when the
     request sets no ``max_output_tokens``), ``max_retry_after`` (the longest 429 ``retry-after`` waited here) and
-    ``sampling`` (forward ``temperature``/``top_p``: for servers that take them, such as llama.cpp's)."""
+    ``sampling`` (forward ``temperature``/``top_p``: for servers that take them, such as llama.cpp's) and
+    ``least_thinking_budget`` (the smallest ``budget_tokens``: the API's 1024; 1 for llama.cpp)."""
 
     provider = "anthropic"
-    OWN_OPTIONS: Final = frozenset({"anthropic_version", "default_max_tokens", "max_retry_after", "sampling"})
+    OWN_OPTIONS: Final = frozenset({"anthropic_version", "default_max_tokens", "max_retry_after", "sampling",
+                                    "least_thinking_budget"})
     input_modalities = ("text", "image", "file")
     takes_read_sink = False
     # Claude's text is passed as written: the rewriter's clean-up steps for small local models (leaked markup,
@@ -59,7 +66,8 @@ class AnthropicUpstream(ChatCompletionsUpstream):
 
     def __init__(self, base_url: str, *, name: str, api_key: str | None = None,
                  anthropic_version: str = ANTHROPIC_VERSION, default_max_tokens: int = DEFAULT_MAX_TOKENS,
-                 max_retry_after: float = 10.0, sampling: bool = False, **options: Any) -> None:
+                 max_retry_after: float = 10.0, sampling: bool = False,
+                 least_thinking_budget: int = LEAST_THINKING_BUDGET, **options: Any) -> None:
         super().__init__(anthropic_base_url(base_url), name=name, **options)
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         self._headers["anthropic-version"] = anthropic_version
@@ -68,6 +76,7 @@ class AnthropicUpstream(ChatCompletionsUpstream):
         self.default_max_tokens = default_max_tokens
         self.max_retry_after = max_retry_after
         self.sampling = sampling
+        self.least_thinking_budget = least_thinking_budget
 
     def __repr__(self) -> str:
         return f"AnthropicUpstream({self.base_url!r}, name={self.name!r})"
@@ -79,7 +88,8 @@ class AnthropicUpstream(ChatCompletionsUpstream):
         Raises :class:`RefusedField`."""
         return build_messages_body(request, model=self.upstream_model_id(request.model),
                                    names=names if names is not None else tool_names(),
-                                   default_max_tokens=self.default_max_tokens, sampling=self.sampling)
+                                   default_max_tokens=self.default_max_tokens, sampling=self.sampling,
+                                   least_thinking_budget=self.least_thinking_budget)
 
     def check_request(self, request: GenerationRequest) -> None:
         """Before streaming: a field Anthropic cannot take is a 400 naming it. Raises :class:`HTTPError`."""

@@ -24,9 +24,10 @@ from respstream.server.upstream.provider_tools import (
     tool_choice_of,
 )
 
-__all__ = ["THINKING_BUDGETS", "build_messages_body", "tool_names"]
+__all__ = ["DEFAULT_MAX_TOKENS", "LEAST_THINKING_BUDGET", "THINKING_BUDGETS", "build_messages_body", "tool_names"]
 
 DEFAULT_MAX_TOKENS: Final = 8192
+LEAST_THINKING_BUDGET: Final = 1024  # the API's smallest budget_tokens
 # reasoning.effort -> thinking budget_tokens ("none"/"minimal": no thinking)
 THINKING_BUDGETS: Final = {"low": 2048, "medium": 8192, "high": 24576, "xhigh": 32000}
 _NAME_RULE: Final = re.compile(r"[a-zA-Z0-9_-]{1,128}")
@@ -47,10 +48,12 @@ def tool_names() -> ToolNames:
 
 
 def build_messages_body(request: GenerationRequest, *, model: str, names: ToolNames,
-                        default_max_tokens: int = DEFAULT_MAX_TOKENS, sampling: bool = False) -> dict[str, Any]:
+                        default_max_tokens: int = DEFAULT_MAX_TOKENS, sampling: bool = False,
+                        least_thinking_budget: int = LEAST_THINKING_BUDGET) -> dict[str, Any]:
     """The streaming ``POST /v1/messages`` body. ``sampling``: send ``temperature``
     and ``top_p`` (today's Messages API, as its SDK types say, takes neither: they are refused unless a server that
-    takes them is configured so). Raises :class:`RefusedField`."""
+    takes them is configured so). ``least_thinking_budget``: the API's smallest ``budget_tokens`` (llama.cpp has
+    none). Raises :class:`RefusedField`."""
     options = request.options
     for key in options:
         if key in _REFUSED:
@@ -66,7 +69,7 @@ def build_messages_body(request: GenerationRequest, *, model: str, names: ToolNa
         system.append({"type": "text", "text": _VERBOSITY[verbosity]})
     if system:
         body["system"] = system
-    thinking = _thinking(options.get("reasoning_effort"), request.max_output_tokens, default_max_tokens)
+    thinking = _thinking(options.get("reasoning_effort"), request.max_output_tokens, least_thinking_budget)
     body["max_tokens"] = request.max_output_tokens or default_max_tokens + (thinking or 0)
     if thinking:
         body["thinking"] = {"type": "enabled", "budget_tokens": thinking}
@@ -90,18 +93,18 @@ def build_messages_body(request: GenerationRequest, *, model: str, names: ToolNa
     return body
 
 
-def _thinking(effort: Any, max_output_tokens: int | None, default_max_tokens: int) -> int | None:
+def _thinking(effort: Any, max_output_tokens: int | None, least: int) -> int | None:
     if effort is None or effort in ("none", "minimal"):
         return None
     budget = THINKING_BUDGETS.get(str(effort))
     if budget is None:
         raise RefusedField("reasoning.effort", f"{effort!r} has no Anthropic thinking budget")
     if max_output_tokens is not None:
-        if max_output_tokens <= 1024:
-            raise RefusedField("max_output_tokens", "Anthropic thinking (reasoning.effort) needs more than 1024 "
-                               "output tokens (its smallest budget is 1024)")
+        if max_output_tokens <= least:
+            raise RefusedField("max_output_tokens", f"Anthropic thinking (reasoning.effort) needs more than {least} "
+                               f"output tokens (its smallest budget is {least})")
         budget = min(budget, max_output_tokens - 1)
-    return max(1024, budget)
+    return max(least, budget)
 
 
 def _sampling(body: dict[str, Any], request: GenerationRequest, thinking: bool, sampling: bool) -> None:
