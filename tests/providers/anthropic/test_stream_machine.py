@@ -197,6 +197,16 @@ def test_the_text_lane_keeps_the_providers_rules() -> None:
     assert f"byte {sum(map(len, reads[:3])) + len(reads[2] + reads[3])}" in stream.failure.message
 
 
+def test_a_data_line_of_two_json_values_is_not_json_in_the_lane_either() -> None:
+    stream = AnthropicStream(name="sim")
+    body = AnthropicBody(stream)
+    opening = [START, block(0, type="text", text="")]
+    body.feed(b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in opening))
+    one = json.dumps(delta(0, type="text_delta", text="a"))
+    assert body.feed(f"event: content_block_delta\ndata: {one},{one}\n\n".encode()) == []
+    assert stream.failure is not None and "not JSON" in stream.failure.message
+
+
 def test_events_after_message_stop_are_ignored() -> None:
     chunks, _ = feed(START, stop("end_turn"), STOP, block(0, type="text", text=""), delta(0, type="text_delta",
                                                                                          text="late"))

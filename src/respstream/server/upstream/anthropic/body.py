@@ -37,6 +37,7 @@ class _DeltaEvent(msgspec.Struct, gc=False):
 
 
 _decode_delta = msgspec.json.Decoder(_DeltaEvent).decode
+_decode_deltas = msgspec.json.Decoder(list[_DeltaEvent]).decode
 
 
 class AnthropicBody:
@@ -49,14 +50,15 @@ class AnthropicBody:
         self._count = 0
         self._at_boundary = True  # the decoder holds nothing (what it was given ended at an event's end)
         self._skipped = 0  # bytes taken by the text lane (the decoder's offsets do not count them)
+        self._lane_events = 0  # events in the read the text lane last looked at
 
     def feed(self, raw: bytes) -> list[Chunk]:
         if self._at_boundary and raw.startswith(_DELTA_HEAD) and raw.endswith(b"\n\n"):
             texts = self._text_lane(raw)
             if texts is not None:
                 self._skipped += len(raw)
-                self._count += raw.count(_DELTA_HEAD)
-                self.stream.events_seen += raw.count(_DELTA_HEAD)
+                self._count += self._lane_events
+                self.stream.events_seen += self._lane_events
                 if not texts:
                     return []
                 self.stream.streamed = True
@@ -75,20 +77,29 @@ class AnthropicBody:
         if stream.done or stream.failure is not None or b"\r" in raw:
             return None
         payloads = raw[len(_DELTA_HEAD):-2].split(_SPLIT)
-        if b"\n" in b"".join(payloads):
+        self._lane_events = len(payloads)
+        if raw.count(b"\n") != 3 * len(payloads):
             return None  # (a comment, another field, multi-line data: the decoder reads it)
+        try:  # (several events: one decode of them as a JSON array)
+            events = [_decode_delta(payloads[0])] if len(payloads) == 1 else _decode_deltas(
+                b"[" + b",".join(payloads) + b"]")
+        except msgspec.DecodeError:
+            return None
+        if len(events) != len(payloads):
+            return None  # (a data line holding more than one JSON value: the decoder refuses it)
         texts: list[str] = []
-        for payload in payloads:
-            try:
-                event = _decode_delta(payload)
-            except msgspec.DecodeError:
-                return None
+        append = texts.append
+        open_index = -1
+        for event in events:
             delta = event.delta
-            if event.type != "content_block_delta" or delta is None or delta.type != "text_delta" \
-                    or not stream.text_block(event.index):
+            if event.type != "content_block_delta" or delta is None or delta.type != "text_delta":
                 return None
+            if event.index != open_index:
+                if not stream.text_block(event.index):
+                    return None
+                open_index = event.index
             if delta.text:
-                texts.append(delta.text)
+                append(delta.text)
         return texts
 
     def end(self) -> list[Chunk]:
