@@ -43,7 +43,7 @@ def test_text_turn(gateway: tuple[ServerThread, str]) -> None:
     assert got["status"] in ("completed", "incomplete"), got["error"]
     assert got["output_text"].strip()
     # (llama.cpp's message_start reports the prompt it has read so far: on a loaded machine sometimes 0)
-    assert got["usage"]["output_tokens"] > 0 and got["usage"]["input_tokens"] >= 0
+    assert got["usage"]["output_tokens"] > 0
 
 
 def test_tool_turn(gateway: tuple[ServerThread, str]) -> None:
