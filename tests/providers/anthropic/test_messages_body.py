@@ -104,3 +104,14 @@ def test_unknown_option_is_refused_by_name() -> None:
     with pytest.raises(RefusedField) as info:
         body([{"role": "user", "content": "q"}], options={"a_new_option": 1})
     assert info.value.field == "a_new_option"
+
+
+@pytest.mark.parametrize(("model", "max_tokens"), [("claude-3-opus-20240229", 4096), ("claude-3-5-haiku-latest", 8192),
+                                                   ("claude-sonnet-4-5", 8192)])
+def test_the_default_max_tokens_fits_the_older_models(model: str, max_tokens: int) -> None:
+    built = build_messages_body(GenerationRequest(model=model, messages=[{"role": "user", "content": "q"}]),
+                                model=model, names=tool_names())
+    assert built["max_tokens"] == max_tokens
+    given = build_messages_body(GenerationRequest(model=model, messages=[{"role": "user", "content": "q"}],
+                                                  max_output_tokens=100), model=model, names=tool_names())
+    assert given["max_tokens"] == 100

@@ -28,6 +28,9 @@ __all__ = ["DEFAULT_MAX_TOKENS", "LEAST_THINKING_BUDGET", "THINKING_BUDGETS", "b
 
 DEFAULT_MAX_TOKENS: Final = 8192
 LEAST_THINKING_BUDGET: Final = 1024  # the API's smallest budget_tokens
+# The most output tokens of the older models, whose limit is below the default (a larger max_tokens is a 400)
+_OUTPUT_CAPS: Final = (("claude-3-5-", 8192), ("claude-3-opus", 4096), ("claude-3-sonnet", 4096),
+                       ("claude-3-haiku", 4096))
 # reasoning.effort -> thinking budget_tokens ("none"/"minimal": no thinking)
 THINKING_BUDGETS: Final = {"low": 2048, "medium": 8192, "high": 24576, "xhigh": 32000}
 _NAME_RULE: Final = re.compile(r"[a-zA-Z0-9_-]{1,128}")
@@ -70,7 +73,9 @@ def build_messages_body(request: GenerationRequest, *, model: str, names: ToolNa
     if system:
         body["system"] = system
     thinking = _thinking(options.get("reasoning_effort"), request.max_output_tokens, least_thinking_budget)
-    body["max_tokens"] = request.max_output_tokens or default_max_tokens + (thinking or 0)
+    cap = next((most for prefix, most in _OUTPUT_CAPS if model.startswith(prefix)), None)
+    default = default_max_tokens + (thinking or 0)
+    body["max_tokens"] = request.max_output_tokens or (default if cap is None else min(default, cap))
     if thinking:
         body["thinking"] = {"type": "enabled", "budget_tokens": thinking}
     _sampling(body, request, thinking is not None, sampling)
