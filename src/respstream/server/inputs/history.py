@@ -13,8 +13,21 @@ from typing import Any
 from respstream.server.events.client_tool_kinds import CALL_KINDS, base_kind, call_as_input
 from respstream.server.inputs.input_parts import MEDIA_PART_TYPES, media_part
 from respstream.server.inputs.response_request import InputItem
+from respstream.server.upstream.provider_request import REASONING_KEY
 
-__all__ = ["items_from_json", "items_to_messages", "output_to_items"]
+__all__ = ["items_from_json", "items_to_messages", "output_to_items", "reasoning_item"]
+
+
+def reasoning_item(raw: dict[str, Any]) -> InputItem | None:
+    """A ``reasoning`` item that carries ``encrypted_content`` (a provider's signed thinking: Gemini's
+    ``thoughtSignature``...) as an input item, its summary text kept; ``None`` for one without it (nothing any
+    upstream needs back)."""
+    encrypted = raw.get("encrypted_content")
+    if not isinstance(encrypted, str) or not encrypted:
+        return None
+    summary = raw.get("summary")
+    text = "".join(str(p.get("text", "")) for p in summary if isinstance(p, dict)) if isinstance(summary, list) else ""
+    return InputItem("reasoning", role="assistant", text=text, encrypted_content=encrypted)
 
 
 def output_to_items(output: list[dict[str, Any]]) -> list[InputItem]:
@@ -36,6 +49,8 @@ def output_to_items(output: list[dict[str, Any]]) -> list[InputItem]:
             result = raw.get("output") if raw.get("output") is not None else raw.get("error")
             if result is not None:
                 items.append(InputItem("function_call_output", role="tool", call_id=call_id, output=str(result)))
+        elif kind == "reasoning" and (reasoning := reasoning_item(raw)) is not None:
+            items.append(reasoning)
         elif kind == "web_search_call" and raw.get("output"):
             items.append(InputItem("message", role="system", text=f"Web search results: {raw['output']}"))
     return items
@@ -57,11 +72,14 @@ def items_from_json(raw: list[dict[str, Any]]) -> list[InputItem]:
         elif kind == "function_call_output":
             items.append(InputItem("function_call_output", role="tool", call_id=r.get("call_id"),
                                    output=str(r.get("output", ""))))
+        elif kind == "reasoning" and (reasoning := reasoning_item(r)) is not None:
+            items.append(reasoning)
     return items
 
 
 def items_to_messages(instructions: str | None, items: list[InputItem]) -> list[dict[str, Any]]:
-    """Chat Completions messages; consecutive function calls become one assistant message with ``tool_calls``."""
+    """Chat Completions messages; consecutive function calls become one assistant message with ``tool_calls``; a
+    reasoning item with ``encrypted_content`` an entry under ``REASONING_KEY`` in its place."""
     messages: list[dict[str, Any]] = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
@@ -89,4 +107,9 @@ def items_to_messages(instructions: str | None, items: list[InputItem]) -> list[
             messages.append({"role": "user", "content": f"Tool result ({item.call_id}): {item.output}"})
         elif item.type == "function_call_output":
             messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.output})
+        elif item.type == "reasoning" and item.encrypted_content:
+            # Not a Chat message: provider adapters put the signature back in place, the others drop it
+            # (upstream/provider_request.py).
+            messages.append({"role": "assistant", "content": None,
+                             REASONING_KEY: {"encrypted_content": item.encrypted_content, "summary": item.text}})
     return messages

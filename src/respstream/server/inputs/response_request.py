@@ -29,6 +29,7 @@ class InputItem:
     arguments: str = ""
     output: str = ""
     parts: list[dict[str, Any]] | None = None  # image/file parts of a message, in Chat Completions form
+    encrypted_content: str | None = None  # a reasoning item's: a provider's signed thinking, sent back unchanged
 
     def to_json(self) -> dict[str, Any]:
         if self.type == "message":
@@ -40,6 +41,9 @@ class InputItem:
             return {"type": "function_call", "call_id": self.call_id, "name": self.name, "arguments": self.arguments}
         if self.type == "function_call_output":
             return {"type": "function_call_output", "call_id": self.call_id, "output": self.output}
+        if self.encrypted_content is not None:
+            summary = [{"type": "summary_text", "text": self.text}] if self.text else []
+            return {"type": "reasoning", "summary": summary, "encrypted_content": self.encrypted_content}
         return {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": self.text}]}
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from respstream.server.upstream.base import GenerationRequest
+from respstream.server.upstream.provider_request import without_replayed_reasoning
 
 __all__ = ["build_request_body", "error_message", "parse_retry_after", "simple_data_events"]
 
@@ -18,7 +19,8 @@ def build_request_body(
     request: GenerationRequest, *, include_usage: bool = True, model: str | None = None
 ) -> dict[str, Any]:
     """The JSON body for a streaming Chat Completions call (``model`` overrides ``request.model``)."""
-    body: dict[str, Any] = {"model": model or request.model, "messages": request.messages, "stream": True}
+    body: dict[str, Any] = {"model": model or request.model, "messages": without_replayed_reasoning(request.messages),
+                            "stream": True}
     if include_usage:
         body["stream_options"] = {"include_usage": True}
     if request.tools:

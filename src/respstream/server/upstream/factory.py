@@ -9,6 +9,7 @@
   ``api="auto"``); ``responses+http(s)://…`` -> its Responses API, no probe; ``chat+http(s)://…`` ->
   :class:`~respstream.server.upstream.chat_completions.ChatCompletionsUpstream`
   (``name`` defaults to ``host:port``; ``models`` unset means discovered at ``start()``, listed under readable ids)
+- ``gemini+http(s)://HOST`` -> :class:`~respstream.server.upstream.gemini.GeminiUpstream` (Google's Gemini API)
 - ``scripted:N[?delay_ms=D&tool=NAME&fail_at=K&reasoning=R&text=T]`` -> the SIMULATED
   :class:`~respstream.server.upstream.scripted.ScriptedUpstream`
 
@@ -70,6 +71,16 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
         kwargs.pop("name", None)
         kwargs.update(parse_scripted_spec(spec))
         return ScriptedUpstream(name=name or "scripted", **kwargs)
+    if spec.startswith(("gemini+http://", "gemini+https://")):
+        from respstream.server.upstream.gemini import GeminiUpstream
+
+        url = spec.removeprefix("gemini+")
+        if not urlsplit(url).hostname:
+            raise ValueError(f"upstream URL {spec!r} has no host")
+        gemini = {**_accepted(ChatCompletionsUpstream, options),
+                  **{k: v for k, v in options.items() if k == "max_retry_wait" and v is not None}}
+        gemini.pop("name", None)
+        return GeminiUpstream(url, name=name or urlsplit(url).netloc, **gemini)
     api = "auto"
     for prefix in ("responses+", "chat+"):
         if spec.startswith(prefix):
