@@ -13,21 +13,21 @@ from typing import Any
 from respstream.server.events.client_tool_kinds import CALL_KINDS, base_kind, call_as_input
 from respstream.server.inputs.input_parts import MEDIA_PART_TYPES, media_part
 from respstream.server.inputs.response_request import InputItem
-from respstream.server.upstream.provider_request import REASONING_KEY
+from respstream.server.upstream.provider_tools import REASONING_KEY
 
 __all__ = ["items_from_json", "items_to_messages", "output_to_items", "reasoning_item"]
 
 
 def reasoning_item(raw: dict[str, Any]) -> InputItem | None:
-    """A ``reasoning`` item that carries ``encrypted_content`` (a provider's signed thinking: Gemini's
-    ``thoughtSignature``...) as an input item, its summary text kept; ``None`` for one without it (nothing any
-    upstream needs back)."""
+    """A ``reasoning`` item that carries ``encrypted_content`` (a provider's signed or redacted reasoning, which it
+    wants back unchanged on the next turn), else ``None`` (nothing the upstream needs)."""
     encrypted = raw.get("encrypted_content")
     if not isinstance(encrypted, str) or not encrypted:
         return None
     summary = raw.get("summary")
-    text = "".join(str(p.get("text", "")) for p in summary if isinstance(p, dict)) if isinstance(summary, list) else ""
-    return InputItem("reasoning", role="assistant", text=text, encrypted_content=encrypted)
+    parts = [p for p in summary if isinstance(p, dict)] if isinstance(summary, list) else []
+    return InputItem("reasoning", role="assistant", text="".join(str(p.get("text", "")) for p in parts),
+                     encrypted_content=encrypted, summarized=bool(parts))
 
 
 def output_to_items(output: list[dict[str, Any]]) -> list[InputItem]:
@@ -49,8 +49,10 @@ def output_to_items(output: list[dict[str, Any]]) -> list[InputItem]:
             result = raw.get("output") if raw.get("output") is not None else raw.get("error")
             if result is not None:
                 items.append(InputItem("function_call_output", role="tool", call_id=call_id, output=str(result)))
-        elif kind == "reasoning" and (reasoning := reasoning_item(raw)) is not None:
-            items.append(reasoning)
+        elif kind == "reasoning":
+            kept = reasoning_item(raw)
+            if kept is not None:
+                items.append(kept)
         elif kind == "web_search_call" and raw.get("output"):
             items.append(InputItem("message", role="system", text=f"Web search results: {raw['output']}"))
     return items
@@ -72,44 +74,71 @@ def items_from_json(raw: list[dict[str, Any]]) -> list[InputItem]:
         elif kind == "function_call_output":
             items.append(InputItem("function_call_output", role="tool", call_id=r.get("call_id"),
                                    output=str(r.get("output", ""))))
-        elif kind == "reasoning" and (reasoning := reasoning_item(r)) is not None:
-            items.append(reasoning)
+        elif kind == "reasoning":
+            kept = reasoning_item(r)
+            if kept is not None:
+                items.append(kept)
     return items
 
 
 def items_to_messages(instructions: str | None, items: list[InputItem]) -> list[dict[str, Any]]:
-    """Chat Completions messages; consecutive function calls become one assistant message with ``tool_calls``; a
-    reasoning item with ``encrypted_content`` an entry under ``REASONING_KEY`` in its place."""
+    """Chat Completions messages; consecutive function calls become one assistant message with ``tool_calls``."""
     messages: list[dict[str, Any]] = []
     if instructions:
         messages.append({"role": "system", "content": instructions})
     answered = {i.call_id for i in items if i.type == "function_call_output"}
     called = {i.call_id for i in items if i.type == "function_call"}
+    reasoning: list[dict[str, Any]] = []  # kept reasoning, for the next assistant message (provider upstreams)
     for item in items:
-        if item.type == "message":
-            role = "system" if item.role == "developer" else item.role
-            if item.parts:  # images/files: the Chat Completions content-part list, text first
-                text_part = [{"type": "text", "text": item.text}] if item.text else []
-                messages.append({"role": role, "content": text_part + item.parts})
+        if item.type == "reasoning":
+            reasoning.append({"summary": item.text if item.summarized else None,
+                              "encrypted_content": item.encrypted_content})
+            continue
+        if reasoning and item.role == "assistant" and (item.type == "message" or item.call_id in answered):
+            before = len(messages)
+            _add_message(messages, item, answered, called)
+            if len(messages) > before:
+                messages[-1][REASONING_KEY] = reasoning
             else:
-                messages.append({"role": role, "content": item.text})
-        elif item.type == "function_call":
-            if item.call_id not in answered:
-                continue  # a call without its output confuses most chat templates
-            call = {"id": item.call_id, "type": "function",
-                    "function": {"name": item.name, "arguments": item.arguments or "{}"}}
-            last = messages[-1] if messages else None
-            if last is not None and last["role"] == "assistant" and last.get("tool_calls") and not last["content"]:
-                last["tool_calls"].append(call)
-            else:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        elif item.type == "function_call_output" and item.call_id not in called:
-            messages.append({"role": "user", "content": f"Tool result ({item.call_id}): {item.output}"})
-        elif item.type == "function_call_output":
-            messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.output})
-        elif item.type == "reasoning" and item.encrypted_content:
-            # Not a Chat message: provider adapters put the signature back in place, the others drop it
-            # (upstream/provider_request.py).
-            messages.append({"role": "assistant", "content": None,
-                             REASONING_KEY: {"encrypted_content": item.encrypted_content, "summary": item.text}})
+                messages[-1].setdefault(REASONING_KEY, []).extend(reasoning)
+            reasoning = []
+            continue
+        if reasoning and item.type != "function_call":
+            _after_last_assistant(messages, reasoning)
+            reasoning = []
+        _add_message(messages, item, answered, called)
+    if reasoning:
+        _after_last_assistant(messages, reasoning)
     return messages
+
+
+def _after_last_assistant(messages: list[dict[str, Any]], reasoning: list[dict[str, Any]]) -> None:
+    """Reasoning that came after its turn's last part (Gemini's signature on a trailing empty text part): on the
+    last assistant message, marked ``after``; dropped when there is none (nothing to return it with)."""
+    if messages and messages[-1]["role"] == "assistant":
+        messages[-1].setdefault(REASONING_KEY, []).extend({**entry, "after": True} for entry in reasoning)
+
+
+def _add_message(messages: list[dict[str, Any]], item: InputItem, answered: set[str | None],
+                 called: set[str | None]) -> None:
+    if item.type == "message":
+        role = "system" if item.role == "developer" else item.role
+        if item.parts:  # images/files: the Chat Completions content-part list, text first
+            text_part = [{"type": "text", "text": item.text}] if item.text else []
+            messages.append({"role": role, "content": text_part + item.parts})
+        else:
+            messages.append({"role": role, "content": item.text})
+    elif item.type == "function_call":
+        if item.call_id not in answered:
+            return  # a call without its output confuses most chat templates
+        call = {"id": item.call_id, "type": "function",
+                "function": {"name": item.name, "arguments": item.arguments or "{}"}}
+        last = messages[-1] if messages else None
+        if last is not None and last["role"] == "assistant" and last.get("tool_calls") and not last["content"]:
+            last["tool_calls"].append(call)
+        else:
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    elif item.type == "function_call_output" and item.call_id not in called:
+        messages.append({"role": "user", "content": f"Tool result ({item.call_id}): {item.output}"})
+    elif item.type == "function_call_output":
+        messages.append({"role": "tool", "tool_call_id": item.call_id, "content": item.output})

@@ -122,10 +122,10 @@ def parse_input_items(raw: Any, param: str = "input",
                 raise invalid(f"{where}.encrypted_content {exc}", f"{where}.encrypted_content") from None
             items.append(InputItem("message", role="system", text=f"Summary of the earlier conversation: {summary}"))
         elif kind == "reasoning":
-            reasoning = reasoning_item(item)
-            if reasoning is not None:  # a provider's signed thinking: it goes back to that provider unchanged
-                items.append(reasoning)
-            # (else what the Agents SDK sends back: the model does not need its own reasoning text again)
+            kept = reasoning_item(item)
+            if kept is not None:  # a provider's signed reasoning goes back to it, in place (upstream/provider_tools.py)
+                items.append(kept)
+            # else: what the Agents SDK sends back; the model does not need its own reasoning again
         elif kind == "mcp_call" or (given != kind and str(kind).endswith("_call")):
             # echoed by SDKs (also Open Responses' `respstream:<server tool>_call` items): the call and its result
             # are history the model must see
@@ -151,6 +151,6 @@ def parse_input_items(raw: Any, param: str = "input",
             raise invalid(f"{where}.type {kind!r} is not supported", f"{where}.type", "unsupported_parameter")
     if mcp is not None and (mcp[0] or mcp[1]) and not items:
         return items  # only an approval answer: the approved call is the new input
-    if not items or not any(i.text.strip() or i.parts or i.type not in ("message", "reasoning") for i in items):
+    if not items or not any(i.text.strip() or i.parts or i.type != "message" for i in items):
         raise invalid(f"{param} is required and must not be empty", param, "missing_required_parameter")
     return items

@@ -29,7 +29,10 @@ class InputItem:
     arguments: str = ""
     output: str = ""
     parts: list[dict[str, Any]] | None = None  # image/file parts of a message, in Chat Completions form
-    encrypted_content: str | None = None  # a reasoning item's: a provider's signed thinking, sent back unchanged
+    # reasoning: the provider's opaque state (Anthropic's signature or redacted data, Gemini's thoughtSignature),
+    # returned to it unchanged; ``summarized``: the item had summary parts (``text`` is their text)
+    encrypted_content: str | None = None
+    summarized: bool = False
 
     def to_json(self) -> dict[str, Any]:
         if self.type == "message":
@@ -42,7 +45,7 @@ class InputItem:
         if self.type == "function_call_output":
             return {"type": "function_call_output", "call_id": self.call_id, "output": self.output}
         if self.encrypted_content is not None:
-            summary = [{"type": "summary_text", "text": self.text}] if self.text else []
+            summary = [{"type": "summary_text", "text": self.text}] if self.summarized else []
             return {"type": "reasoning", "summary": summary, "encrypted_content": self.encrypted_content}
         return {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": self.text}]}
 

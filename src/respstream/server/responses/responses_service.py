@@ -39,8 +39,7 @@ from respstream.server.responses.collaborators import RewriterLike, RouterLike, 
 from respstream.server.responses.key_quota import KeyQuota, stored_bytes
 from respstream.server.responses.log_ending import end_log, end_response, flush_terminal
 from respstream.server.responses.pipeline import Pipeline
-from respstream.server.responses.route_decision import check_upstream_up, route_request
-from respstream.server.responses.upstream_check import check_upstream_request
+from respstream.server.responses.route_decision import check_upstream_accepts, check_upstream_up, route_request
 from respstream.server.store.base import ResponseRecord, SequenceGap, Store, StoreUnavailable
 from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import Tracing, current_request
@@ -134,7 +133,7 @@ class ResponseService:
                                                                                    decision.upstream))
             await resolve_file_urls(req.media, self.tools)  # file_url -> file_data, through the network policy
         messages = items_to_messages(req.instructions, items)
-        check_upstream_request(decision.upstream, req, decision.model_id, messages)  # 400 for what it cannot take
+        check_upstream_accepts(req, decision, messages)
         limit = context_limit(decision.model_id, decision.upstream, self.catalog)
         if limit is not None and req.options.truncation == "auto":
             # Drops the oldest turns by the rough estimate; what cannot be made to fit is left to the check below.

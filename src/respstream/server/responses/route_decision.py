@@ -11,10 +11,27 @@ from typing import Any
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.response_request import ResponseRequest
 from respstream.server.model_catalog import ModelCatalog
+from respstream.server.responses.chat_request import chat_options
 from respstream.server.responses.collaborators import RouterLike
 from respstream.server.telemetry import Tracing
+from respstream.server.upstream.base import GenerationRequest
 
-__all__ = ["check_upstream_up", "route_request"]
+__all__ = ["check_upstream_accepts", "check_upstream_up", "route_request"]
+
+
+def check_upstream_accepts(req: ResponseRequest, decision: Any, messages: list[dict[str, Any]]) -> None:
+    """An upstream with ``check_request`` (the provider adapters: upstream/anthropic/) refuses before streaming, with a
+    400 naming the field, what it cannot send to its provider. Raises :class:`HTTPError`."""
+    check = getattr(decision.upstream, "check_request", None)
+    if check is None:
+        return
+    tools = [{"type": "function", "function": {"name": t["name"], "description": t.get("description") or "",
+                                               "parameters": t.get("parameters") or {"type": "object"}}}
+             for t in req.client_tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+    check(GenerationRequest(model=decision.model_id, messages=messages, tools=tools,
+                            tool_choice=req.tool_policy.chat_tool_choice() if tools else None,
+                            max_output_tokens=req.max_output_tokens, temperature=req.temperature,
+                            options=chat_options(req, tools_offered=bool(tools))))
 
 
 async def route_request(req: ResponseRequest, *, router: RouterLike, catalog: ModelCatalog,

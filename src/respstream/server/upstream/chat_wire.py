@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from respstream.server.upstream.base import GenerationRequest
-from respstream.server.upstream.provider_request import without_replayed_reasoning
+from respstream.server.upstream.provider_tools import REASONING_KEY
 
 __all__ = ["build_request_body", "error_message", "parse_retry_after", "simple_data_events"]
 
@@ -19,8 +19,10 @@ def build_request_body(
     request: GenerationRequest, *, include_usage: bool = True, model: str | None = None
 ) -> dict[str, Any]:
     """The JSON body for a streaming Chat Completions call (``model`` overrides ``request.model``)."""
-    body: dict[str, Any] = {"model": model or request.model, "messages": without_replayed_reasoning(request.messages),
-                            "stream": True}
+    messages = request.messages
+    if any(REASONING_KEY in m for m in messages):  # (a provider's signed reasoning: nothing a Chat server takes)
+        messages = [{k: v for k, v in m.items() if k != REASONING_KEY} for m in messages]
+    body: dict[str, Any] = {"model": model or request.model, "messages": messages, "stream": True}
     if include_usage:
         body["stream_options"] = {"include_usage": True}
     if request.tools:

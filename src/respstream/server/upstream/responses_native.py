@@ -37,7 +37,6 @@ from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, 
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.generation_deadline import untimed_margin
 from respstream.server.upstream.http_stream import HTTPStreamError
-from respstream.server.upstream.provider_request import without_replayed_reasoning
 from respstream.server.upstream.responses_events import ResponsesTranslator
 from respstream.server.upstream.responses_reads import ResponsesBodyReader
 
@@ -67,7 +66,7 @@ def build_responses_body(request: GenerationRequest, *, model: str | None = None
     ``max_output_tokens``. ``store: false``: the gateway owns the history.
     """
     items: list[dict[str, Any]] = []
-    for message in without_replayed_reasoning(request.messages):
+    for message in request.messages:
         role = message.get("role")
         if role == "tool":
             items.append({"type": "function_call_output", "call_id": str(message.get("tool_call_id") or ""),

@@ -13,8 +13,6 @@ from typing import Any
 import httpx
 import msgspec
 
-from respstream.server.upstream.provider_request import without_replayed_reasoning
-
 __all__ = ["count_with_llamacpp", "server_root"]
 
 
@@ -28,8 +26,7 @@ async def count_with_llamacpp(client: httpx.AsyncClient, root: str, messages: li
                               extra_text: str = "") -> int | None:
     """Tokens of ``messages`` as templated by the server (+ ``extra_text``, e.g. tool schemas), or None."""
     try:
-        templated = await client.post(f"{root}/apply-template", json={"messages": without_replayed_reasoning(messages)},
-                                      timeout=10.0)
+        templated = await client.post(f"{root}/apply-template", json={"messages": messages}, timeout=10.0)
         if templated.status_code != 200:
             return None
         prompt = msgspec.json.decode(templated.content).get("prompt")

@@ -34,10 +34,10 @@ from respstream.server.telemetry.observation import mark_upstream_phase
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, ToolCallDelta, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.chat_wire import error_message, parse_retry_after
-from respstream.server.upstream.gemini.request import build_body
+from respstream.server.upstream.gemini.request import build_body, gemini_tool_names
 from respstream.server.upstream.gemini.stream import GeminiStream
 from respstream.server.upstream.http_stream import HTTPStreamError, StreamResponse
-from respstream.server.upstream.provider_request import RequestRefused
+from respstream.server.upstream.provider_tools import RefusedField, refused_as_http
 
 __all__ = ["GeminiUpstream"]
 
@@ -66,6 +66,7 @@ class GeminiUpstream(ChatCompletionsUpstream):
         # call id -> the signature its functionCall came with: a server tool's next round within one response
         # sends the call again without its reasoning item (gemini/contents.py). Bounded, oldest first out.
         self._signatures: OrderedDict[str, str] = OrderedDict()
+        self._names = gemini_tool_names()  # (one per upstream: a safe name maps back in every later request)
 
     def __repr__(self) -> str:
         return f"GeminiUpstream({self.base_url!r}, name={self.name!r})"
@@ -111,8 +112,12 @@ class GeminiUpstream(ChatCompletionsUpstream):
     # -- generation --------------------------------------------------------------------------------------------
 
     def check_request(self, request: GenerationRequest) -> None:
-        """Raise :class:`RequestRefused` (a 400 naming the field, before any stream) for what Gemini cannot take."""
-        build_body(request)
+        """Raise :class:`~respstream.server.http_errors.HTTPError` 400 naming the field (before any stream) for what
+        Gemini cannot take (server/responses/route_decision.py calls this)."""
+        try:
+            build_body(request, gemini_tool_names())
+        except RefusedField as exc:
+            raise refused_as_http(exc, "Gemini") from None
 
     def generate_batches(self, request: GenerationRequest, sink: ReadSink | None = None
                          ) -> AsyncGenerator[list[Chunk], None]:
@@ -157,11 +162,12 @@ class GeminiUpstream(ChatCompletionsUpstream):
     async def _gemini_attempt(self, request: GenerationRequest, deadline_at: float
                               ) -> AsyncGenerator[list[Chunk], None]:
         try:
-            body = build_body(request, self._signatures)
-        except RequestRefused as exc:
-            raise UpstreamError("invalid_request", f"{self.name}: {exc.message}", status=400) from None
+            body = build_body(request, self._names, self._signatures)
+        except RefusedField as exc:
+            raise UpstreamError("invalid_request", f"{self.name}: {exc.field} cannot be sent to Gemini: {exc.message}",
+                                status=400) from None
         model = quote(self.upstream_model_id(request.model), safe="-._")
-        stream = GeminiStream(name=self.name)
+        stream = GeminiStream(name=self.name, rename=self._names.from_provider)
         response = await self._open(f"{_API}/models/{model}:streamGenerateContent?alt=sse",
                                     msgspec.json.encode(body), deadline_at)
         decoder = SSEDecoder()

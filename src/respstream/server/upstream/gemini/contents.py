@@ -7,14 +7,14 @@ JSON, ``""`` -> ``{}``); ``tool`` results ``user`` contents of ``functionRespons
 answer (the pipeline only keeps a call together with its result and a result together with its call, so every
 ``functionCall`` turn is followed by its responses by construction). Consecutive contents of one role merge into one.
 
-Signatures: a ``reasoning`` item with ``encrypted_content`` (a ``REASONING_KEY`` message:
-upstream/provider_request.py) holds a ``thoughtSignature`` Gemini gave on the part that came right after it
-(gemini/stream.py); it goes back, unchanged, on the first part made from the next assistant message (its text, else
-its first ``functionCall``), or on an empty text part closing the model turn when no assistant message follows
-before the next user turn.
+Signatures: a ``reasoning`` item with ``encrypted_content`` holds a ``thoughtSignature`` Gemini gave on the part that
+came right after it (gemini/stream.py). The history hands it over on the assistant message that followed it
+(``REASONING_KEY``, upstream/provider_tools.py; server/inputs/history.py), and it goes back, unchanged, on the first
+part made from that message (its text, else its first ``functionCall``); one marked ``after`` (no part followed it
+in its turn) goes back on an empty text part closing that message's parts, as Gemini sent it.
 
 A call id we generated (Gemini gave none: :data:`~.stream.GENERATED_CALL_PREFIX`) is not sent back as Gemini's
-``id``. Anything that cannot be said to Gemini raises :class:`RequestRefused` naming where it is.
+``id``. Anything that cannot be said to Gemini raises ``RefusedField`` (upstream/provider_tools.py) naming where.
 """
 
 from __future__ import annotations
@@ -22,37 +22,30 @@ from __future__ import annotations
 import base64
 import binascii
 import mimetypes
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
 
 from respstream.server.upstream.gemini.stream import GENERATED_CALL_PREFIX
-from respstream.server.upstream.provider_request import REASONING_KEY, RequestRefused
+from respstream.server.upstream.provider_tools import REASONING_KEY, RefusedField, arguments_object
 
 __all__ = ["build_contents"]
 
 
-def build_contents(messages: list[dict[str, Any]], remembered: Mapping[str, str] | None = None
-                   ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """``(systemInstruction or None, contents)`` for ``messages``. ``remembered``: call id -> the signature its
-    ``functionCall`` part came with, for calls whose reasoning item is not in ``messages`` (a server tool's round
-    within one response: the pipeline appends the call without it). Raises :class:`RequestRefused`."""
+def build_contents(messages: list[dict[str, Any]], rename: Callable[[str], str] = str,
+                   remembered: Mapping[str, str] | None = None) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """``(systemInstruction or None, contents)`` for ``messages``. ``rename``: a tool name as Gemini knows it;
+    ``remembered``: call id -> the signature its ``functionCall`` part came with, for calls whose reasoning item is
+    not in ``messages`` (a server tool's round within one response: the pipeline appends the call without it).
+    Raises ``RefusedField``."""
     system: list[dict[str, Any]] = []
     contents: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # call id -> function name (a functionResponse must name its function)
-    signature: str | None = None  # waiting for the next model part
 
     def add(role: str, parts: list[dict[str, Any]]) -> None:
-        nonlocal signature
         if not parts:
             return
-        if role == "user" and signature is not None:
-            _close_model_turn(contents, signature)
-            signature = None
-        if role == "model" and signature is not None:
-            parts[0] = {**parts[0], "thoughtSignature": signature}  # (the reasoning item's wins)
-            signature = None
         if contents and contents[-1]["role"] == role:
             contents[-1]["parts"].extend(parts)
         else:
@@ -61,14 +54,6 @@ def build_contents(messages: list[dict[str, Any]], remembered: Mapping[str, str]
     for i, message in enumerate(messages):
         where = f"messages[{i}]"
         role = message.get("role")
-        reasoning = message.get(REASONING_KEY)
-        if isinstance(reasoning, dict):
-            encrypted = reasoning.get("encrypted_content")
-            if isinstance(encrypted, str) and encrypted:
-                if signature is not None:  # two in a row: the first closes the turn on its own empty part
-                    _close_model_turn(contents, signature)
-                signature = encrypted
-            continue
         content = message.get("content")
         if role in ("system", "developer"):
             text = _plain_text(content, where)
@@ -82,32 +67,40 @@ def build_contents(messages: list[dict[str, Any]], remembered: Mapping[str, str]
             if text:
                 parts.append({"text": text})
             for j, call in enumerate(message.get("tool_calls") or ()):
-                parts.append(_function_call(call, f"{where}.tool_calls[{j}]", names, remembered))
-            add("model", parts)
+                parts.append(_function_call(call, f"{where}.tool_calls[{j}]", names, rename, remembered))
+            add("model", _signed(parts, message.get(REASONING_KEY)))
         elif role == "tool":
             call_id = str(message.get("tool_call_id") or "")
             name = names.get(call_id)
             if name is None:
-                raise RequestRefused("input", f"{where}: a function_call_output for call_id {call_id!r} has no "
+                raise RefusedField("input", f"{where}: a function_call_output for call_id {call_id!r} has no "
                                               "function_call before it (Gemini needs the call to name the function)")
             response: dict[str, Any] = {"name": name, "response": _response_object(_plain_text(content, where))}
             if call_id and not call_id.startswith(GENERATED_CALL_PREFIX):
                 response["id"] = call_id
             add("user", [{"functionResponse": response}])
         else:
-            raise RequestRefused("input", f"{where}.role {role!r} has no Gemini equivalent")
-    if signature is not None:
-        _close_model_turn(contents, signature)
+            raise RefusedField("input", f"{where}.role {role!r} has no Gemini equivalent")
     return ({"parts": system} if system else None), contents
 
 
-def _close_model_turn(contents: list[dict[str, Any]], signature: str) -> None:
-    """A signature with no part after it in its turn: an empty text part carries it back, as Gemini sent it."""
-    part = {"text": "", "thoughtSignature": signature}
-    if contents and contents[-1]["role"] == "model":
-        contents[-1]["parts"].append(part)
-    else:
-        contents.append({"role": "model", "parts": [part]})
+def _signed(parts: list[dict[str, Any]], reasoning: Any) -> list[dict[str, Any]]:
+    """``parts`` of one assistant message with the signatures of the reasoning that came with it: the last one before
+    the message on its first part (earlier ones each on an empty text part before it), the ``after`` ones on empty
+    text parts at the end."""
+    if not isinstance(reasoning, list):
+        return parts
+    before = [e["encrypted_content"] for e in reasoning if isinstance(e, dict) and not e.get("after")
+              and isinstance(e.get("encrypted_content"), str) and e["encrypted_content"]]
+    after = [e["encrypted_content"] for e in reasoning if isinstance(e, dict) and e.get("after")
+             and isinstance(e.get("encrypted_content"), str) and e["encrypted_content"]]
+    if before:
+        if parts:
+            parts = [*({"text": "", "thoughtSignature": s} for s in before[:-1]),
+                     {**parts[0], "thoughtSignature": before[-1]}, *parts[1:]]
+        else:
+            after = before + after
+    return parts + [{"text": "", "thoughtSignature": s} for s in after]
 
 
 def _plain_text(content: Any, where: str) -> str:
@@ -122,16 +115,16 @@ def _plain_text(content: Any, where: str) -> str:
                 texts.append(str(part.get("text", "")))
             else:
                 kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-                raise RequestRefused("input", f"{where}.content[{j}]: a {kind!r} part is only taken in user messages")
+                raise RefusedField("input", f"{where}.content[{j}]: a {kind!r} part is only taken in user messages")
         return "".join(texts)
-    raise RequestRefused("input", f"{where}.content must be text")
+    raise RefusedField("input", f"{where}.content must be text")
 
 
 def _user_parts(content: Any, where: str) -> list[dict[str, Any]]:
     if content is None or isinstance(content, str):
         return [{"text": content}] if content else []
     if not isinstance(content, list):
-        raise RequestRefused("input", f"{where}.content must be text or a list of parts")
+        raise RefusedField("input", f"{where}.content must be text or a list of parts")
     parts: list[dict[str, Any]] = []
     for j, part in enumerate(content):
         at = f"{where}.content[{j}]"
@@ -147,10 +140,10 @@ def _user_parts(content: Any, where: str) -> list[dict[str, Any]]:
             file = part.get("file") or {}
             data = file.get("file_data")
             if not isinstance(data, str) or not data:
-                raise RequestRefused("input", f"{at}: Gemini takes files as inline data only (file_data)")
+                raise RefusedField("input", f"{at}: Gemini takes files as inline data only (file_data)")
             parts.append(_media(data, file.get("filename"), at))
         else:
-            raise RequestRefused("input", f"{at}: a {kind!r} part has no Gemini equivalent")
+            raise RefusedField("input", f"{at}: a {kind!r} part has no Gemini equivalent")
     return parts
 
 
@@ -165,7 +158,7 @@ def _media(url: str, filename: Any, where: str) -> dict[str, Any]:
     if url.startswith("data:"):
         head, sep, payload = url[5:].partition(",")
         if not sep or not head.endswith(";base64"):
-            raise RequestRefused("input", f"{where}: a data URL must be base64 (data:<type>;base64,...)")
+            raise RefusedField("input", f"{where}: a data URL must be base64 (data:<type>;base64,...)")
         mime = head[: -len(";base64")] or "application/octet-stream"
     else:
         payload = url
@@ -174,23 +167,17 @@ def _media(url: str, filename: Any, where: str) -> dict[str, Any]:
     try:
         base64.b64decode(payload[:4096].rstrip("=") + "=" * (-len(payload[:4096].rstrip("=")) % 4), validate=True)
     except (binascii.Error, ValueError):
-        raise RequestRefused("input", f"{where}: the inline data is not base64") from None
+        raise RefusedField("input", f"{where}: the inline data is not base64") from None
     return {"inlineData": {"mimeType": mime, "data": payload}}
 
 
-def _function_call(call: Any, where: str, names: dict[str, str], remembered: Mapping[str, str] | None
-                   ) -> dict[str, Any]:
+def _function_call(call: Any, where: str, names: dict[str, str], rename: Callable[[str], str],
+                   remembered: Mapping[str, str] | None) -> dict[str, Any]:
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict):
-        raise RequestRefused("input", f"{where} is not a function call")
-    name = str(function.get("name") or "")
-    raw = function.get("arguments") or "{}"
-    try:
-        args = msgspec.json.decode(raw) if isinstance(raw, str | bytes) else raw
-    except msgspec.DecodeError:
-        raise RequestRefused("input", f"{where}.arguments of {name!r} is not JSON (Gemini takes an object)") from None
-    if not isinstance(args, dict):
-        raise RequestRefused("input", f"{where}.arguments of {name!r} must be a JSON object for Gemini")
+        raise RefusedField("input", f"{where} is not a function call")
+    name = rename(str(function.get("name") or ""))
+    args = arguments_object(str(function.get("arguments") or ""), "input")
     call_id = str(call.get("id") or "")
     names[call_id] = name
     out: dict[str, Any] = {"name": name, "args": args}

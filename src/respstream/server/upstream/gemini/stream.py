@@ -74,8 +74,11 @@ class GeminiStream:
     is the :class:`UpstreamError` to raise after yielding what ``feed``/``finish`` returned; ``streamed`` says
     whether any chunk was given out (the caller's ``before_first_token``)."""
 
-    def __init__(self, *, name: str, new_id: Callable[[], str] = new_call_id) -> None:
+    def __init__(self, *, name: str, new_id: Callable[[], str] = new_call_id, rename: Callable[[str], str] = str
+                 ) -> None:
+        """``rename``: a function name as Gemini called it -> the pipeline's (provider_tools.ToolNames)."""
         self.name = name
+        self._rename = rename
         self.done = False
         self.streamed = False
         self.failure: UpstreamError | None = None
@@ -172,7 +175,7 @@ class GeminiStream:
             out.append(ToolCallDelta(
                 self._calls,
                 call_id=call_id if isinstance(call_id, str) and call_id else self._new_id(),
-                name=str(call.get("name") or ""),
+                name=self._rename(str(call.get("name") or "")),
                 arguments=_encode(args).decode() if isinstance(args, dict) and args else "{}",
             ))
             self._calls += 1
