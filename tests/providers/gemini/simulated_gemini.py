@@ -24,7 +24,7 @@ from typing import Any
 from google.genai import types
 from pydantic import ValidationError
 
-__all__ = ["Reply", "SimulatedGemini", "random_pieces", "validate_request"]
+__all__ = ["Reply", "SimulatedGemini", "random_pieces", "sse_body", "validate_request"]
 
 _BODY_TYPES: dict[str, Any] = {
     "systemInstruction": types.Content,
@@ -57,6 +57,11 @@ def validate_request(body: Any) -> str | None:
     except ValidationError as exc:
         return str(exc)
     return None
+
+
+def sse_body(*chunks: dict[str, Any]) -> bytes:
+    """A made-up stream body (not a recording): one ``data:`` event per chunk, CRLF framing as Gemini's."""
+    return b"".join(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n" for chunk in chunks)
 
 
 def random_pieces(data: bytes, rng: random.Random) -> list[bytes]:

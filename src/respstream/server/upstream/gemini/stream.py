@@ -120,6 +120,8 @@ class GeminiStream:
                 for part in parts:
                     if isinstance(part, dict):
                         self._part(part, out)
+            if out:
+                self.streamed = True  # (before a failing finish: what this event showed is output)
             reason = candidate.get("finishReason")
             if isinstance(reason, str) and reason:
                 out += self._finish(reason)
