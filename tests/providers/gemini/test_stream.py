@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import msgspec
 import pytest
 
 from providers.gemini.conftest import CASES, PROVIDERS
+from providers.gemini.simulated_gemini import sse_body
 from respstream.protocol.sse import SSEDecoder
 from respstream.server.upstream.base import (
     Finish,
@@ -17,6 +19,7 @@ from respstream.server.upstream.base import (
     TextDelta,
     ToolCallDelta,
 )
+from respstream.server.upstream.gemini.reads import GeminiBody
 from respstream.server.upstream.gemini.stream import GENERATED_CALL_PREFIX, GeminiStream
 
 
@@ -144,3 +147,34 @@ def test_every_recording_gives_the_same_chunks_byte_by_byte_and_whole(case: dict
     else:
         assert text == case["expect"]["output_text"]
         assert isinstance(whole[-1], Finish)
+
+
+def _through_body(body: bytes, cuts: list[int]) -> list[Any]:
+    reader = GeminiBody(GeminiStream(name="g", new_id=lambda: "fixed"))
+    out: list[Any] = []
+    for start, end in itertools.pairwise([0, *cuts, len(body)]):
+        out += reader.feed(body[start:end])
+    return out + reader.finish()
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c["http_status"] == 200], ids=lambda c: c["case"])
+def test_the_body_reader_lanes_give_what_the_full_path_gives(case: dict[str, Any]) -> None:
+    """gemini/reads.py: its event split and typed text lane (whole events a read) and the SSE decoder (reads cut
+    anywhere, one byte a read) give the chunks of the plain path (SSE decoder + JSON + ``feed``), usage included."""
+    body = (PROVIDERS / case["file"]).read_bytes()
+    want = _translate(body, len(body))
+    per_event = [at + 4 for at in range(len(body)) if body.startswith(b"\r\n\r\n", at)][:-1]
+    assert _through_body(body, per_event) == want
+    assert _through_body(body, list(range(1, len(body)))) == want
+    assert _through_body(body, [len(body) // 3, len(body) // 2]) == want
+
+
+def test_the_text_lane_takes_only_bare_text() -> None:
+    """A chunk with anything beside bare text (a thought, a signature, a finish) goes the full way."""
+    reader = GeminiBody(GeminiStream(name="g"))
+    assert reader.feed(sse_body(_chunk({"text": "a"}))) == [TextDelta("a")]
+    out = reader.feed(sse_body(_chunk({"text": "b", "thought": True})))
+    assert isinstance(out[0], PassedItemAdded) and not any(isinstance(c, TextDelta) for c in out)
+    out = reader.feed(sse_body(_chunk({"text": "c"}, finish="STOP", usage={"promptTokenCount": 2})))
+    assert isinstance(out[-1], Finish) and out[-1].usage.input_tokens == 2
+    assert [c.text for c in out if isinstance(c, TextDelta)] == ["c"]

@@ -29,13 +29,14 @@ from urllib.parse import quote
 
 import msgspec
 
-from respstream.protocol.sse import SSEDecodeError, SSEDecoder
 from respstream.server.telemetry.observation import mark_upstream_phase
-from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, ToolCallDelta, UpstreamError
+from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.chat_wire import error_message, parse_retry_after
+from respstream.server.upstream.gemini.reads import GeminiBody
 from respstream.server.upstream.gemini.request import build_body, gemini_tool_names
 from respstream.server.upstream.gemini.stream import GeminiStream
+from respstream.server.upstream.generation_deadline import untimed_margin
 from respstream.server.upstream.http_stream import HTTPStreamError, StreamResponse
 from respstream.server.upstream.provider_tools import RefusedField, refused_as_http
 
@@ -170,15 +171,19 @@ class GeminiUpstream(ChatCompletionsUpstream):
         stream = GeminiStream(name=self.name, rename=self._names.from_provider)
         response = await self._open(f"{_API}/models/{model}:streamGenerateContent?alt=sse",
                                     msgspec.json.encode(body), deadline_at)
-        decoder = SSEDecoder()
-        decode = msgspec.json.decode
+        body_reader = GeminiBody(stream)
+        loop = asyncio.get_running_loop()
+        untimed = untimed_margin(self.idle_timeout, direct=False)
         try:
             if response.status_code != 200:
                 raise await self._status_failure(response)
             while not stream.done:
                 try:
-                    async with asyncio.timeout_at(deadline_at):
+                    if deadline_at - loop.time() >= untimed:  # (a wait that needs no timer: generation_deadline)
                         raw = await response.read()
+                    else:
+                        async with asyncio.timeout_at(deadline_at):
+                            raw = await response.read()
                 except TimeoutError:
                     raise UpstreamError("upstream_timeout", f"{self.name}: generation deadline exceeded",
                                         before_first_token=not stream.streamed) from None
@@ -188,35 +193,16 @@ class GeminiUpstream(ChatCompletionsUpstream):
                     continue
                 if not raw:
                     break
-                try:
-                    decoder.feed(raw)
-                except SSEDecodeError as exc:
-                    raise UpstreamError("upstream_error", f"{self.name}: the stream is not an event stream: {exc}",
-                                        before_first_token=not stream.streamed) from None
-                batch: list[Chunk] = []
-                for message in decoder.events():
-                    try:
-                        event = decode(message.data)
-                    except msgspec.DecodeError:
-                        event = None  # (the state machine names it: "not a JSON object")
-                    batch += stream.feed(event)
-                    if stream.done:
-                        break
-                self._remember(batch)
+                batch = body_reader.feed(raw)
+                if stream.done:
+                    self._remember(stream.call_signatures)  # (before the Finish goes out: the next round reads it)
                 if batch:
                     yield batch
                 if stream.failure is not None:
                     raise stream.failure
             if not stream.done:
-                decoder.close()
-                batch = []
-                for message in decoder.events():
-                    try:
-                        event = decode(message.data)
-                    except msgspec.DecodeError:
-                        event = None
-                    batch += stream.feed(event)
-                batch += stream.finish()
+                batch = body_reader.finish()
+                self._remember(stream.call_signatures)
                 if batch:
                     yield batch
             if stream.failure is not None:
@@ -227,16 +213,12 @@ class GeminiUpstream(ChatCompletionsUpstream):
             else:
                 await response.aclose()
 
-    def _remember(self, batch: list[Chunk]) -> None:
-        """Keep the signature of each signed call of ``batch`` under its call id (bounded)."""
-        signature: str | None = None
-        for chunk in batch:
-            if chunk.__class__ is ToolCallDelta and signature is not None and chunk.call_id:  # type: ignore[union-attr]
-                self._signatures[chunk.call_id] = signature  # type: ignore[union-attr]
-                if len(self._signatures) > _REMEMBERED_CALLS:
-                    self._signatures.popitem(last=False)
-            item = getattr(chunk, "item", None)
-            signature = item.get("encrypted_content") if isinstance(item, dict) and "summary" in item else None
+    def _remember(self, signatures: dict[str, str]) -> None:
+        """Keep each signed call's signature under its call id (bounded, oldest first out)."""
+        for call_id, signature in signatures.items():
+            self._signatures[call_id] = signature
+            if len(self._signatures) > _REMEMBERED_CALLS:
+                self._signatures.popitem(last=False)
 
     # -- failures ----------------------------------------------------------------------------------------------
 

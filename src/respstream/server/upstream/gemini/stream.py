@@ -87,8 +87,10 @@ class GeminiStream:
         self._keys = 0
         self._reasoning: _Reasoning | None = None
         self._calls = 0
-        self._usage: Usage | None = None
+        # the last usageMetadata (read at the end: it is cumulative); as undecoded JSON from feed_text
+        self._usage: dict[str, Any] | msgspec.Raw | None = None
         self._chunks = 0
+        self.call_signatures: dict[str, str] = {}  # call id -> the signature its functionCall part came with
 
     # -- the API ---------------------------------------------------------------------------------------------------
 
@@ -97,7 +99,7 @@ class GeminiStream:
         if self.done:
             return []
         self._chunks += 1
-        if not isinstance(chunk, dict):
+        if chunk.__class__ is not dict:
             self._fail(f"stream event {self._chunks} is not a JSON object")
             return []
         error = chunk.get("error")
@@ -105,8 +107,8 @@ class GeminiStream:
             self._fail(f"the stream reported an error {_error_text(error)}")
             return self._close_reasoning()
         usage = chunk.get("usageMetadata")
-        if isinstance(usage, dict):
-            self._usage = _usage(usage)
+        if usage.__class__ is dict:
+            self._usage = usage
         version = chunk.get("modelVersion")
         if isinstance(version, str):
             self.model_version = version
@@ -134,6 +136,24 @@ class GeminiStream:
             self.streamed = True
         return out
 
+    @property
+    def text_lane(self) -> bool:
+        """Whether :meth:`feed_text` may take the next chunk (no thought item open, not ended)."""
+        return self._reasoning is None and not self.done
+
+    def feed_text(self, texts: list[str], usage: msgspec.Raw | None, version: str | None) -> list[Chunk]:
+        """What :meth:`feed` gives for a chunk of bare text parts and no finish (gemini/reads.py decodes those
+        typed, the usage left undecoded): only when :attr:`text_lane`."""
+        self._chunks += 1
+        if usage is not None:
+            self._usage = usage
+        if version is not None:
+            self.model_version = version
+        out: list[Chunk] = [TextDelta(t) for t in texts if t]
+        if out:
+            self.streamed = True
+        return out
+
     def finish(self) -> list[Chunk]:
         """The end of the body: nothing more when the stream finished, else ``failure`` says it was cut."""
         if self.done:
@@ -146,6 +166,12 @@ class GeminiStream:
     # -- parts -----------------------------------------------------------------------------------------------------
 
     def _part(self, part: dict[str, Any], out: list[Chunk]) -> None:
+        if len(part) == 1 and self._reasoning is None:  # (the bulk of a stream: a bare text part)
+            text = part.get("text")
+            if text.__class__ is str:
+                if text:
+                    out.append(TextDelta(text))  # type: ignore[arg-type]
+                return
         signature = part.get("thoughtSignature")
         signature = signature if isinstance(signature, str) and signature else None
         text = part.get("text")
@@ -174,9 +200,13 @@ class GeminiStream:
         if isinstance(call, dict):
             args = call.get("args")
             call_id = call.get("id")
+            if not isinstance(call_id, str) or not call_id:
+                call_id = self._new_id()
+            if signature is not None:
+                self.call_signatures[call_id] = signature
             out.append(ToolCallDelta(
                 self._calls,
-                call_id=call_id if isinstance(call_id, str) and call_id else self._new_id(),
+                call_id=call_id,
                 name=self._rename(str(call.get("name") or "")),
                 arguments=_encode(args).decode() if isinstance(args, dict) and args else "{}",
             ))
@@ -222,8 +252,19 @@ class GeminiStream:
         else:  # MALFORMED_FUNCTION_CALL, OTHER, LANGUAGE, UNEXPECTED_TOOL_CALL, ...: no answer to show as done
             self._fail(f"the model stopped with finishReason {reason}")
             return out
-        out.append(Finish(finish, usage=self._usage))
+        usage = self._usage
+        if usage.__class__ is msgspec.Raw:
+            try:
+                usage = msgspec.json.decode(usage)  # type: ignore[arg-type]
+            except msgspec.DecodeError:
+                usage = None
+        out.append(Finish(finish, usage=_usage(usage) if isinstance(usage, dict) else None))
         return out
+
+    def fail_input(self, message: str) -> None:
+        """The body itself is bad (not an event stream): fail, naming why."""
+        if not self.done:
+            self._fail(message)
 
     def _fail(self, message: str) -> None:
         self.done = True
