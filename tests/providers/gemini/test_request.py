@@ -150,3 +150,19 @@ def test_structured_output_and_instructions_through_the_gateway(fake: SimulatedG
     assert sent["generationConfig"]["responseJsonSchema"] == schema
     assert sent["generationConfig"]["responseMimeType"] == "application/json"
     assert sent["generationConfig"]["maxOutputTokens"] == 100
+
+
+def test_an_image_and_a_pdf_reach_gemini_through_the_gateway(fake: SimulatedGemini, gateway: ServerThread) -> None:
+    fake.queue(Reply(200, sse_body({"candidates": [{"content": {"role": "model", "parts": [{"text": "A dot."}]},
+                                                    "finishReason": "STOP"}]})))
+    answer = httpx.post(f"{gateway.base_url}/responses", json={"model": "gemini-2.5-flash", "stream": False, "input": [
+        {"role": "user", "content": [
+            {"type": "input_text", "text": "What is in these?"},
+            {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
+            {"type": "input_file", "filename": "a.pdf", "file_data": f"data:application/pdf;base64,{PNG}"}]}]},
+        timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["output_text"] == "A dot."
+    assert fake.requests[-1][1]["contents"][0]["parts"] == [
+        {"text": "What is in these?"}, {"inlineData": {"mimeType": "image/png", "data": PNG}},
+        {"inlineData": {"mimeType": "application/pdf", "data": PNG}}]

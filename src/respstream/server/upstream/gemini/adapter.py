@@ -54,6 +54,7 @@ class GeminiUpstream(ChatCompletionsUpstream):
     :class:`~respstream.server.upstream.chat_completions.ChatCompletionsUpstream`, plus ``max_retry_wait``."""
 
     provider = "gemini"
+    input_modalities = ("text", "image", "file")  # (Gemini models read images and PDFs; [models] can narrow it)
     takes_read_sink = False  # (no direct-read lane: every read goes through the state machine)
 
     def __init__(self, base_url: str, *, name: str, api_key: str | None = None, max_retry_wait: float = 5.0,
