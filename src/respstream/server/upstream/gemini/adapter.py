@@ -1,10 +1,12 @@
 """Google's Gemini API (``gemini+http(s)://HOST``) as an :class:`~respstream.server.upstream.base.Upstream`: the
-thin IO half over gemini/request.py (what is sent) and gemini/stream.py (what comes back).
+thin IO half over gemini/request.py (what is sent), gemini/reads.py and gemini/stream.py (what comes back).
 
 How this works: ``generate_batches()`` posts ``{base}/v1beta/models/{model}:streamGenerateContent?alt=sse`` with the
 key in ``x-goog-api-key`` (from ``api_key`` in the config, else ``GEMINI_API_KEY``; never logged, never in a message
-or ``repr``), decodes the SSE body with the protocol core's decoder, and hands each event's JSON to
-:class:`~respstream.server.upstream.gemini.stream.GeminiStream`; one list of chunks per read. Connections, the
+or ``repr``), and hands each read of the body to :class:`~respstream.server.upstream.gemini.reads.GeminiBody`
+(SSE framing and JSON) over :class:`~respstream.server.upstream.gemini.stream.GeminiStream` (the state machine); one
+list of chunks per read, read without a timer while the deadline is further off than the idle timeout (the lean
+client's idle timer bounds each wait), as the Chat Completions adapter reads. Connections, the
 concurrency limit, the deadline and the idle timeout are the Chat Completions adapter's (this class extends it).
 
 Failures (:class:`~respstream.server.upstream.base.UpstreamError`): 401/403 -> ``upstream_auth_error`` (the key was
