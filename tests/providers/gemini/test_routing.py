@@ -1,11 +1,13 @@
 """Gemini among other upstreams: an overloaded Gemini fails over (after its bounded retries) to the route's next
 upstream, here another kind of server (a SIMULATED Chat Completions one serving the same model id), and the
-routing event says which; a background response from Gemini resumes from any point."""
+routing event says which; a background response from Gemini resumes from any point; signatures come back from
+another instance sharing the store."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -77,3 +79,35 @@ def test_a_background_gemini_response_resumes_anywhere(fake: SimulatedGemini, ga
     assert _events(rest.text) == events[middle + 1:]
     sent = fake.requests[-1][1]
     assert sent["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 8192, "includeThoughts": True}
+
+
+def test_signatures_come_back_across_instances(simulated: tuple[SimulatedGemini, ServerThread],
+                                               fake: SimulatedGemini, tmp_path: Path) -> None:
+    """Two gateway instances on one SQLite store: the second turn, on the other instance, sends the first turn's
+    signature back on its call."""
+    case = next(c for c in CASES if c["case"] == "fantasy__parallel-calls-with-ids.sse")
+    text = next(c for c in CASES if c["case"] == "pydantic-ai__text-3-chunks.sse")
+    fake.queue(Reply(200, (PROVIDERS / case["file"]).read_bytes()), Reply(200, (PROVIDERS / text["file"]).read_bytes()))
+
+    def instance(name: str) -> ServerThread:
+        config = Config(dialect="openai", store=f"sqlite:///{tmp_path / 'shared.db'}", instance_id=name,
+                        upstreams=[f"gemini+{simulated[1].url}"],
+                        upstream_options={"api_key": API_KEY, "retries": 0, "models": [case["model"]]},
+                        tools={"enabled": []}, rewrite={"steps": []})
+        return ServerThread(create_app(config))
+
+    with instance("a") as first, instance("b") as second:
+        turn = httpx.post(f"{first.base_url}/responses", json={
+            "model": case["model"], "input": case["request"]["input"], "tools": case["request"]["tools"],
+            "stream": False}, timeout=30).json()
+        calls = [i for i in turn["output"] if i["type"] == "function_call"]
+        answer = httpx.post(f"{second.base_url}/responses", json={
+            "model": case["model"], "previous_response_id": turn["id"], "tools": case["request"]["tools"],
+            "input": [{"type": "function_call_output", "call_id": c["call_id"], "output": "5"} for c in calls],
+            "stream": False}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["output_text"] == text["expect"]["output_text"]
+    parts = fake.requests[-1][1]["contents"][1]["parts"]
+    signature = case["expect"]["reasoning"]["signatures"][0]["value"]
+    assert [(p["functionCall"]["id"], p.get("thoughtSignature")) for p in parts] == [
+        ("8hd01vsf", signature), ("k0srpqrc", None)]
