@@ -166,3 +166,16 @@ def test_an_image_and_a_pdf_reach_gemini_through_the_gateway(fake: SimulatedGemi
     assert fake.requests[-1][1]["contents"][0]["parts"] == [
         {"text": "What is in these?"}, {"inlineData": {"mimeType": "image/png", "data": PNG}},
         {"inlineData": {"mimeType": "application/pdf", "data": PNG}}]
+
+
+def test_a_tool_rounds_message_signs_its_first_call_not_its_text() -> None:
+    """A server tool's round appends its text and calls as one message, with the round's reasoning: the signature
+    goes on the first functionCall (required there), not on the text."""
+    body = _body([{"role": "user", "content": "x"},
+                  {"role": "assistant", "content": "Let me look.", "tool_calls": [
+                      {"id": "g1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}],
+                   REASONING_KEY: [{"summary": None, "encrypted_content": "c2ln"}]},
+                  {"role": "tool", "tool_call_id": "g1", "content": "found"}], tools=[TOOL])
+    assert body["contents"][1]["parts"] == [
+        {"text": "Let me look."},
+        {"functionCall": {"name": "lookup", "args": {}, "id": "g1"}, "thoughtSignature": "c2ln"}]

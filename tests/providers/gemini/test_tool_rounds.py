@@ -1,5 +1,5 @@
 """Gemini behind the gateway's own machinery: a server tool round inside one response (the call's signature goes
-back on the next round, though the pipeline appends the call without its reasoning item), a namespace tool
+back on the next round, with the round's reasoning item: server/responses/tool_rounds.py), a namespace tool
 (flattened for Gemini, restored on the way back), and every recording in the three dialects."""
 
 from __future__ import annotations

@@ -15,7 +15,9 @@ from respstream.server.inputs.input_parts import MEDIA_PART_TYPES, media_part
 from respstream.server.inputs.response_request import InputItem
 from respstream.server.upstream.provider_tools import REASONING_KEY
 
-__all__ = ["items_from_json", "items_to_messages", "output_to_items", "reasoning_item"]
+__all__ = ["items_from_json", "items_to_messages", "kept_reasoning", "output_to_items", "reasoning_item"]
+
+_REASONING_TYPES = frozenset({"reasoning", "openai:reasoning"})  # (Open Responses prefixes OpenAI's item types)
 
 
 def reasoning_item(raw: dict[str, Any]) -> InputItem | None:
@@ -28,6 +30,17 @@ def reasoning_item(raw: dict[str, Any]) -> InputItem | None:
     parts = [p for p in summary if isinstance(p, dict)] if isinstance(summary, list) else []
     return InputItem("reasoning", role="assistant", text="".join(str(p.get("text", "")) for p in parts),
                      encrypted_content=encrypted, summarized=bool(parts))
+
+
+def kept_reasoning(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The :data:`~respstream.server.upstream.provider_tools.REASONING_KEY` entries of output items (a tool round's
+    reasoning, which its next round sends back to the provider)."""
+    kept = [reasoning_item(raw) for raw in output if raw.get("type") in _REASONING_TYPES]
+    return [_entry(item) for item in kept if item is not None]
+
+
+def _entry(item: InputItem) -> dict[str, Any]:
+    return {"summary": item.text if item.summarized else None, "encrypted_content": item.encrypted_content}
 
 
 def output_to_items(output: list[dict[str, Any]]) -> list[InputItem]:
@@ -49,7 +62,7 @@ def output_to_items(output: list[dict[str, Any]]) -> list[InputItem]:
             result = raw.get("output") if raw.get("output") is not None else raw.get("error")
             if result is not None:
                 items.append(InputItem("function_call_output", role="tool", call_id=call_id, output=str(result)))
-        elif kind == "reasoning":
+        elif kind in _REASONING_TYPES:
             kept = reasoning_item(raw)
             if kept is not None:
                 items.append(kept)
@@ -91,8 +104,7 @@ def items_to_messages(instructions: str | None, items: list[InputItem]) -> list[
     reasoning: list[dict[str, Any]] = []  # kept reasoning, for the next assistant message (provider upstreams)
     for item in items:
         if item.type == "reasoning":
-            reasoning.append({"summary": item.text if item.summarized else None,
-                              "encrypted_content": item.encrypted_content})
+            reasoning.append(_entry(item))
             continue
         if reasoning and item.role == "assistant" and (item.type == "message" or item.call_id in answered):
             before = len(messages)

@@ -120,6 +120,7 @@ class Pipeline(GroundFirst, ToolRounds):
         # max_tool_calls: every call the response makes (server tools, ground-first, client calls) counts.
         self.calls_left: int | None = request.options.max_tool_calls
         self._round_no = 0
+        self.round_output_from = 0
         self.mcp = mcp  # the request's remote MCP servers (server/tools/mcp_tools.py)
 
     # -- entry point -----------------------------------------------------------------------------------------------
@@ -278,6 +279,7 @@ class Pipeline(GroundFirst, ToolRounds):
             temperature=self.request.temperature,
             options=chat_options(self.request, tools_offered=bool(specs)),
         )
+        self.round_output_from = len(w.response.get("output", []))  # (this round's items: tool_rounds.py)
         collector = RoundCollector(w, self._first_chunk)
         # A store without a synchronous append (SQLite, Redis) gets group commit: a write starts as soon as there is
         # something to write, and what comes while it runs goes in the next one. The memory store batches by itself
@@ -328,7 +330,10 @@ class Pipeline(GroundFirst, ToolRounds):
         with self.telemetry.span("rewrite", {"respstream.rewrite.input_chars": len(text)}) as span:
             final = text
             try:
-                final = await self.rewriter.rewrite(text, language=None)
+                rewriter = self.rewriter
+                if getattr(self.decision.upstream, "exact_text", False):  # (a provider's answer, as written)
+                    rewriter = getattr(rewriter, "model_steps", rewriter)
+                final = await rewriter.rewrite(text, language=None)
             except Exception:  # a rewriter must never cost the answer
                 log.exception("rewrite failed; keeping the streamed text")
                 span.record_error(error_type="rewrite_failed")

@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from respstream.server.events.writer import ResponseWriter
+from respstream.server.inputs.history import kept_reasoning
 from respstream.server.inputs.response_request import ResponseRequest
 from respstream.server.responses.citations import CitationSources, Source
 from respstream.server.responses.forced_call import ForcedCallMissing, forced_call
 from respstream.server.telemetry.response import ResponseTelemetry
 from respstream.server.tools.mcp_tools import McpToolbox
 from respstream.server.upstream.base import Finish
+from respstream.server.upstream.provider_tools import REASONING_KEY
 
 if TYPE_CHECKING:
     from respstream.server.responses.collaborators import ToolsLike
@@ -69,6 +71,7 @@ class ToolRounds:
     calls_left: int | None
     _usage: Any
     _round_no: int
+    round_output_from: int  # where this round's output items start in the writer's output
     _on_tool: Any
     _last_tool_status: str
     _sources: CitationSources
@@ -116,7 +119,13 @@ class ToolRounds:
             w.close_message()
         chat_calls = [{"id": c.call_id, "type": "function",
                        "function": {"name": c.name, "arguments": "".join(c.arguments) or "{}"}} for c in result.calls]
-        self.messages.append({"role": "assistant", "content": result.text or None, "tool_calls": chat_calls})
+        message: dict[str, Any] = {"role": "assistant", "content": result.text or None, "tool_calls": chat_calls}
+        # A provider's signed reasoning of this round goes back with the calls (Anthropic refuses a tool loop
+        # without it: upstream/provider_tools.py REASONING_KEY)
+        kept = kept_reasoning(w.response.get("output", [])[self.round_output_from:])
+        if kept:
+            message[REASONING_KEY] = kept
+        self.messages.append(message)
         client_pending = False
         for call in result.calls:
             arguments = "".join(call.arguments)

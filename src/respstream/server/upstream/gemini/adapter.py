@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections import OrderedDict
 from collections.abc import AsyncGenerator
 from typing import Any, Final
 from urllib.parse import quote
@@ -48,7 +47,6 @@ _API: Final = "/v1beta"
 _MAX_ERROR_BODY: Final = 64 * 1024
 _MAX_MODELS_BODY: Final = 8 << 20
 _MAX_MODEL_PAGES: Final = 20
-_REMEMBERED_CALLS: Final = 4096
 
 
 class GeminiUpstream(ChatCompletionsUpstream):
@@ -67,9 +65,6 @@ class GeminiUpstream(ChatCompletionsUpstream):
             own["x-goog-api-key"] = key
         super().__init__(base_url.rstrip("/").removesuffix(_API), name=name, headers=own, **options)
         self.max_retry_wait = max_retry_wait
-        # call id -> the signature its functionCall came with: a server tool's next round within one response
-        # sends the call again without its reasoning item (gemini/contents.py). Bounded, oldest first out.
-        self._signatures: OrderedDict[str, str] = OrderedDict()
         self._names = gemini_tool_names()  # (one per upstream: a safe name maps back in every later request)
 
     def __repr__(self) -> str:
@@ -166,7 +161,7 @@ class GeminiUpstream(ChatCompletionsUpstream):
     async def _gemini_attempt(self, request: GenerationRequest, deadline_at: float
                               ) -> AsyncGenerator[list[Chunk], None]:
         try:
-            body = build_body(request, self._names, self._signatures)
+            body = build_body(request, self._names)
         except RefusedField as exc:
             raise UpstreamError("invalid_request", f"{self.name}: {exc.field} cannot be sent to Gemini: {exc.message}",
                                 status=400) from None
@@ -197,15 +192,12 @@ class GeminiUpstream(ChatCompletionsUpstream):
                 if not raw:
                     break
                 batch = body_reader.feed(raw)
-                if stream.done:
-                    self._remember(stream.call_signatures)  # (before the Finish goes out: the next round reads it)
                 if batch:
                     yield batch
                 if stream.failure is not None:
                     raise stream.failure
             if not stream.done:
                 batch = body_reader.finish()
-                self._remember(stream.call_signatures)
                 if batch:
                     yield batch
             if stream.failure is not None:
@@ -215,13 +207,6 @@ class GeminiUpstream(ChatCompletionsUpstream):
                 await self._release(response)
             else:
                 await response.aclose()
-
-    def _remember(self, signatures: dict[str, str]) -> None:
-        """Keep each signed call's signature under its call id (bounded, oldest first out)."""
-        for call_id, signature in signatures.items():
-            self._signatures[call_id] = signature
-            if len(self._signatures) > _REMEMBERED_CALLS:
-                self._signatures.popitem(last=False)
 
     # -- failures ----------------------------------------------------------------------------------------------
 

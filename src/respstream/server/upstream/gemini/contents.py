@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import mimetypes
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -33,11 +33,9 @@ from respstream.server.upstream.provider_tools import REASONING_KEY, RefusedFiel
 __all__ = ["build_contents"]
 
 
-def build_contents(messages: list[dict[str, Any]], rename: Callable[[str], str] = str,
-                   remembered: Mapping[str, str] | None = None) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """``(systemInstruction or None, contents)`` for ``messages``. ``rename``: a tool name as Gemini knows it;
-    ``remembered``: call id -> the signature its ``functionCall`` part came with, for calls whose reasoning item is
-    not in ``messages`` (a server tool's round within one response: the pipeline appends the call without it).
+def build_contents(messages: list[dict[str, Any]], rename: Callable[[str], str] = str
+                   ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """``(systemInstruction or None, contents)`` for ``messages``. ``rename``: a tool name as Gemini knows it.
     Raises ``RefusedField``."""
     system: list[dict[str, Any]] = []
     contents: list[dict[str, Any]] = []
@@ -67,8 +65,8 @@ def build_contents(messages: list[dict[str, Any]], rename: Callable[[str], str] 
             if text:
                 parts.append({"text": text})
             for j, call in enumerate(message.get("tool_calls") or ()):
-                parts.append(_function_call(call, f"{where}.tool_calls[{j}]", names, rename, remembered))
-            add("model", _signed(parts, message.get(REASONING_KEY)))
+                parts.append(_function_call(call, f"{where}.tool_calls[{j}]", names, rename))
+            add("model", _signed(parts, message.get(REASONING_KEY), calls=bool(message.get("tool_calls"))))
         elif role == "tool":
             call_id = str(message.get("tool_call_id") or "")
             name = names.get(call_id)
@@ -84,10 +82,11 @@ def build_contents(messages: list[dict[str, Any]], rename: Callable[[str], str] 
     return ({"parts": system} if system else None), contents
 
 
-def _signed(parts: list[dict[str, Any]], reasoning: Any) -> list[dict[str, Any]]:
+def _signed(parts: list[dict[str, Any]], reasoning: Any, *, calls: bool) -> list[dict[str, Any]]:
     """``parts`` of one assistant message with the signatures of the reasoning that came with it: the last one before
     the message on its first part (earlier ones each on an empty text part before it), the ``after`` ones on empty
-    text parts at the end."""
+    text parts at the end. A message with ``calls`` (a server tool's round, its text and calls in one message) puts
+    it on its first ``functionCall`` instead: Gemini requires the signature there, it only recommends it on text."""
     if not isinstance(reasoning, list):
         return parts
     before = [e["encrypted_content"] for e in reasoning if isinstance(e, dict) and not e.get("after")
@@ -96,8 +95,9 @@ def _signed(parts: list[dict[str, Any]], reasoning: Any) -> list[dict[str, Any]]
              and isinstance(e.get("encrypted_content"), str) and e["encrypted_content"]]
     if before:
         if parts:
-            parts = [*({"text": "", "thoughtSignature": s} for s in before[:-1]),
-                     {**parts[0], "thoughtSignature": before[-1]}, *parts[1:]]
+            at = next((i for i, p in enumerate(parts) if "functionCall" in p), 0) if calls else 0
+            parts = [*parts[:at], *({"text": "", "thoughtSignature": s} for s in before[:-1]),
+                     {**parts[at], "thoughtSignature": before[-1]}, *parts[at + 1:]]
         else:
             after = before + after
     return parts + [{"text": "", "thoughtSignature": s} for s in after]
@@ -171,8 +171,7 @@ def _media(url: str, filename: Any, where: str) -> dict[str, Any]:
     return {"inlineData": {"mimeType": mime, "data": payload}}
 
 
-def _function_call(call: Any, where: str, names: dict[str, str], rename: Callable[[str], str],
-                   remembered: Mapping[str, str] | None) -> dict[str, Any]:
+def _function_call(call: Any, where: str, names: dict[str, str], rename: Callable[[str], str]) -> dict[str, Any]:
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict):
         raise RefusedField("input", f"{where} is not a function call")
@@ -183,8 +182,7 @@ def _function_call(call: Any, where: str, names: dict[str, str], rename: Callabl
     out: dict[str, Any] = {"name": name, "args": args}
     if call_id and not call_id.startswith(GENERATED_CALL_PREFIX):
         out["id"] = call_id
-    signature = remembered.get(call_id) if remembered and call_id else None
-    return {"functionCall": out, "thoughtSignature": signature} if signature else {"functionCall": out}
+    return {"functionCall": out}
 
 
 def _response_object(output: str) -> dict[str, Any]:

@@ -29,7 +29,6 @@ a named function                                ANY + ``allowedFunctionNames: [n
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any, Final
 
 from respstream.server.upstream.base import GenerationRequest
@@ -63,11 +62,10 @@ def gemini_tool_names() -> ToolNames:
     return ToolNames(_GEMINI_NAME, 64)
 
 
-def build_body(request: GenerationRequest, names: ToolNames, remembered: Mapping[str, str] | None = None
-               ) -> dict[str, Any]:
-    """The request body. ``names``: the adapter's :func:`gemini_tool_names`; ``remembered``: call id -> signature
-    (gemini/contents.py). Raises :class:`~respstream.server.upstream.provider_tools.RefusedField`."""
-    system, contents = build_contents(request.messages, names.to_provider, remembered)
+def build_body(request: GenerationRequest, names: ToolNames) -> dict[str, Any]:
+    """The request body. ``names``: the adapter's :func:`gemini_tool_names`. Raises
+    :class:`~respstream.server.upstream.provider_tools.RefusedField`."""
+    system, contents = build_contents(request.messages, names.to_provider)
     if not contents:
         raise RefusedField("input", "Gemini needs at least one user or model turn besides the instructions")
     body: dict[str, Any] = {"contents": contents}

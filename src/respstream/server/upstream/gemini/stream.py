@@ -90,7 +90,6 @@ class GeminiStream:
         # the last usageMetadata (read at the end: it is cumulative); as undecoded JSON from feed_text
         self._usage: dict[str, Any] | msgspec.Raw | None = None
         self._chunks = 0
-        self.call_signatures: dict[str, str] = {}  # call id -> the signature its functionCall part came with
 
     # -- the API ---------------------------------------------------------------------------------------------------
 
@@ -202,8 +201,6 @@ class GeminiStream:
             call_id = call.get("id")
             if not isinstance(call_id, str) or not call_id:
                 call_id = self._new_id()
-            if signature is not None:
-                self.call_signatures[call_id] = signature
             out.append(ToolCallDelta(
                 self._calls,
                 call_id=call_id,

@@ -12,7 +12,7 @@ the same run):
 
 Goal (issue 39): ``gemini / chat <= 1.2``.
 
-Run: ``.venv/bin/python benchmarks/provider_adapters.py [--events N] [--runs R]``.
+Run: ``.venv/bin/python benchmarks/gemini_adapter.py [--events N] [--runs R]``.
 """
 
 from __future__ import annotations
