@@ -12,8 +12,10 @@ from providers.gemini.simulated_gemini import SimulatedGemini
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
 
-PROVIDERS = Path("/work/shared/providers")
-EXPECTED = json.loads((PROVIDERS / "expected.json").read_text()) if PROVIDERS.exists() else {"cases": []}
+# The recorded provider streams and their expected outcomes (a copy of the shared corpus, with its attribution:
+# tests/data/providers/README.md).
+PROVIDERS = Path(__file__).resolve().parents[2] / "data" / "providers"
+EXPECTED = json.loads((PROVIDERS / "expected.json").read_text())
 CASES: list[dict[str, Any]] = [c for c in EXPECTED["cases"] if c["provider"] == "gemini"]
 MODELS = sorted({c["model"] for c in CASES} | {"gemini-2.5-flash"})
 API_KEY = "test-gemini-key-not-a-secret"

@@ -1,4 +1,4 @@
-"""Every Gemini recording of ../shared/providers (expected.json), replayed by the SIMULATED Gemini API in random
+"""Every Gemini recording of tests/data/providers (expected.json), replayed by the SIMULATED Gemini API in random
 pieces (UTF-8 characters and CRLF pairs split) through the real gateway (``--upstream gemini+http://...``, the
 recorded model ids): the client's stream, read by ``respstream replay --json`` (the CLI), has the outcome
 expected.json gives (status, incomplete reason, text, calls, reasoning and signatures, usage) and no protocol
@@ -10,6 +10,7 @@ request body the gateway sent passed the ``google-genai`` SDK's types (the simul
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,6 @@ from fakes.server_thread import ServerThread
 from providers.gemini.conftest import CASES, PROVIDERS
 from providers.gemini.simulated_gemini import Reply, SimulatedGemini
 from respstream.cli import main as respstream_cli
-
-pytestmark = pytest.mark.skipif(not CASES, reason="../shared/providers is not here")
 
 TEXT_REPLY = "gemini/pydantic-ai__text-3-chunks.sse"
 
@@ -173,3 +172,10 @@ def test_second_turn_sends_signatures_back_in_place(case: dict[str, Any], mode: 
         assert contents[2] == {"role": "user", "parts": [{"text": "Thanks. And in Spanish?"}]}
     texts = "".join(p.get("text", "") for p in model_turn["parts"])
     assert texts == case["expect"]["output_text"]  # the answer back, never its thought text
+
+
+def test_the_copied_recordings_are_the_recorded_bytes() -> None:
+    """Every Gemini file here is byte for byte the one expected.json describes (its sha256), all 15 of them."""
+    assert len(CASES) == 15
+    for case in CASES:
+        assert hashlib.sha256((PROVIDERS / case["file"]).read_bytes()).hexdigest() == case["sha256"], case["file"]
