@@ -57,7 +57,7 @@ def test_a_refused_key_is_a_clear_auth_error_without_the_key(simulated: tuple[Si
                                                                    "stream": True}, timeout=30)
     assert answer.status_code == 200
     assert fake.headers_seen[-1]["x-goog-api-key"] == WRONG_KEY  # sent where Gemini wants it...
-    assert "upstream_auth_error" in answer.text and "GEMINI_API_KEY" in answer.text
+    assert "upstream_auth" in answer.text and "GEMINI_API_KEY" in answer.text
     assert "UNAUTHENTICATED" in answer.text and "response.failed" in answer.text
     assert WRONG_KEY not in answer.text and WRONG_KEY not in caplog.text  # ...and nowhere else
     assert fake.requests == []  # (the simulated API refused it before reading a request)

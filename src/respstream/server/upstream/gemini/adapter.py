@@ -9,7 +9,7 @@ list of chunks per read, read without a timer while the deadline is further off 
 client's idle timer bounds each wait), as the Chat Completions adapter reads. Connections, the
 concurrency limit, the deadline and the idle timeout are the Chat Completions adapter's (this class extends it).
 
-Failures (:class:`~respstream.server.upstream.base.UpstreamError`): 401/403 -> ``upstream_auth_error`` (the key was
+Failures (:class:`~respstream.server.upstream.base.UpstreamError`): 401/403 -> ``upstream_auth`` (the key was
 refused; never retried); 429 -> ``rate_limited`` with ``retry_after`` from ``Retry-After`` or the body's
 ``RetryInfo.retryDelay``; 5xx (503 ``UNAVAILABLE``: overloaded) -> ``upstream_error``. A 429 or a 5xx before the
 first chunk is retried up to ``retries`` times, waiting ``Retry-After`` when it is at most ``max_retry_wait`` seconds
@@ -218,7 +218,7 @@ class GeminiUpstream(ChatCompletionsUpstream):
         kind = _error_status(body)
         detail = f"HTTP {status}" + (f" {kind}" if kind else "") + f": {error_message(body)}"
         if status in (401, 403):
-            return UpstreamError("upstream_auth_error",
+            return UpstreamError("upstream_auth",
                                  f"{self.name}: {what}Gemini refused the API key ({detail}); set GEMINI_API_KEY or "
                                  "the upstream's api_key", status=status)
         if status == 429:
