@@ -47,7 +47,7 @@ class _TextChunk(msgspec.Struct, forbid_unknown_fields=True):
 
     candidates: list[_TextCandidate]
     usageMetadata: msgspec.Raw = _NO_USAGE
-    modelVersion: str | None = None
+    modelVersion: str | None = None  # (named so the struct takes chunks that carry them; not used)
     responseId: str | None = None
 
 
@@ -63,8 +63,7 @@ def _feed(stream: GeminiStream, data: bytes) -> list[Chunk]:
         else:
             if len(chunk.candidates) == 1:
                 usage = chunk.usageMetadata
-                return stream.feed_text([p.text for p in chunk.candidates[0].content.parts], usage or None,
-                                        chunk.modelVersion)
+                return stream.feed_text([p.text for p in chunk.candidates[0].content.parts], usage or None)
     return stream.feed(_json(data))
 
 

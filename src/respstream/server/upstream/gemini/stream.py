@@ -82,7 +82,6 @@ class GeminiStream:
         self.done = False
         self.streamed = False
         self.failure: UpstreamError | None = None
-        self.model_version: str | None = None
         self._new_id = new_id
         self._keys = 0
         self._reasoning: _Reasoning | None = None
@@ -108,9 +107,6 @@ class GeminiStream:
         usage = chunk.get("usageMetadata")
         if usage.__class__ is dict:
             self._usage = usage
-        version = chunk.get("modelVersion")
-        if isinstance(version, str):
-            self.model_version = version
         out: list[Chunk] = []
         candidates = chunk.get("candidates")
         candidate = candidates[0] if isinstance(candidates, list) and candidates else None
@@ -140,14 +136,12 @@ class GeminiStream:
         """Whether :meth:`feed_text` may take the next chunk (no thought item open, not ended)."""
         return self._reasoning is None and not self.done
 
-    def feed_text(self, texts: list[str], usage: msgspec.Raw | None, version: str | None) -> list[Chunk]:
+    def feed_text(self, texts: list[str], usage: msgspec.Raw | None) -> list[Chunk]:
         """What :meth:`feed` gives for a chunk of bare text parts and no finish (gemini/reads.py decodes those
         typed, the usage left undecoded): only when :attr:`text_lane`."""
         self._chunks += 1
         if usage is not None:
             self._usage = usage
-        if version is not None:
-            self.model_version = version
         out: list[Chunk] = [TextDelta(t) for t in texts if t]
         if out:
             self.streamed = True
