@@ -17,14 +17,15 @@ from respstream.server.http.app import create_app
 PROVIDERS = Path(__file__).resolve().parents[2] / "data" / "providers"
 EXPECTED = json.loads((PROVIDERS / "expected.json").read_text())
 CASES: list[dict[str, Any]] = [c for c in EXPECTED["cases"] if c["provider"] == "gemini"]
-MODELS = sorted({c["model"] for c in CASES} | {"gemini-2.5-flash"})
+MODELS = sorted({c["model"] for c in CASES} | {"gemini-2.5-flash", "gemini-tiny"})
+LIMITS = {"gemini-tiny": (1000, 100)}  # (a small context, listed by the SIMULATED API's GET /v1beta/models)
 API_KEY = "test-gemini-key-not-a-secret"
 
 
 @pytest.fixture(scope="module")
 def simulated() -> Iterator[tuple[SimulatedGemini, ServerThread]]:
     """The SIMULATED Gemini API, one per module."""
-    fake = SimulatedGemini(api_key=API_KEY, models=MODELS, seed=39)
+    fake = SimulatedGemini(api_key=API_KEY, models=MODELS, seed=39, limits=LIMITS)
     with ServerThread(fake) as server:
         yield fake, server
 

@@ -87,9 +87,12 @@ class Reply:
 class SimulatedGemini:
     """The ASGI app. ``requests``: (model, body) of every valid POST; ``invalid``: what failed validation."""
 
-    def __init__(self, *, api_key: str, models: list[str], seed: int = 0) -> None:
+    def __init__(self, *, api_key: str, models: list[str], seed: int = 0,
+                 limits: dict[str, tuple[int, int]] | None = None) -> None:
+        """``limits``: model -> (inputTokenLimit, outputTokenLimit) listed for it."""
         self.api_key = api_key
         self.models = models
+        self.limits = limits or {}
         self.replies: deque[Reply] = deque()
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.invalid: list[str] = []
@@ -127,6 +130,10 @@ class SimulatedGemini:
             page = self.models[half:] if "pageToken=" in query else self.models[:half]
             listing: dict[str, Any] = {"models": [{"name": f"models/{m}", "supportedGenerationMethods":
                                                    ["generateContent", "countTokens"]} for m in page]}
+            for entry in listing["models"]:
+                limits = self.limits.get(entry["name"].removeprefix("models/"))
+                if limits is not None:
+                    entry["inputTokenLimit"], entry["outputTokenLimit"] = limits
             listing["models"].append({"name": "models/embedding-001", "supportedGenerationMethods": ["embedContent"]})
             if "pageToken=" not in query:
                 listing["nextPageToken"] = "page-2"

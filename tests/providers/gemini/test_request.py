@@ -179,3 +179,14 @@ def test_a_tool_rounds_message_signs_its_first_call_not_its_text() -> None:
     assert body["contents"][1]["parts"] == [
         {"text": "Let me look."},
         {"functionCall": {"name": "lookup", "args": {}, "id": "g1"}, "thoughtSignature": "c2ln"}]
+
+
+def test_a_prompt_over_the_listed_context_is_a_400_before_streaming(fake: SimulatedGemini,
+                                                                    gateway: ServerThread) -> None:
+    """GET /v1beta/models lists gemini-tiny with 1,000 input + 100 output tokens: a prompt surely longer is refused."""
+    answer = httpx.post(f"{gateway.base_url}/responses", json={
+        "model": "gemini-tiny", "input": "word " * 3000, "stream": True}, timeout=30)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "context_length_exceeded" and "inputTokenLimit" in error["message"]
+    assert fake.requests == []

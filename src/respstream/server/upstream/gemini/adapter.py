@@ -17,7 +17,8 @@ first chunk is retried up to ``retries`` times, waiting ``Retry-After`` when it 
 request's fault and are not retried; their message is Gemini's own.
 
 ``models``: configured, else ``GET {base}/v1beta/models`` at ``start()`` (the ids that can ``generateContent``, without
-the ``models/`` prefix; at most 20 pages).
+the ``models/`` prefix; at most 20 pages), which also gives each model's context (``inputTokenLimit`` +
+``outputTokenLimit``) to the gateway's context check.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ _API: Final = "/v1beta"
 _MAX_ERROR_BODY: Final = 64 * 1024
 _MAX_MODELS_BODY: Final = 8 << 20
 _MAX_MODEL_PAGES: Final = 20
+_WINDOW_SOURCE: Final = "GET /v1beta/models inputTokenLimit + outputTokenLimit"
 
 
 class GeminiUpstream(ChatCompletionsUpstream):
@@ -77,6 +79,7 @@ class GeminiUpstream(ChatCompletionsUpstream):
         headers = {k: v for k, v in self._headers.items() if k != "content-type"}
         headers["accept"] = "application/json"
         found: list[str] = []
+        context: dict[str, int] = {}
         token: Any = ""
         for _page in range(_MAX_MODEL_PAGES):
             url = f"{self.base_url}{_API}/models" + (f"?pageToken={quote(token, safe='')}" if token else "")
@@ -102,10 +105,17 @@ class GeminiUpstream(ChatCompletionsUpstream):
                 if isinstance(methods, list) and "generateContent" not in methods \
                         and "streamGenerateContent" not in methods:
                     continue
-                found.append(model["name"].removeprefix("models/"))
+                model_id = model["name"].removeprefix("models/")
+                found.append(model_id)
+                window = _window(model)
+                if window is not None:
+                    context[model_id] = window
             token = data.get("nextPageToken") if isinstance(data, dict) else None
             if not isinstance(token, str) or not token:
                 break
+        if context:  # (server/inputs/context_limit.py reads these: a prompt surely too long is a 400 before streaming)
+            self.discovered_context = context
+            self.discovered_context_source = dict.fromkeys(context, _WINDOW_SOURCE)
         return found
 
     # -- generation --------------------------------------------------------------------------------------------
@@ -227,6 +237,16 @@ class GeminiUpstream(ChatCompletionsUpstream):
                                  retry_after=wait if wait is not None else _retry_delay(body))
         return UpstreamError("upstream_error", f"{self.name}: {what}{detail}", status=status,
                              retry_after=parse_retry_after(retry_after))
+
+
+def _window(model: dict[str, Any]) -> int | None:
+    """A model's context as the gateway's check counts it (prompt plus ``max_output_tokens``): Gemini's
+    ``inputTokenLimit`` + ``outputTokenLimit``; ``None`` when either is missing."""
+    given, output = model.get("inputTokenLimit"), model.get("outputTokenLimit")
+    if isinstance(given, int) and isinstance(output, int) and given > 0 and output > 0 \
+            and not isinstance(given, bool) and not isinstance(output, bool):
+        return given + output
+    return None
 
 
 def _error_status(body: bytes) -> str | None:
