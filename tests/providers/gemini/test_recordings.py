@@ -62,6 +62,7 @@ def _reasoning(output: list[dict[str, Any]]) -> tuple[str, list[str]]:
     text, signatures = "", []
     for item in output:
         if item.get("type") == "reasoning":
+            assert item["id"].startswith("rs_")  # (OpenAI's kind of reasoning id)
             text += "".join(p.get("text", "") for p in item.get("summary") or ())
             if item.get("encrypted_content"):
                 signatures.append(item["encrypted_content"])

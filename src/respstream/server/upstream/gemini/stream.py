@@ -208,7 +208,8 @@ class GeminiStream:
     def _open_reasoning(self, out: list[Chunk]) -> _Reasoning:
         reasoning = self._reasoning = _Reasoning(self._keys)
         self._keys += 1
-        out.append(PassedItemAdded(reasoning.key, {"type": "reasoning", "summary": []}))
+        # ("rs_": the writer keeps the kind of prefix for the id it gives the item, as OpenAI's reasoning ids have)
+        out.append(PassedItemAdded(reasoning.key, {"type": "reasoning", "id": "rs_", "summary": []}))
         out.append(PassedItemEvent(reasoning.key, "response.reasoning_summary_part.added",
                                    {"summary_index": 0, "part": {"type": "summary_text", "text": ""}}))
         return reasoning
