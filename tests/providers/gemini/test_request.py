@@ -190,3 +190,13 @@ def test_a_prompt_over_the_listed_context_is_a_400_before_streaming(fake: Simula
     error = answer.json()["error"]
     assert error["code"] == "context_length_exceeded" and "inputTokenLimit" in error["message"]
     assert fake.requests == []
+
+
+def test_input_token_counts_do_not_post_the_prompt_elsewhere(fake: SimulatedGemini, gateway: ServerThread) -> None:
+    """POST /v1/responses/input_tokens estimates for a Gemini model: nothing is sent to the provider's host."""
+    seen = len(fake.headers_seen)
+    answer = httpx.post(f"{gateway.base_url}/responses/input_tokens", json={
+        "model": "gemini-2.5-flash", "input": "How many tokens is this?"}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["input_tokens"] > 0
+    assert len(fake.headers_seen) == seen

@@ -118,6 +118,11 @@ class GeminiUpstream(ChatCompletionsUpstream):
             self.discovered_context_source = dict.fromkeys(context, _WINDOW_SOURCE)
         return found
 
+    async def count_tokens(self, messages: list[dict[str, Any]], extra_text: str = "") -> int | None:
+        """None: the caller estimates (the Chat adapter's llama.cpp ``/apply-template`` is no Gemini endpoint, and
+        the prompt must not go to a path of Gemini's host that is not the API's)."""
+        return None
+
     # -- generation --------------------------------------------------------------------------------------------
 
     def check_request(self, request: GenerationRequest) -> None:
