@@ -109,7 +109,7 @@ def test_a_name_gemini_refuses_is_made_safe_and_comes_back() -> None:
 
 
 @pytest.mark.parametrize(("options", "param"), [({"logprobs": True, "top_logprobs": 2}, "top_logprobs"),
-                                                ({"verbosity": "low"}, "text.verbosity"),
+                                                ({"verbosity": "terse"}, "text.verbosity"),
                                                 ({"service_tier": "flex"}, "service_tier"),
                                                 ({"reasoning_effort": "extreme"}, "reasoning.effort")])
 def test_fields_gemini_cannot_take_are_refused_by_name(options: dict[str, Any], param: str) -> None:
@@ -200,3 +200,14 @@ def test_input_token_counts_do_not_post_the_prompt_elsewhere(fake: SimulatedGemi
     assert answer.status_code == 200, answer.text
     assert answer.json()["input_tokens"] > 0
     assert len(fake.headers_seen) == seen
+
+
+def test_what_codex_cli_sends_is_taken_verbosity_in_the_system_instruction() -> None:
+    """Codex CLI sends text.verbosity and service_tier priority: the first is asked for in words, the second needs
+    nothing sent."""
+    body = _body([{"role": "system", "content": "You are Codex."}, {"role": "user", "content": "x"}],
+                 options={"verbosity": "low", "service_tier": "priority", "prompt_cache_key": "k"})
+    assert body["systemInstruction"] == {"parts": [{"text": "You are Codex."},
+                                                   {"text": "Answer concisely: keep explanations short."}]}
+    assert "generationConfig" not in body
+    assert "systemInstruction" not in _body([{"role": "user", "content": "x"}], options={"verbosity": "medium"})

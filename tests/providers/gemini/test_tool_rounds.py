@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from fakes.server_thread import ServerThread
+from interop.test_codex_shaped_request import FIRST_TURN, codex_body
 from providers.gemini.conftest import API_KEY, CASES, PROVIDERS
 from providers.gemini.simulated_gemini import Reply, SimulatedGemini, sse_body
 from respstream.cli import main as respstream_cli
@@ -116,3 +117,29 @@ def test_every_recording_in_the_other_dialects(case: dict[str, Any], dialect: st
     assert got["status"] == expect["status"]
     assert got["output_text"] == expect["output_text"]
     assert [c["name"] for c in got["tool_calls"]] == [c["name"] for c in expect["tool_calls"]]
+
+
+def test_a_codex_shaped_session_against_gemini(fake: SimulatedGemini, gateway: ServerThread) -> None:
+    """Codex CLI's request shape (tests/interop/test_codex_shaped_request.py: store false with the whole history,
+    namespace, custom and hosted tools, text.verbosity, service_tier priority, include encrypted reasoning) is
+    taken, and its second turn, the history replayed, returns the shell call's signature on that call."""
+    fake.queue(Reply(200, sse_body({"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "exec_command", "args": {"cmd": "ls"}}, "thoughtSignature": SIGNATURE}]},
+        "finishReason": "STOP"}]})), _text_reply("Two files."))
+    first = httpx.post(f"{gateway.base_url}/responses", json={**codex_body(FIRST_TURN), "model": "gemini-2.5-flash",
+                                                              "stream": False}, timeout=30)
+    assert first.status_code == 200, first.text
+    output = first.json()["output"]
+    call = next(i for i in output if i["type"] == "function_call")
+    history = [*FIRST_TURN, *output, {"type": "function_call_output", "call_id": call["call_id"], "output": "a b"}]
+    second = httpx.post(f"{gateway.base_url}/responses", json={**codex_body(history), "model": "gemini-2.5-flash",
+                                                               "stream": False}, timeout=30)
+    assert second.status_code == 200, second.text
+    assert second.json()["output_text"] == "Two files."
+    sent = fake.requests[-1][1]
+    assert sent["contents"][1] == {"role": "model", "parts": [
+        {"functionCall": {"name": "exec_command", "args": {"cmd": "ls"}}, "thoughtSignature": SIGNATURE}]}
+    assert sent["systemInstruction"]["parts"][-1] == {"text": "Answer concisely: keep explanations short."}
+    names = [d["name"] for d in sent["tools"][0]["functionDeclarations"]]
+    assert {"exec_command", "multi_agent__spawn_agent", "apply_patch"} <= set(names)
+    assert fake.invalid == []

@@ -20,9 +20,10 @@ a named function                                ANY + ``allowedFunctionNames: [n
                                                 1024, medium 8192, high 24576, xhigh 32768) + ``includeThoughts``
 ``parallel_tool_calls``                         enforced by the gateway (one call kept when false): not sent
 ``prompt_cache_key``                            the gateway's session affinity (Gemini caches implicitly): not sent
-``service_tier`` auto/default                   Gemini's default: not sent (any other tier -> 400)
-``logprobs``, ``top_logprobs``, ``verbosity``,  400: no Gemini streaming equivalent this adapter maps
-``user``, ``safety_identifier``
+``text.verbosity`` low / high                   asked for in ``systemInstruction`` (medium: the model's own)
+``service_tier`` auto/default/priority          Gemini's standard tier: not sent (flex -> 400)
+``logprobs``, ``top_logprobs``, ``user``,       400: no Gemini streaming equivalent this adapter maps
+``safety_identifier``
 ==============================================  ================================================================
 """
 
@@ -47,10 +48,16 @@ __all__ = ["THINKING_BUDGETS", "build_body", "gemini_tool_names"]
 THINKING_BUDGETS: Final = {"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768}
 _SAMPLING: Final = {"top_p": "topP", "presence_penalty": "presencePenalty", "frequency_penalty": "frequencyPenalty"}
 _REFUSED: Final = {
-    "logprobs": "top_logprobs", "top_logprobs": "top_logprobs", "verbosity": "text.verbosity", "user": "user",
+    "logprobs": "top_logprobs", "top_logprobs": "top_logprobs", "user": "user",
     "safety_identifier": "safety_identifier",
 }
-_NOT_SENT: Final = frozenset({"parallel_tool_calls", "prompt_cache_key"})
+_NOT_SENT: Final = frozenset({"parallel_tool_calls", "prompt_cache_key", "verbosity"})
+# Tiers with nothing to send: Gemini serves a request at its standard tier (priority: the best it has for it; Codex
+# CLI sends priority). Flex, a cheaper and slower tier, is refused rather than billed at standard.
+_SERVICE_TIERS: Final = frozenset({"auto", "default", "priority"})
+# text.verbosity has no Gemini setting: the gateway asks for it in the system instruction (medium: the model's own)
+_VERBOSITY: Final = {"low": "Answer concisely: keep explanations short.",
+                     "high": "Answer thoroughly: explain in detail."}
 _MODES: Final = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
 # Gemini's rule for a function name: a letter or _ first, then letters, digits, _ . : -; 64 characters at most.
 _GEMINI_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.:\-]*")
@@ -68,6 +75,11 @@ def build_body(request: GenerationRequest, names: ToolNames) -> dict[str, Any]:
     system, contents = build_contents(request.messages, names.to_provider)
     if not contents:
         raise RefusedField("input", "Gemini needs at least one user or model turn besides the instructions")
+    verbosity = request.options.get("verbosity")
+    if verbosity is not None and verbosity not in (*_VERBOSITY, "medium"):
+        raise RefusedField("text.verbosity", f"{verbosity!r} is not low, medium or high")
+    if verbosity in _VERBOSITY:
+        system = {"parts": [*(system or {}).get("parts", []), {"text": _VERBOSITY[verbosity]}]}
     body: dict[str, Any] = {"contents": contents}
     if system is not None:
         body["systemInstruction"] = system
@@ -121,8 +133,8 @@ def _generation_config(request: GenerationRequest) -> dict[str, Any]:
         elif key == "response_format":
             config.update(_response_format(value))
         elif key == "service_tier":
-            if value not in ("auto", "default"):
-                raise RefusedField("service_tier", f"{value!r} has no Gemini equivalent (auto or default only)")
+            if value not in _SERVICE_TIERS:
+                raise RefusedField("service_tier", f"{value!r} has no Gemini equivalent (auto, default or priority)")
         elif key in _REFUSED:
             raise RefusedField(_REFUSED[key], "Gemini's streaming API has no such field this gateway can map")
         else:
