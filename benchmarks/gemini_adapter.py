@@ -10,9 +10,9 @@ the same run):
                 them (CRLF framing, ``usageMetadata``, ``modelVersion`` and ``responseId`` in every chunk);
 * ``floor``   — the stand-in handing over the Gemini bytes, nothing parsed.
 
-Goal (issue 39): ``gemini / chat <= 1.2``.
+Goal (issue 39): ``gemini / chat <= 1.2``. ``--per-read K`` groups K events to a read.
 
-Run: ``.venv/bin/python benchmarks/gemini_adapter.py [--events N] [--runs R]``.
+Run: ``.venv/bin/python benchmarks/gemini_adapter.py [--events N] [--runs R] [--per-read K]``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import json
 import statistics
 import time
 
-from native_upstream import REQUEST, _attach, _ReplayHTTP, chat_reads  # (the same folder: the shared stand-in)
+from native_upstream import REQUEST, _attach, _ReplayHTTP, chat_reads, grouped  # (the same folder: the stand-in)
 
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.gemini import GeminiUpstream
@@ -51,12 +51,12 @@ async def _generate(upstream: ChatCompletionsUpstream) -> int:
     return count
 
 
-async def measure(events: int, runs: int) -> dict[str, float]:
+async def measure(events: int, runs: int, per_read: int = 1) -> dict[str, float]:
     chat = ChatCompletionsUpstream("http://replay.invalid/v1", name="chat", models=["m"])
-    _attach(chat, chat_reads(events))
+    _attach(chat, grouped(chat_reads(events), per_read))
     gemini = GeminiUpstream("http://replay.invalid", name="gemini", models=["m"], api_key="k")
-    _attach(gemini, gemini_reads(events))
-    floor_client = _ReplayHTTP(gemini_reads(events))
+    _attach(gemini, grouped(gemini_reads(events), per_read))
+    floor_client = _ReplayHTTP(grouped(gemini_reads(events), per_read))
 
     async def floor() -> int:
         response = await floor_client.post("http://replay.invalid/x", b"{}", {})
@@ -83,9 +83,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=2000, help="text tokens per answer")
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--per-read", type=int, default=1,
+                        help="upstream events a read (1: a live model's token a read; 16: a busy gateway's reads)")
     args = parser.parse_args()
-    per = asyncio.run(measure(args.events, args.runs))
-    print(f"{args.events} text tokens per answer, one event a read, {args.runs} runs, CPU per token (median run):")
+    per = asyncio.run(measure(args.events, args.runs, args.per_read))
+    print(f"{args.events} text tokens per answer, {args.per_read} events a read, {args.runs} runs, "
+          "CPU per token (median run):")
     for name, us in per.items():
         print(f"  {name:8s} {us:6.2f} us")
     print(f"gemini / chat = {per['gemini'] / per['chat']:.2f}   (goal <= 1.20)")

@@ -17,7 +17,9 @@ from respstream.server.upstream.base import (
     PassedItemDone,
     PassedItemEvent,
     TextDelta,
+    TextRun,
     ToolCallDelta,
+    singles,
 )
 from respstream.server.upstream.gemini.reads import GeminiBody
 from respstream.server.upstream.gemini.stream import GENERATED_CALL_PREFIX, GeminiStream
@@ -154,7 +156,7 @@ def _through_body(body: bytes, cuts: list[int]) -> list[Any]:
     out: list[Any] = []
     for start, end in itertools.pairwise([0, *cuts, len(body)]):
         out += reader.feed(body[start:end])
-    return out + reader.finish()
+    return list(singles(out + reader.finish()))  # (a read of many tokens is one TextRun)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c["http_status"] == 200], ids=lambda c: c["case"])
@@ -167,6 +169,7 @@ def test_the_body_reader_lanes_give_what_the_full_path_gives(case: dict[str, Any
     assert _through_body(body, per_event) == want
     assert _through_body(body, list(range(1, len(body)))) == want
     assert _through_body(body, [len(body) // 3, len(body) // 2]) == want
+    assert _through_body(body, per_event[1::3]) == want  # (whole events, three a read)
 
 
 def test_the_text_lane_takes_only_bare_text() -> None:
@@ -178,3 +181,11 @@ def test_the_text_lane_takes_only_bare_text() -> None:
     out = reader.feed(sse_body(_chunk({"text": "c"}, finish="STOP", usage={"promptTokenCount": 2})))
     assert isinstance(out[-1], Finish) and out[-1].usage.input_tokens == 2
     assert [c.text for c in out if isinstance(c, TextDelta)] == ["c"]
+
+
+def test_a_read_of_many_text_events_is_one_run_and_usage_is_the_last() -> None:
+    reader = GeminiBody(GeminiStream(name="g"))
+    events = [_chunk({"text": f"t{i}"}, usage={"promptTokenCount": 1, "candidatesTokenCount": i}) for i in range(5)]
+    assert reader.feed(sse_body(*events)) == [TextRun([f"t{i}" for i in range(5)])]
+    out = reader.feed(sse_body(_chunk({"text": "end"}, {"text": "z", "thought": True}, finish="STOP")))
+    assert isinstance(out[-1], Finish) and out[-1].usage is not None and out[-1].usage.output_tokens == 4

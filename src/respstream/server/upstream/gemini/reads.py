@@ -25,46 +25,63 @@ _BETWEEN: Final = b"\r\n\r\ndata: "
 _decode = msgspec.json.decode
 
 
-_NO_USAGE: Final = msgspec.Raw(b"")
+_ABSENT: Final = msgspec.Raw(b"")
 
 
-class _TextPart(msgspec.Struct, forbid_unknown_fields=True):
+class _TextPart(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     text: str
 
 
-class _TextContent(msgspec.Struct, forbid_unknown_fields=True):
+class _TextContent(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     parts: list[_TextPart]
     role: str = "model"
 
 
-class _TextCandidate(msgspec.Struct, forbid_unknown_fields=True):
+class _TextCandidate(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     content: _TextContent
     index: int = 0
 
 
-class _TextChunk(msgspec.Struct, forbid_unknown_fields=True):
+class _TextChunk(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A chunk of answer text only; any other field (a finish, a thought, a call, an error) refuses it."""
 
     candidates: list[_TextCandidate]
-    usageMetadata: msgspec.Raw = _NO_USAGE
-    modelVersion: str | None = None  # (named so the struct takes chunks that carry them; not used)
-    responseId: str | None = None
+    usageMetadata: msgspec.Raw = _ABSENT
+    modelVersion: msgspec.Raw = _ABSENT  # (named so the struct takes chunks that carry them; not used, not decoded)
+    responseId: msgspec.Raw = _ABSENT
 
 
 _text_chunk = msgspec.json.Decoder(_TextChunk).decode
 
 
-def _feed(stream: GeminiStream, data: bytes) -> list[Chunk]:
-    if stream.text_lane:
-        try:
-            chunk = _text_chunk(data)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            pass
-        else:
-            if len(chunk.candidates) == 1:
-                usage = chunk.usageMetadata
-                return stream.feed_text([p.text for p in chunk.candidates[0].content.parts], usage or None)
-    return stream.feed(_json(data))
+def _feed_all(stream: GeminiStream, payloads: list[bytes]) -> list[Chunk]:
+    """The chunks of a read's events, in order: runs of text-only chunks taken by the typed lane together (one
+    :meth:`~.stream.GeminiStream.feed_text` for the run: a :class:`TextRun` for a read of many tokens), every other
+    event decoded and fed whole."""
+    out: list[Chunk] = []
+    texts: list[str] = []
+    usage: msgspec.Raw | None = None
+    taken = 0
+    for payload in payloads:
+        if stream.text_lane:
+            try:
+                chunk = _text_chunk(payload)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                chunk = None
+            if chunk is not None and len(chunk.candidates) == 1:
+                for part in chunk.candidates[0].content.parts:
+                    if part.text:
+                        texts.append(part.text)
+                usage = chunk.usageMetadata or usage
+                taken += 1
+                continue
+        if taken:
+            out += stream.feed_text(texts, usage, taken)
+            texts, usage, taken = [], None, 0
+        out += stream.feed(_json(payload))
+    if taken:
+        out += stream.feed_text(texts, usage, taken)
+    return out
 
 
 def _json(data: bytes) -> Any:
@@ -87,15 +104,11 @@ class GeminiBody:
     def feed(self, raw: bytes) -> list[Chunk]:
         stream = self.stream
         if self._boundary and raw.startswith(b"data: ") and raw.endswith(_EVENT_END):
-            payloads = raw[6:-4].split(_BETWEEN)
-            joined = b"".join(payloads) if len(payloads) > 1 else payloads[0]
-            if b"\n" not in joined and b"\r" not in joined:
-                if len(payloads) == 1:
-                    return _feed(stream, joined)
-                out: list[Chunk] = []
-                for payload in payloads:
-                    out += _feed(stream, payload)
-                return out
+            body = raw[6:-4]
+            between = body.count(_BETWEEN)
+            # (only the separators' CR and LF: no other line ends, so whole one-line events)
+            if body.count(b"\n") == 2 * between and body.count(b"\r") == 2 * between:
+                return _feed_all(stream, body.split(_BETWEEN) if between else [body])
         try:
             self._decoder.feed(raw)
         except SSEDecodeError as exc:
@@ -110,8 +123,4 @@ class GeminiBody:
         return self._events() + self.stream.finish()
 
     def _events(self) -> list[Chunk]:
-        out: list[Chunk] = []
-        stream = self.stream
-        for message in self._decoder.events():
-            out += _feed(stream, message.data)
-        return out
+        return _feed_all(self.stream, [message.data for message in self._decoder.events()])

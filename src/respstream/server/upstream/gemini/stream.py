@@ -39,6 +39,7 @@ from respstream.server.upstream.base import (
     PassedItemDone,
     PassedItemEvent,
     TextDelta,
+    TextRun,
     ToolCallDelta,
     UpstreamError,
     Usage,
@@ -136,16 +137,17 @@ class GeminiStream:
         """Whether :meth:`feed_text` may take the next chunk (no thought item open, not ended)."""
         return self._reasoning is None and not self.done
 
-    def feed_text(self, texts: list[str], usage: msgspec.Raw | None) -> list[Chunk]:
-        """What :meth:`feed` gives for a chunk of bare text parts and no finish (gemini/reads.py decodes those
-        typed, the usage left undecoded): only when :attr:`text_lane`."""
-        self._chunks += 1
+    def feed_text(self, texts: list[str], usage: msgspec.Raw | None, events: int = 1) -> list[Chunk]:
+        """What :meth:`feed` gives for ``events`` chunks of bare text parts and no finish (gemini/reads.py decodes
+        those typed, the last usage left undecoded), as one :class:`TextRun` when they hold several texts: only when
+        :attr:`text_lane`."""
+        self._chunks += events
         if usage is not None:
             self._usage = usage
-        out: list[Chunk] = [TextDelta(t) for t in texts if t]
-        if out:
-            self.streamed = True
-        return out
+        if not texts:
+            return []
+        self.streamed = True
+        return [TextDelta(texts[0])] if len(texts) == 1 else [TextRun(texts)]
 
     def finish(self) -> list[Chunk]:
         """The end of the body: nothing more when the stream finished, else ``failure`` says it was cut."""
