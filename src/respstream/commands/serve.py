@@ -28,7 +28,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--upstream", action="append", dest="upstreams", metavar="URL",
                         help="embedded (default) | responses+embedded | http://host:port/v1 (probed: its own "
                              "Responses API if it has one, else Chat Completions) | responses+http(s)://… | "
-                             "chat+http(s)://… | scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T] (simulated); "
+                             "chat+http(s)://… | gemini+https://generativelanguage.googleapis.com (GEMINI_API_KEY) | "
+                             "scripted:N[?delay_ms=D&tool=NAME&fail_at=K&text=T] (simulated); "
                              "repeatable")
     parser.add_argument("--model-size", dest="model_size", choices=["small", "medium", "large"],
                         help="the embedded model: small (SmolLM2-135M, fastest), medium (Qwen2.5-Coder-0.5B) or "

@@ -11,6 +11,7 @@
   (``name`` defaults to ``host:port``; ``models`` unset means discovered at ``start()``, listed under readable ids)
 - ``anthropic+http(s)://host[:port]`` -> :class:`~respstream.server.upstream.anthropic.adapter.AnthropicUpstream`
   (the Messages API at ``{url}/v1/messages``; key from ``api_key`` or ``ANTHROPIC_API_KEY``)
+- ``gemini+http(s)://HOST`` -> :class:`~respstream.server.upstream.gemini.GeminiUpstream` (Google's Gemini API)
 - ``scripted:N[?delay_ms=D&tool=NAME&fail_at=K&reasoning=R&text=T]`` -> the SIMULATED
   :class:`~respstream.server.upstream.scripted.ScriptedUpstream`
 
@@ -86,6 +87,16 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
         kwargs.update({k: v for k, v in options.items() if k in AnthropicUpstream.OWN_OPTIONS and v is not None})
         kwargs.pop("name", None)
         return AnthropicUpstream(url, name=name or parts.netloc, **kwargs)
+    if spec.startswith(("gemini+http://", "gemini+https://")):
+        from respstream.server.upstream.gemini import GeminiUpstream
+
+        url = spec.removeprefix("gemini+")
+        if not urlsplit(url).hostname:
+            raise ValueError(f"upstream URL {spec!r} has no host")
+        gemini = {**_accepted(ChatCompletionsUpstream, options),
+                  **{k: v for k, v in options.items() if k == "max_retry_wait" and v is not None}}
+        gemini.pop("name", None)
+        return GeminiUpstream(url, name=name or urlsplit(url).netloc, **gemini)
     api = "auto"
     for prefix in ("responses+", "chat+"):
         if spec.startswith(prefix):
