@@ -44,7 +44,7 @@ class RedisConversations:
 
     def _touch(self, pipe: Any, conversation_id: str) -> None:
         ttl = int(self.retention_seconds * 1000)
-        for key in self._conv_keys(conversation_id):
+        for key in (*self._conv_keys(conversation_id), self.k.conversation_ids(conversation_id)):
             pipe.pexpire(key, ttl)
 
     async def _index(self, conversation_id: str) -> None:
@@ -64,11 +64,14 @@ class RedisConversations:
         if not items:
             return
         key = self._conv_keys(conversation_id)[0]
+        ids = self.k.conversation_ids(conversation_id)
         async with self._io():
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.rpush(key, *[_encode(item) for item in items])
+                pipe.rpush(ids, *[str(item.get("id", "")) for item in items])
                 if self.history_limit is not None:
                     pipe.ltrim(key, -self.history_limit, -1)
+                    pipe.ltrim(ids, -self.history_limit, -1)
                 self._touch(pipe, conversation_id)
                 await pipe.execute()
             await self._index(conversation_id)
@@ -99,7 +102,7 @@ class RedisConversations:
         async with self._io():
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.delete(meta)
-                pipe.delete(items)
+                pipe.delete(items, self.k.conversation_ids(conversation_id))
                 existed, _ = await pipe.execute()
             await self._r.zrem(self._conversations_by_age, conversation_id)
         return bool(existed)
@@ -125,11 +128,52 @@ class RedisConversations:
         key = self._conv_keys(conversation_id)[0]
         async with self._io():
             blob = await self._find_item(key, item_id)
-            return blob is not None and bool(await self._r.lrem(key, 1, blob))
+            if blob is None:
+                return False
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.lrem(key, 1, blob)
+                pipe.lrem(self.k.conversation_ids(conversation_id), 1, item_id)
+                removed, _ = await pipe.execute()
+            return bool(removed)
+
+    async def conversation_after(self, conversation_id: str, item_id: str, *, count: int,
+                                 newer: bool) -> list[dict[str, Any]] | None:
+        """See :func:`~respstream.server.store.conversation_seek.conversation_after`: the cursor's index by ``LPOS``
+        over the ids list, then ``count`` + 1 items from it. A conversation whose ids list does not match its items
+        (extended before the list was kept) is scanned in chunks instead."""
+        key, ids = self._conv_keys(conversation_id)[0], self.k.conversation_ids(conversation_id)
+        async with self._io():
+            for _ in range(2):  # a concurrent trim may shift the list between the two reads: look again once
+                async with self._r.pipeline(transaction=False) as pipe:
+                    pipe.llen(key)
+                    pipe.llen(ids)
+                    pipe.lpos(ids, item_id)
+                    items_len, ids_len, at = await pipe.execute()
+                if items_len != ids_len:
+                    at = await self._find_index(key, item_id)
+                if at is None:
+                    return None
+                start, stop = (at, at + count) if newer else (max(0, at - count), at)
+                window = [_decode_item(blob) for blob in await self._r.lrange(key, start, stop)]
+                cursor = (window[0] if newer else window[-1]) if window else None
+                if cursor is not None and cursor.get("id") == item_id:
+                    return window
+        return None
+
+    async def _find_index(self, key: str, item_id: str) -> int | None:
+        start = 0
+        while True:
+            raw: list[bytes] = await self._r.lrange(key, start, start + _SCAN_CHUNK - 1)
+            for offset, blob in enumerate(raw):
+                if _decode_item(blob).get("id") == item_id:
+                    return start + offset
+            if len(raw) < _SCAN_CHUNK:
+                return None
+            start += _SCAN_CHUNK
 
     async def expire_conversations(self, cutoff: float) -> None:
         async with self._io():
             stale: list[bytes] = await self._r.zrangebyscore(self._conversations_by_age, "-inf", f"({cutoff}")
             for raw in stale:
-                await self._r.delete(*self._conv_keys(raw.decode()))
+                await self._r.delete(*self._conv_keys(raw.decode()), self.k.conversation_ids(raw.decode()))
                 await self._r.zrem(self._conversations_by_age, raw)
