@@ -8,6 +8,7 @@ the answer to ``tools/call`` where a test needs a hostile one; the model is the 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -129,3 +130,39 @@ def test_a_result_of_the_wrong_shape_fails_the_call_only() -> None:
     call = next(item for item in final["output"] if item["type"] == "mcp_call")
     assert call["status"] == "failed" and call["error"].startswith("ValidationError"), call
     assert final["status"] == "completed"
+
+
+class _CancelledInside(ScriptedUpstream):
+    """SIMULATED upstream whose library cancels the generation from inside (as an anyio cancel scope that leaks
+    into the caller's task does) after its first chunk."""
+
+    async def generate(self, request: Any) -> Any:
+        async for chunk in super().generate(request):
+            yield chunk
+            raise asyncio.CancelledError
+
+    async def generate_batches(self, request: Any) -> Any:
+        async for batch in super().generate_batches(request):
+            yield batch
+            raise asyncio.CancelledError
+
+
+def test_a_cancellation_nobody_asked_for_is_a_failure_not_cancelled() -> None:
+    upstreams = {"inside": _CancelledInside(4, name="inside", models=["inside"])}
+    with ServerThread(make_app(dialect="openai", upstreams=upstreams)) as gw:
+        r = httpx.post(f"{gw.base_url}/responses", json={"model": "inside", "input": "go", "stream": False},
+                       timeout=30)
+    assert r.status_code == 200, r.text[:300]
+    assert r.json()["status"] == "failed" and r.json()["error"]["code"] == "internal_error", r.json()["error"]
+    assert "nobody asked for" in r.json()["error"]["message"]
+
+
+def test_a_cancel_that_was_asked_for_still_ends_cancelled() -> None:
+    upstreams = {"slow": ScriptedUpstream(200, name="slow", models=["slow"], delay_ms=50)}
+    with ServerThread(make_app(dialect="openai", upstreams=upstreams)) as gw:
+        created = httpx.post(f"{gw.base_url}/responses", json={"model": "slow", "input": "go", "background": True},
+                             timeout=30).json()
+        cancel = httpx.post(f"{gw.base_url}/responses/{created['id']}/cancel", timeout=30)
+        assert cancel.status_code == 200, cancel.text[:300]
+        final = httpx.get(f"{gw.base_url}/responses/{created['id']}", timeout=30).json()
+    assert final["status"] == "cancelled", final
