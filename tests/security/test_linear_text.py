@@ -21,8 +21,10 @@ from respstream.server.responses.rewrite import normalise_whitespace, strip_thin
 from respstream.server.routing.classify import RoutingRules, arithmetic_expression, classify
 from respstream.server.routing.url_scan import find_url
 from respstream.server.tools.arith_words import spoken_to_expression
+from respstream.server.tools.html_text import html_to_text
 from respstream.server.tools.number_words import words_to_digits
 from respstream.server.tools.place_zones import time_zone_in
+from respstream.server.tools.search_query import search_query
 from respstream.server.upstream.loop_guard import LoopGuard
 from respstream.server.upstream.scripted import split_text
 from respstream.server.upstream.text_tool_calls import TextToolCalls, written_call
@@ -86,6 +88,11 @@ CASES: list[tuple[str, Callable[[str], object], Callable[[int], str]]] = [
     ("normalise whitespace", normalise_whitespace, lambda n: "a" + " " * n + "x"),
     ("loop guard", _guard, lambda n: "a " * (n // 2)),
     ("scripted split, blank tail", lambda t: split_text(t, 0), lambda n: "a" + " " * n),
+    ("search query from a question", search_query, lambda n: "why " * (n // 4) + "?"),
+    ("search query, quoted phrase", search_query, lambda n: '"' * n),
+    ("web page to text, unclosed tags", html_to_text, lambda n: "<a " * (n // 3)),
+    ("web page to text, open comment", html_to_text, lambda n: "<!--" + "-" * n),
+    ("number words, hyphen runs", words_to_digits, lambda n: "twenty-" * (n // 7)),
     ("client error page: <title without >",
      lambda t: status_error(500, {"content-type": "text/html"}, t.encode()), lambda n: "<html" + "<title" * (n // 6)),
     ("client error page: < without >",
