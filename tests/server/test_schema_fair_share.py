@@ -114,3 +114,23 @@ def test_fair_share_wait_is_bounded_and_cancellation_frees_the_place() -> None:
 
     asyncio.run(scenario())
     assert client_of() == "anonymous"  # outside a request
+
+
+def test_a_request_is_counted_for_its_address_block_or_its_key() -> None:
+    """What authenticate() names for the pool on an open gateway: the address block (IPv4 address, IPv6 block)."""
+    from starlette.requests import Request
+
+    from respstream.server.http.peer_limit import client_key
+
+    from .helpers import make_app
+
+    gateway = make_app().state.gateway
+
+    def client_for(host: str) -> str:
+        scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "client": (host, 1234)}
+        return contextvars.copy_context().run(lambda: (gateway.authenticate(Request(scope)), client_of())[1])
+
+    assert client_for("203.0.113.9") == "peer:203.0.113.9"
+    # the IPv6 block is whatever the connection limits count a client as (http/peer_limit.py), one for both
+    block = f"peer:{client_key('2001:db8:1:2::5')}"
+    assert client_for("2001:db8:1:2::5") == client_for("2001:db8:1:2:ffff::1") == block
