@@ -105,6 +105,9 @@ class McpSession:
                 raise
         finally:
             self._lost = self._lost or "the session is closed"
+            for future in self._pending:  # work handed in while the session was closing: nobody will run it
+                if not future.done():
+                    future.set_exception(McpSessionLost(self._lost))
 
     async def aclose(self) -> None:
         """End the session: politely when it is idle, cut after ``_CLOSE_SECONDS`` otherwise. Never raises."""
