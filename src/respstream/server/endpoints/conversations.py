@@ -129,7 +129,9 @@ class _Handlers:
     async def list_items(self, request: Request) -> Response:
         record, _ = await self._mine(request)
         page = page_window(request)
-        items = await self._page_items(record.id, *page) if page is not None else None
+        if page is None:  # a bad order: item_page says what is wrong, before anything is read
+            return JSONResponse(item_page([], request, f"conversation '{record.id}'"))
+        items = await self._page_items(record.id, *page)
         if items is None:  # legacy id-less items get ids from their position: read them all
             items = _with_ids(await self.gw.svc.store.conversation(record.id), record.id)
         return JSONResponse(item_page(items, request, f"conversation '{record.id}'"))
@@ -174,7 +176,7 @@ class _Handlers:
             found = await store.conversation_item(record.id, item_id)
             if found is not None:
                 return record, found
-        else:  # legacy id-less items have ids from their position: read them all
+        elif await self._has_legacy_items(record.id):  # id-less items have ids from their position: read them all
             for item in _with_ids(await store.conversation(record.id), record.id):
                 if item.get("id") == item_id:
                     return record, item
