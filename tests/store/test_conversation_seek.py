@@ -48,3 +48,22 @@ async def test_the_seek_follows_the_sliding_window(store_factory: StoreFactory, 
     assert await conversation_after(store, "conv_w", "i2", count=1, newer=True) is None
     assert _ids(await conversation_after(store, "conv_w", "i4", count=1, newer=True)) == ["i4", "i5"]
     assert _ids(await conversation_after(store, "conv_w", "i4", count=9, newer=False)) == ["i3", "i4"]
+
+
+async def test_a_redis_conversation_without_the_ids_list_is_scanned(store: Store, backend: str) -> None:
+    """Items pushed before the ids list was kept beside them (an older gateway): found by a scan, never wrongly."""
+    if not backend.startswith("redis"):
+        pytest.skip("the ids list is the Redis store's")
+    import msgspec
+
+    from respstream.server.store.redis import RedisStore
+
+    assert isinstance(store, RedisStore)
+    raw, key = store._r, store.k.conversation("conv_old")
+    await raw.rpush(key, *[msgspec.json.encode({"id": f"i{n}"}) for n in range(5)])  # as an older gateway did
+    await store.extend_conversation("conv_old", [{"id": "i5"}])  # the ids list now holds only the new item
+    assert _ids(await conversation_after(store, "conv_old", "i2", count=2, newer=True)) == ["i2", "i3", "i4"]
+    assert (await store.conversation_item("conv_old", "i1")) == {"id": "i1"}
+    assert await store.delete_conversation_item("conv_old", "i3") is True
+    assert _ids(await conversation_after(store, "conv_old", "i5", count=9, newer=False)) == ["i0", "i1", "i2", "i4",
+                                                                                               "i5"]
