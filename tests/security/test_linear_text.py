@@ -151,3 +151,23 @@ def test_client_error_page_title_and_text() -> None:
     assert "Down for maintenance (HTML error page)" in str(status_error(503, {}, untitled))
     assert split_text("a b  ", 0) == ["a", " b  "]
     assert split_text("   ", 0) == ["   "]
+
+
+def test_model_json_nested_past_the_stack_is_text_or_a_failed_call_never_a_crash() -> None:
+    """JSON nested 100,000 deep from the model raises RecursionError in ``json.loads``; every reader of model JSON
+    treats it as not JSON (the text stays text, a call fails naming why) instead of ending in internal_error."""
+    import asyncio
+
+    from respstream.server.events.client_tool_kinds import _json_object
+    from respstream.server.tools.mcp_tools import McpServerSpec, McpToolbox, _Server
+
+    deep = "[" * 100_000 + "]" * 100_000
+    detector = TextToolCalls({"lookup": _TOOL}, max_call=1 << 20)
+    out = detector.feed('{"name": "lookup", "arguments": ' + deep + "}") + detector.finish()
+    assert detector.reason == "not valid JSON" and detector.calls == 0 and out
+    assert not written_call('{"name": "lookup", "arguments": ' + deep + "}", {"lookup"})
+    assert _json_object(deep) == {}
+    _forced('{"a": ' + deep + "}")
+    toolbox = McpToolbox([], [], policy=None)  # type: ignore[arg-type]
+    server = _Server(McpServerSpec(label="s", url="http://127.0.0.1:9/mcp"))
+    assert asyncio.run(toolbox._invoke(server, "t", deep)) == ("", "the arguments nest deeper than the gateway reads")

@@ -275,6 +275,8 @@ class McpToolbox:
             args = json.loads(arguments or "{}")
         except json.JSONDecodeError as exc:
             return "", f"the arguments are not JSON: {exc}"
+        except RecursionError:
+            return "", "the arguments nest deeper than the gateway reads"
         if not isinstance(args, dict):
             return "", "the arguments must be a JSON object"
         assert server.session is not None

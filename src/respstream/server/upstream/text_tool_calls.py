@@ -226,7 +226,7 @@ class TextToolCalls:
         begin = first.start() if first else 0
         try:
             value = json.loads(held[begin:end])
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter's stack
             return self._release("not valid JSON")
         objects = value if isinstance(value, list) else [value]
         calls: list[Chunk] = []
@@ -265,7 +265,7 @@ class TextToolCalls:
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
-            except ValueError:
+            except (ValueError, RecursionError):
                 return "arguments are not JSON"
         if not isinstance(arguments, dict):
             return "arguments are not an object"
@@ -306,7 +306,7 @@ class TextToolCalls:
                 continue
             try:
                 value = json.loads(text[opener.end():opener.end() + scanner.end])
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             objects = value if isinstance(value, list) else [value]
             if all(isinstance(self._call(o, 0), ToolCallDelta) for o in objects):
@@ -335,7 +335,7 @@ def answered_calls(messages: list[dict[str, Any]]) -> set[tuple[str, str]]:
                 continue
             try:
                 arguments = json.loads(function.get("arguments") or "{}")
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, RecursionError):
                 continue
             out.add((str(function.get("name")), json.dumps(arguments, sort_keys=True)))
     return out
