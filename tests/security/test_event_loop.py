@@ -73,6 +73,21 @@ def test_quadratic_trailing_whitespace_from_the_model(tmp_path: Path) -> None:
     assert message["content"][0]["text"] == text  # nothing to trim: inner spaces are not trailing
 
 
+def test_forced_call_answered_with_a_fence_of_spaces_does_not_stall(tmp_path: Path) -> None:
+    """Issue 42 H2v: a forced ``tool_choice`` answered by a code fence of 3,000 spaces held /healthz 13.9-21.5 s
+    (the fence regex was cubic); 24,000 spaces now, and the response fails saying the tool was not called."""
+    text = "```" + " " * 24_000 + "x"
+    tool = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
+    with Gateway(tmp_path, upstreams=[f"scripted:1?text={quote(text)}"]) as gw:
+        body = {"model": "auto", "input": "hi", "stream": False, "tools": [tool],
+                "tool_choice": {"type": "function", "name": "lookup"}}
+        watch, (response,) = _attack(gw, [body])
+    _assert_responsive(watch)
+    assert response.status_code == 200, response.text[:300]
+    assert response.json()["status"] == "failed", response.text[:300]
+    assert response.json()["error"]["code"] == "tool_choice_not_followed", response.json()["error"]
+
+
 def test_unclosed_tags_page_does_not_stall_and_times_out_honestly(tmp_path: Path, pages: str) -> None:
     """Item 2: a 90 KB page of ``"<a " * 30000`` froze the gateway 42 s and the fetch still said completed."""
     tools = {"fetch_allow": ["127.0.0.1/32"]}

@@ -105,8 +105,9 @@ _BY_STATUS: dict[int, type[APIStatusError]] = {
 }
 
 _MAX_MESSAGE = 300
-_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
-_TAGS = re.compile(r"<[^>]+>")
+# A tag ends at ">" or where the next one opens: "<[^>]+>" retried from every "<" of a page with no ">" (a hostile
+# error body) scans the rest of it each time, quadratic.
+_TAGS = re.compile(r"<[^<>]+>")
 _json = msgspec.json.Decoder()
 
 
@@ -184,13 +185,23 @@ def _text_message(body: bytes, content_type: str) -> str | None:
         return None
     head = body[:65536]
     if b"<html" in head.lower() or "html" in content_type.lower():
-        match = _TITLE.search(head)
-        if match:
-            title = html.unescape(match.group(1).decode("utf-8", "replace"))
+        raw_title = _title(head)
+        if raw_title is not None:
+            title = html.unescape(raw_title.decode("utf-8", "replace"))
             return _clip(" ".join(title.split()) + " (HTML error page)")
         text = _TAGS.sub(" ", head.decode("utf-8", "replace"))
         return _clip(" ".join(html.unescape(text).split()) + " (HTML error page)")
     return _clip(" ".join(head.decode("utf-8", "replace").split()))
+
+
+def _title(head: bytes) -> bytes | None:
+    """What the first ``<title ...>`` holds up to ``</title>``; found with ``find``, each byte looked at once (a
+    regex retried at every ``<title`` of a page without ``>`` is quadratic)."""
+    lowered = head.lower()
+    start = lowered.find(b"<title")
+    end_of_tag = lowered.find(b">", start) if start >= 0 else -1
+    close = lowered.find(b"</title>", end_of_tag) if end_of_tag >= 0 else -1
+    return head[end_of_tag + 1 : close] if close >= 0 else None
 
 
 def _clip(message: str | None) -> str | None:

@@ -25,7 +25,7 @@ class WorkLimits:
     schema_max_patterns: int = 200  # pattern / patternProperties regexes across the schema
     # The schema check and the answer's validation run in a separate process killed past this deadline.
     validation_seconds: float = 5.0
-    validation_workers: int = 2  # such processes at once (later checks wait, inside their deadline)
+    validation_workers: int = 2  # such processes at once (later checks wait, fairly across clients, off the deadline)
     validation_memory_bytes: int = 1 << 30  # address-space limit of a validation process
     # input_file with file_url: parts per request, bytes of all of them (each also <= [tools] fetch_max_bytes),
     # one deadline for all fetches.

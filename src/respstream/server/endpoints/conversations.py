@@ -29,6 +29,7 @@ from respstream.server.inputs.input_records import input_item_records
 from respstream.server.inputs.requests import parse_metadata, parse_request
 from respstream.server.responses.key_quota import stored_bytes
 from respstream.server.store.base import ConversationRecord
+from respstream.server.store.conversation_seek import conversation_after
 
 if TYPE_CHECKING:
     from respstream.server.endpoints.gateway import Gateway
@@ -128,30 +129,34 @@ class _Handlers:
     async def list_items(self, request: Request) -> Response:
         record, _ = await self._mine(request)
         page = page_window(request)
-        items = await self._page_items(record.id, *page) if page is not None else None
+        if page is None:  # a bad order: item_page says what is wrong, before anything is read
+            return JSONResponse(item_page([], request, f"conversation '{record.id}'"))
+        items = await self._page_items(record.id, *page)
         if items is None:  # legacy id-less items get ids from their position: read them all
             items = _with_ids(await self.gw.svc.store.conversation(record.id), record.id)
         return JSONResponse(item_page(items, request, f"conversation '{record.id}'"))
 
     async def _page_items(self, cid: str, order: str, want: int, after: str | None) -> list[dict[str, Any]] | None:
-        """What one page needs, read from the end its order starts at: ``want`` items, or (after a cursor) a window
-        growing 4x until it holds the cursor and ``want`` items past it — never the whole conversation for a page
-        near its start. None when an item has no id."""
+        """What one page needs and nothing more: the ``want`` items at the end its order starts from, or the cursor
+        and ``want`` items past it, found by seeking to the cursor in the store (store/conversation_seek.py). None
+        when the page has an item without id (stored before items had ids: see :func:`_with_ids`)."""
         store = self.gw.svc.store
-        count = want if after is None else 2 * want
-        while True:
-            items = await (store.conversation(cid, newest=count) if order == "desc" else
-                           store.conversation(cid, oldest=count))
-            if not all("id" in item for item in items):
-                return None
-            if after is None or len(items) < count:
-                return items  # the page, or the whole conversation
-            ids = [item["id"] for item in items]
-            if after in ids:
-                at = ids.index(after)
-                if (at if order == "desc" else len(ids) - 1 - at) >= want:  # items past the cursor, in page order
-                    return items
-            count *= 4
+        if after is None:
+            items = await (store.conversation(cid, newest=want) if order == "desc" else
+                           store.conversation(cid, oldest=want))
+        else:
+            found = await conversation_after(store, cid, after, count=want, newer=order == "asc")
+            if found is None:
+                if after.startswith(f"item_{cid}_") and await self._has_legacy_items(cid):
+                    return None  # a position id of an id-less item: only the whole history knows positions
+                return []  # item_page answers 404 naming the cursor
+            items = found
+        return items if all("id" in item for item in items) else None
+
+    async def _has_legacy_items(self, cid: str) -> bool:
+        """Items without ids are the oldest ones (from before items had ids): the first item tells."""
+        first = await self.gw.svc.store.conversation(cid, oldest=1)
+        return bool(first) and "id" not in first[0]
 
     async def add_items(self, request: Request) -> Response:
         record, _ = await self._mine(request)
@@ -171,7 +176,7 @@ class _Handlers:
             found = await store.conversation_item(record.id, item_id)
             if found is not None:
                 return record, found
-        else:  # legacy id-less items have ids from their position: read them all
+        elif await self._has_legacy_items(record.id):  # id-less items have ids from their position: read them all
             for item in _with_ids(await store.conversation(record.id), record.id):
                 if item.get("id") == item_id:
                     return record, item

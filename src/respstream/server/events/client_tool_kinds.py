@@ -183,7 +183,7 @@ class ClientToolSet:
 def _json_object(arguments: str) -> dict[str, Any]:
     try:
         value = json.loads(arguments or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

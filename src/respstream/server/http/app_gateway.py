@@ -24,8 +24,10 @@ from respstream.server.http.auth import KeyStore
 from respstream.server.http.body_encoding import decoded_body
 from respstream.server.http.components import Components, build_components
 from respstream.server.http.limits import RateLimiter, StreamGate
+from respstream.server.http.peer_limit import client_key
 from respstream.server.http.websocket_limits import WebSocketBudgets
 from respstream.server.http_errors import HTTPError
+from respstream.server.inputs.fair_share import charge_to
 from respstream.server.responses.responses_service import ResponseService
 from respstream.server.routing.upstream_watch import UpstreamWatch, startup_warnings
 from respstream.server.store.base import Store
@@ -149,7 +151,14 @@ class AppGateway:
 
     # -- guards ----------------------------------------------------------------------------------------------------
     def authenticate(self, request: HTTPConnection) -> str | None:
-        """The caller's owner id (hash of its key), or None on an open server. Raises 401."""
+        """The caller's owner id (hash of its key), or None on an open server. Raises 401. Also names the client
+        that shared pools (the schema checks) count this request's waits for: the key, else the address block."""
+        owner = self._authenticate(request)
+        host = request.client.host if request.client else "anonymous"
+        charge_to(f"key:{owner}" if owner is not None else f"peer:{client_key(host)}")
+        return owner
+
+    def _authenticate(self, request: HTTPConnection) -> str | None:
         if not self.keys.enabled:
             return None
         header = request.headers.get("authorization", "")

@@ -4,11 +4,14 @@ its MCP approval requests. Each is checked against the caller's key: another key
 
 from __future__ import annotations
 
+from typing import Any
+
 from respstream.server.config import Config
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.conversation_records import conversation_of
 from respstream.server.inputs.history import items_from_json
-from respstream.server.inputs.response_chain import chain_items, find_record
+from respstream.server.inputs.history_refs import conversation_reference
+from respstream.server.inputs.response_chain import chain_items, find_record, unstored_turns
 from respstream.server.inputs.response_request import InputItem, ResponseRequest
 from respstream.server.store.base import ResponseRecord, Store
 from respstream.server.tools.mcp_tools import McpApproval, McpToolbox
@@ -34,29 +37,33 @@ async def request_context(store: Store, config: Config, req: ResponseRequest, ow
 
 
 async def context_and_base(store: Store, config: Config, req: ResponseRequest, owner: str | None,
-                           local: Store | None = None) -> tuple[list[InputItem], list[InputItem], str | None]:
+                           local: Store | None = None) -> tuple[list[InputItem], list[dict[str, Any]], str | None]:
     """The items the model sees — the conversation's last ``conversation_window`` items, the history of the
     ``previous_response_id`` chain (:func:`~respstream.server.inputs.response_chain.chain_items`), then the request's
-    input, the last ``conversation_window`` + input of them — the items the new record keeps itself (its ``base``:
-    the conversation's, which a chain reference cannot bring back) and the parent it refers to. A ``store: false``
-    parent is deleted once its client has it (or lives on one socket), so a stored child keeps that history in its
-    base instead of referring to it."""
-    base: list[InputItem] = []
+    input, the last ``conversation_window`` + input of them — what the new record keeps as its ``base`` (a reference
+    to the conversation window it saw, inputs/history_refs.py: never a copy of it) and the parent it refers to. A
+    ``store: false`` parent is deleted once its client has it (or lives on one socket), so a stored child keeps that
+    parent's own turns in its base and refers to the nearest stored ancestor for the rest
+    (:func:`~respstream.server.inputs.response_chain.unstored_turns`)."""
+    base: list[dict[str, Any]] = []
+    items: list[InputItem] = []
     if req.conversation_id:
         await conversation_of(store, req.conversation_id, owner, implicit=not req.conversation_api)
-        base = items_from_json(await store.conversation(req.conversation_id, newest=config.conversation_window))
-    items = list(base)
+        window = await store.conversation(req.conversation_id, newest=config.conversation_window)
+        items = items_from_json(window)
+        base = conversation_reference(req.conversation_id, window)
     parent = req.previous_response_id
     if parent:
         prev = await previous_record(store, parent, owner, local)
         history = await chain_items(store, prev, owner, local, window=config.conversation_window)
         items.extend(history)
         if prev.request.get("store") is False and req.store is not False:
-            base, parent = base + history[-config.conversation_window :], None
+            carried, parent = await unstored_turns(store, prev, owner, local, window=config.conversation_window)
+            base = base + carried
     check_call_outputs(items, req.input)
     items.extend(req.input)
-    window = config.conversation_window + len(req.input)
-    return items[-window:], base, parent
+    window_size = config.conversation_window + len(req.input)
+    return items[-window_size:], base, parent
 
 
 async def mcp_toolbox(store: Store, config: Config, req: ResponseRequest, owner: str | None,

@@ -1,7 +1,8 @@
 """Runs schema checks in validation processes with a deadline that really fires (kill, not a flag).
 
 How this works: :func:`ask` sends one request line to an idle :mod:`~respstream.server.inputs.schema_worker` process
-(starting one when none is idle, at most ``validation_workers`` at once) and waits for its reply line in a
+(starting one when none is idle, at most ``validation_workers`` at once, handed out fairly across clients by
+:mod:`~respstream.server.inputs.fair_share`; the deadline starts when the check does) and waits for its reply line in a
 dedicated thread; the event loop only awaits the thread. A timer kills the process when the deadline passes, so the
 read ends at once; the caller gets a problem naming the deadline, and the next check starts a fresh process. A
 process that dies (memory limit, crash) is reported the same way, never as a traceback. The processes are plain
@@ -17,12 +18,16 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from respstream.server import request_limits
+from respstream.server.inputs.fair_share import FairShare, PoolBusy, client_of
 
 __all__ = ["ask"]
+
+_THREADS = 64  # at least validation_workers of every event loop in the process
 
 
 class _Process:
@@ -58,19 +63,16 @@ class _Pool:
         self._idle: list[_Process] = []
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
-        self._size = 0
 
-    def executor(self, size: int) -> ThreadPoolExecutor:
+    def executor(self) -> ThreadPoolExecutor:
+        """Threads that wait for the processes' replies; how many checks run at once is :class:`FairShare`'s call
+        (one per event loop), so this never queues a check of its own."""
         with self._lock:
-            if self._executor is None or self._size != size:
-                self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="schema-check")
-                self._size = size
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="schema-check")
             return self._executor
 
     def run(self, line: bytes, deadline: float, seconds: float, memory_bytes: int) -> dict[str, Any]:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return {"problem": f"no validation process was free within {seconds:g} s"}
         with self._lock:
             process = self._idle.pop() if self._idle else None
         if process is None:
@@ -100,16 +102,37 @@ class _Pool:
 
 _pool = _Pool()
 atexit.register(_pool.close)
+_shares: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FairShare] = weakref.WeakKeyDictionary()
+_WAIT_TURNS = 4  # a check waits for a process at most this many validation deadlines (fair share: see fair_share.py)
+
+
+def _share(loop: asyncio.AbstractEventLoop, capacity: int) -> FairShare:
+    share = _shares.get(loop)
+    if share is None:
+        share = _shares[loop] = FairShare(capacity)
+    share.capacity = capacity
+    return share
 
 
 async def ask(request: dict[str, Any]) -> str | None:
-    """The worker's problem for ``request`` (``None``: none), within ``limits.validation_seconds``."""
+    """The worker's problem for ``request`` (``None``: none). The check gets ``limits.validation_seconds`` from when
+    it starts in a process; the wait for a process (fair across clients: :func:`fair_share.client_of`) is bounded
+    apart, by ``_WAIT_TURNS`` deadlines."""
     limits = request_limits.current()
     seconds = limits.validation_seconds
     line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
-    deadline = time.monotonic() + seconds
-    executor = _pool.executor(limits.validation_workers)
     loop = asyncio.get_running_loop()
-    reply = await loop.run_in_executor(executor, _pool.run, line, deadline, seconds, limits.validation_memory_bytes)
+    share = _share(loop, limits.validation_workers)
+    client = client_of()
+    wait = _WAIT_TURNS * seconds
+    try:
+        await share.acquire(client, wait)
+    except PoolBusy:
+        return f"no validation process was free within {wait:g} s (the checks of other clients came first)"
+    deadline = time.monotonic() + seconds  # counted from here: the wait above is nobody's deadline
+    running = loop.run_in_executor(_pool.executor(), _pool.run, line, deadline, seconds,
+                                   limits.validation_memory_bytes)
+    running.add_done_callback(lambda _: share.release(client))  # the slot is free when the process is, not before
+    reply = await asyncio.shield(running)
     problem = reply.get("problem")
     return problem if isinstance(problem, str) else None

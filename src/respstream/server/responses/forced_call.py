@@ -17,7 +17,6 @@ that text breaks the promise silently. :func:`forced_arguments` decides, once th
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from respstream.server.events.client_tool_kinds import ClientTool
@@ -26,7 +25,8 @@ from respstream.server.upstream.tool_schemas import schema_errors
 
 __all__ = ["ForcedCallMissing", "forced_arguments", "forced_call", "forced_client_tool"]
 
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.DOTALL)
+_FENCE = "```"
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 class ForcedCallMissing(Exception):
@@ -66,15 +66,23 @@ def forced_call(text: str, policy: ToolPolicy, client_tools: dict[str, dict[str,
 
 def _json_object(text: str) -> dict[str, Any] | None:
     """``text`` as a JSON object (a ```` ```json ```` fence around it is fine), else ``None``."""
-    stripped = text.strip()
-    fenced = _FENCE.match(stripped)
-    if fenced:
-        stripped = fenced.group(1)
+    stripped = _unfenced(text.strip())
     try:
         value = json.loads(stripped) if stripped.startswith("{") else None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the interpreter's stack
         return None
     return value if isinstance(value, dict) else None
+
+
+def _unfenced(text: str) -> str:
+    """``text`` without a ```` ```lang ```` fence around it. A scanner, not a regex: a lazy group between two
+    whitespace runs backtracks cubically on a fence of spaces (issue 42, H2v); this reads each character once."""
+    if len(text) < 2 * len(_FENCE) or not (text.startswith(_FENCE) and text.endswith(_FENCE)):
+        return text
+    start, end = len(_FENCE), len(text) - len(_FENCE)
+    while start < end and text[start] in _LETTERS:
+        start += 1
+    return text[start:end].strip()
 
 
 def forced_arguments(text: str, name: str, tool: dict[str, Any], kind: ClientTool | None) -> str:

@@ -102,6 +102,9 @@ class Pipeline(GroundFirst, ToolRounds):
         self.cancel_code = "cancelled"
         self.cancel_message = "The response was cancelled."
         self.started = False
+        # Set by whoever cancels this response (ResponseService.cancel_running: a cancel request, a client gone, a
+        # shutdown). A cancellation without it came from inside (a library's cancel scope leaking into this task):
+        # that is a failure to report, never a "cancelled" nobody asked for (issue 42, X2).
         self.cancel_requested = False
         self._usage = Usage()
         self._on_tool = on_tool
@@ -146,7 +149,12 @@ class Pipeline(GroundFirst, ToolRounds):
                     await self._ground_first(*grounding)
                 await self._generate_all()
             except asyncio.CancelledError:
-                w.fail(self.cancel_code, self.cancel_message)
+                if self.cancel_requested:
+                    w.fail(self.cancel_code, self.cancel_message)
+                else:
+                    log.error("response %s: cancelled from inside, though nobody asked for it", w.record.id)
+                    w.fail("internal_error", "The response was interrupted by a cancellation nobody asked for "
+                                             "(a tool or upstream library cancelled it).")
             except UpstreamError as exc:
                 w.note_repairs(exc.repairs)
                 w.fail(exc.code, exc.message)

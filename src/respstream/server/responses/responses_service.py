@@ -277,12 +277,11 @@ class ResponseService:
         running.pipeline.cancel_code = code
         if message:
             running.pipeline.cancel_message = message
+        # Asked for: the pipeline ends `code`. A task cancelled before its first step never runs its body, so no
+        # terminal would be written: an unstarted one starts and ends itself as cancelled instead.
+        running.pipeline.cancel_requested = True
         if running.pipeline.started:
             running.task.cancel()
-        else:
-            # A task cancelled before its first step never runs its body, so no terminal would be written:
-            # let it start and end itself as cancelled instead.
-            running.pipeline.cancel_requested = True
         return True
 
     def on_client_gone(self, response_id: str) -> None:

@@ -210,7 +210,7 @@ class ToolRounds:
 def _query(arguments: str) -> str | None:
     try:
         value = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter's stack
         return None
     query = value.get("query") if isinstance(value, dict) else None
     return query if isinstance(query, str) else None
@@ -219,7 +219,7 @@ def _query(arguments: str) -> str | None:
 def _sources(output: str) -> list[str]:
     try:
         value = json.loads(output)
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     if isinstance(value, dict):
         value = value.get("results", [])

@@ -44,7 +44,7 @@ class RedisConversations:
 
     def _touch(self, pipe: Any, conversation_id: str) -> None:
         ttl = int(self.retention_seconds * 1000)
-        for key in self._conv_keys(conversation_id):
+        for key in (*self._conv_keys(conversation_id), self.k.conversation_ids(conversation_id)):
             pipe.pexpire(key, ttl)
 
     async def _index(self, conversation_id: str) -> None:
@@ -64,11 +64,14 @@ class RedisConversations:
         if not items:
             return
         key = self._conv_keys(conversation_id)[0]
+        ids = self.k.conversation_ids(conversation_id)
         async with self._io():
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.rpush(key, *[_encode(item) for item in items])
+                pipe.rpush(ids, *[str(item.get("id", "")) for item in items])
                 if self.history_limit is not None:
                     pipe.ltrim(key, -self.history_limit, -1)
+                    pipe.ltrim(ids, -self.history_limit, -1)
                 self._touch(pipe, conversation_id)
                 await pipe.execute()
             await self._index(conversation_id)
@@ -99,37 +102,84 @@ class RedisConversations:
         async with self._io():
             async with self._r.pipeline(transaction=True) as pipe:
                 pipe.delete(meta)
-                pipe.delete(items)
+                pipe.delete(items, self.k.conversation_ids(conversation_id))
                 existed, _ = await pipe.execute()
             await self._r.zrem(self._conversations_by_age, conversation_id)
         return bool(existed)
 
-    async def _find_item(self, key: str, item_id: str) -> bytes | None:
-        """The stored blob of the item ``item_id``, scanned in chunks (memory stays bounded whatever the length)."""
+    async def _locate(self, conversation_id: str, item_id: str) -> int | None:
+        """The index of the item ``item_id``: ``LPOS`` over the ids list, or (a conversation extended before that
+        list was kept: the lengths differ) a scan of the items in chunks. Inside ``_io()``."""
+        key, ids = self._conv_keys(conversation_id)[0], self.k.conversation_ids(conversation_id)
+        async with self._r.pipeline(transaction=False) as pipe:
+            pipe.llen(key)
+            pipe.llen(ids)
+            pipe.lpos(ids, item_id)
+            items_len, ids_len, at = await pipe.execute()
+        if items_len != ids_len:
+            return await self._find_index(key, item_id)
+        return at if isinstance(at, int) else None
+
+    async def _find_index(self, key: str, item_id: str) -> int | None:
         start = 0
         while True:
             raw: list[bytes] = await self._r.lrange(key, start, start + _SCAN_CHUNK - 1)
-            for blob in raw:
+            for offset, blob in enumerate(raw):
                 if _decode_item(blob).get("id") == item_id:
-                    return blob
+                    return start + offset
             if len(raw) < _SCAN_CHUNK:
                 return None
             start += _SCAN_CHUNK
 
+    async def _find_item(self, conversation_id: str, item_id: str) -> bytes | None:
+        """The stored blob of the item ``item_id``, read alone (a concurrent write that moved it: looked up again)."""
+        key = self._conv_keys(conversation_id)[0]
+        for _ in range(2):
+            at = await self._locate(conversation_id, item_id)
+            if at is None:
+                return None
+            blob: bytes | None = await self._r.lindex(key, at)
+            if blob is not None and _decode_item(blob).get("id") == item_id:
+                return blob
+        return None
+
     async def conversation_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
         async with self._io():
-            blob = await self._find_item(self._conv_keys(conversation_id)[0], item_id)
+            blob = await self._find_item(conversation_id, item_id)
         return None if blob is None else _decode_item(blob)
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
         key = self._conv_keys(conversation_id)[0]
         async with self._io():
-            blob = await self._find_item(key, item_id)
-            return blob is not None and bool(await self._r.lrem(key, 1, blob))
+            blob = await self._find_item(conversation_id, item_id)
+            if blob is None:
+                return False
+            async with self._r.pipeline(transaction=True) as pipe:
+                pipe.lrem(key, 1, blob)
+                pipe.lrem(self.k.conversation_ids(conversation_id), 1, item_id)
+                removed, _ = await pipe.execute()
+            return bool(removed)
+
+    async def conversation_after(self, conversation_id: str, item_id: str, *, count: int,
+                                 newer: bool) -> list[dict[str, Any]] | None:
+        """See :func:`~respstream.server.store.conversation_seek.conversation_after`: the cursor's index
+        (:meth:`_locate`), then ``count`` + 1 items from it."""
+        key = self._conv_keys(conversation_id)[0]
+        async with self._io():
+            for _ in range(2):  # a concurrent trim may shift the list between the two reads: look again once
+                at = await self._locate(conversation_id, item_id)
+                if at is None:
+                    return None
+                start, stop = (at, at + count) if newer else (max(0, at - count), at)
+                window = [_decode_item(blob) for blob in await self._r.lrange(key, start, stop)]
+                cursor = (window[0] if newer else window[-1]) if window else None
+                if cursor is not None and cursor.get("id") == item_id:
+                    return window
+        return None
 
     async def expire_conversations(self, cutoff: float) -> None:
         async with self._io():
             stale: list[bytes] = await self._r.zrangebyscore(self._conversations_by_age, "-inf", f"({cutoff}")
             for raw in stale:
-                await self._r.delete(*self._conv_keys(raw.decode()))
+                await self._r.delete(*self._conv_keys(raw.decode()), self.k.conversation_ids(raw.decode()))
                 await self._r.zrem(self._conversations_by_age, raw)

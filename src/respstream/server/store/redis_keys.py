@@ -62,6 +62,11 @@ class RedisKeys:
         """List: the conversation's items, oldest first."""
         return f"{self.prefix}{{c:{conversation_id}}}:items"
 
+    def conversation_ids(self, conversation_id: str) -> str:
+        """List: the ids of the conversation's items, beside them in the same order (a cursor is found by ``LPOS``
+        without reading the items); same tag as its items."""
+        return f"{self.prefix}{{c:{conversation_id}}}:ids"
+
     def conversation_meta(self, conversation_id: str) -> str:
         """String: the conversation object's JSON (id, owner, created_at, metadata); same tag as its items."""
         return f"{self.prefix}{{c:{conversation_id}}}:meta"

@@ -14,6 +14,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from respstream.server.store.base import ConversationRecord, LogEntry, ResponseRecord, Store
+from respstream.server.store.conversation_seek import conversation_after
 from respstream.server.store.memory import MemoryStore
 
 __all__ = ["SplitStore", "backend_of"]
@@ -66,6 +67,10 @@ class SplitStore:
     async def conversation(self, conversation_id: str, *, newest: int | None = None,
                            oldest: int | None = None) -> list[dict[str, Any]]:
         return await self.durable.conversation(conversation_id, newest=newest, oldest=oldest)
+
+    async def conversation_after(self, conversation_id: str, item_id: str, *, count: int,
+                                 newer: bool) -> list[dict[str, Any]] | None:
+        return await conversation_after(self.durable, conversation_id, item_id, count=count, newer=newer)
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
         await self.durable.extend_conversation(conversation_id, items)

@@ -26,10 +26,15 @@ CREATE TABLE IF NOT EXISTS conversations(
     PRIMARY KEY(conversation_id, position)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS conversation_objects(
     id TEXT PRIMARY KEY, owner TEXT, created_at REAL NOT NULL, metadata BLOB NOT NULL, touched_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS conversation_item_ids ON conversations(
+    conversation_id, json_extract(CAST(item AS TEXT), '$.id'));
 """
 
-# An item's "id", found by SQLite's JSON functions: one item is looked up without decoding the others in Python.
+# An item's "id", found by SQLite's JSON functions through the index above (the same expression, so SQLite uses it):
+# one item is found without reading, let alone decoding, the others.
 _ITEM_ID = "json_extract(CAST(item AS TEXT), '$.id')"
+# Named: without statistics the planner prefers the primary key and reads every item of the conversation instead.
+_BY_ITEM_ID = "conversations INDEXED BY conversation_item_ids"
 _encode = msgspec.json.Encoder().encode
 _decode_item = msgspec.json.Decoder(dict[str, Any]).decode
 _decode_metadata = msgspec.json.Decoder(dict[str, str]).decode
@@ -70,6 +75,27 @@ class SQLiteConversations:
         ).fetchall())
         items = [_decode_item(r[0]) for r in rows]
         return items[::-1] if newest is not None else items
+
+    async def conversation_after(self, conversation_id: str, item_id: str, *, count: int,
+                                 newer: bool) -> list[dict[str, Any]] | None:
+        """See :func:`~respstream.server.store.conversation_seek.conversation_after`: the cursor by the index, then
+        ``count`` + 1 rows from its position."""
+        compare, order = (">=", "ASC") if newer else ("<=", "DESC")
+
+        def job(conn: sqlite3.Connection) -> list[Any] | None:
+            found = conn.execute(f"SELECT position FROM {_BY_ITEM_ID} WHERE conversation_id = ? AND {_ITEM_ID} = ?"
+                                 " LIMIT 1", (conversation_id, item_id)).fetchone()
+            if found is None:
+                return None
+            return conn.execute(
+                f"SELECT item FROM conversations WHERE conversation_id = ? AND position {compare} ?"
+                f" ORDER BY position {order} LIMIT ?", (conversation_id, found[0], count + 1)).fetchall()
+
+        rows = await self._read(job)
+        if rows is None:
+            return None
+        items = [_decode_item(r[0]) for r in rows]
+        return items if newer else items[::-1]
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
         blobs = [_encode(item) for item in items]
@@ -120,12 +146,12 @@ class SQLiteConversations:
 
     async def conversation_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
         row = await self._read(lambda c: c.execute(
-            f"SELECT item FROM conversations WHERE conversation_id = ? AND {_ITEM_ID} = ? LIMIT 1",
+            f"SELECT item FROM {_BY_ITEM_ID} WHERE conversation_id = ? AND {_ITEM_ID} = ? LIMIT 1",
             (conversation_id, item_id)).fetchone())
         return None if row is None else _decode_item(row[0])
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
         return await self._write(lambda c: c.execute(
-            "DELETE FROM conversations WHERE conversation_id = ? AND position = (SELECT position FROM conversations"
-            f" WHERE conversation_id = ? AND {_ITEM_ID} = ? LIMIT 1)",
+            "DELETE FROM conversations WHERE conversation_id = ? AND position = (SELECT position FROM"
+            f" {_BY_ITEM_ID} WHERE conversation_id = ? AND {_ITEM_ID} = ? LIMIT 1)",
             (conversation_id, conversation_id, item_id)).rowcount > 0)

@@ -19,9 +19,12 @@ from respstream.server.tools.number_words import words_to_digits
 __all__ = ["spoken_to_expression"]
 
 _NUMBER = r"(\d+(?:\.\d+)?)"
-_PERCENT_OF = re.compile(_NUMBER + r"\s*(?:%|percent|procent|prozent|pour\s*cent)\s+(?:of|van|von|de|du|des)\s+",
+# A number that starts where a digit run starts: without the look-behind a search retries the pattern inside every
+# run of digits, each retry backtracking over the rest of it (quadratic on "1" * n; issue 42 H2v).
+_NUMBER_START = r"(?<!\d)(?<!\d\.)" + _NUMBER
+_PERCENT_OF = re.compile(_NUMBER_START + r"\s*(?:%|percent|procent|prozent|pour\s*cent)\s+(?:of|van|von|de|du|des)\s+",
                          re.IGNORECASE)
-_PERCENT = re.compile(_NUMBER + r"\s*%(?!\s*[\d(])")
+_PERCENT = re.compile(_NUMBER_START + r"\s*%(?!\s*[\d(])")
 _ROOT = re.compile(
     r"(?:the\s+)?(?:square\s+root|sqrt|(?:vierkants)?wortel|(?:quadrat)?wurzel|racine\s+carr[ée]e)\s+"
     r"(?:of|uit|van|aus|von|de)\s+(?:the\s+number\s+)?" + _NUMBER + r"|√\s*" + _NUMBER,

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from respstream.server import request_limits
 from respstream.server.http_errors import HTTPError
+from respstream.server.tools.mcp_session import McpSession, McpSessionLost
 from respstream.server.tools.netguard import AddressPolicy, FetchRefused
 
 if TYPE_CHECKING:
@@ -44,7 +45,8 @@ MAX_OUTPUT_CHARS = 100_000  # of one tool result handed to the model and stored 
 
 
 class McpToolError(Exception):
-    """Listing a server's tools failed (unreachable, refused by the network policy, not an MCP server)."""
+    """Listing a server's tools failed (unreachable, refused by the network policy, not an MCP server), or a
+    server's session died during a call (its item is ``failed``; nothing more can be asked of it)."""
 
 
 @dataclass(slots=True)
@@ -140,7 +142,7 @@ def parse_mcp_tool(tool: dict[str, Any], where: str) -> McpServerSpec:
 @dataclass(slots=True)
 class _Server:
     spec: McpServerSpec
-    client: Any = None
+    session: McpSession | None = None
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {description, input_schema}
 
 
@@ -154,9 +156,8 @@ class McpToolbox:
         self.policy = policy
         self.timeout = timeout
         self.by_tool: dict[str, _Server] = {}
-        self._stack = contextlib.AsyncExitStack()
 
-    async def _connect(self, server: _Server) -> None:
+    async def _connect(self, server: _Server) -> McpSession:
         from mcp import Client
         from mcp.client.streamable_http import streamable_http_client
 
@@ -173,10 +174,16 @@ class McpToolbox:
                                "loopback, link-local or reserved address (allow it in tools.fetch_allow)") from None
         except OSError as exc:
             raise McpToolError(f"cannot resolve {host}: {exc}") from None
-        http = mcp_http_client(server.spec.headers or None, pinned)
-        transport = streamable_http_client(server.spec.url, http_client=http)
-        await self._stack.enter_async_context(http)
-        server.client = await self._stack.enter_async_context(Client(transport, read_timeout_seconds=self.timeout))
+
+        async def opener(stack: contextlib.AsyncExitStack) -> Any:
+            http = mcp_http_client(server.spec.headers or None, pinned)
+            transport = streamable_http_client(server.spec.url, http_client=http)
+            await stack.enter_async_context(http)
+            return await stack.enter_async_context(Client(transport, read_timeout_seconds=self.timeout))
+
+        session = server.session = McpSession(opener, server.spec.label)
+        await session.start()
+        return session
 
     async def start(self, writer: ResponseWriter) -> None:
         """List every server's tools as ``mcp_list_tools`` items. Raises :class:`McpToolError` for the first
@@ -190,8 +197,8 @@ class McpToolbox:
             await writer.flush()
             error: str | None = None
             try:
-                await self._connect(server)
-                listed = await server.client.list_tools()
+                session = await self._connect(server)
+                listed = await session.run(lambda client: client.list_tools())
             except McpToolError as exc:
                 error = str(exc)
             except Exception as exc:  # the SDK raises many kinds; the response fails with the reason
@@ -246,7 +253,12 @@ class McpToolbox:
             writer.emit_event("response.mcp_call_arguments.delta", {**where, "delta": arguments})
         writer.emit_event("response.mcp_call_arguments.done", {**where, "arguments": arguments})
         await writer.flush()
-        output, error = await self._invoke(server, name, arguments)
+        lost: str | None = None
+        try:
+            output, error = await self._invoke(server, name, arguments)
+        except McpSessionLost as exc:
+            lost = f"the session with MCP server {server.spec.label!r} ended during the call: {exc}"
+            output, error = "", lost
         if error is None:
             writer.emit_event("response.mcp_call.completed", where)
             writer.finish_output_item(index, {**item, "status": "completed", "output": output})
@@ -254,6 +266,8 @@ class McpToolbox:
             writer.emit_event("response.mcp_call.failed", where)
             writer.finish_output_item(index, {**item, "status": "failed", "error": error})
         await writer.flush()
+        if lost is not None:  # a dead session answers nothing more: the response ends failed, saying why
+            raise McpToolError(lost)
         return output if error is None else f"error: {error}"
 
     async def _invoke(self, server: _Server, name: str, arguments: str) -> tuple[str, str | None]:
@@ -261,11 +275,16 @@ class McpToolbox:
             args = json.loads(arguments or "{}")
         except json.JSONDecodeError as exc:
             return "", f"the arguments are not JSON: {exc}"
+        except RecursionError:
+            return "", "the arguments nest deeper than the gateway reads"
         if not isinstance(args, dict):
             return "", "the arguments must be a JSON object"
+        assert server.session is not None
         try:
-            result = await server.client.call_tool(name, args)
-        except Exception as exc:  # transport or protocol failure: the model is told, the response goes on
+            result = await server.session.run(lambda client: client.call_tool(name, args))
+        except McpSessionLost:
+            raise
+        except Exception as exc:  # the call failed, the session lives: the model is told, the response goes on
             return "", f"{type(exc).__name__}: {exc}"
         texts = [str(getattr(part, "text", "")) for part in getattr(result, "content", []) or []
                  if getattr(part, "type", "") == "text"]
@@ -296,7 +315,6 @@ class McpToolbox:
             messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
 
     async def aclose(self) -> None:
-        try:
-            await self._stack.aclose()
-        except Exception:  # a server that went away while we closed the session: nothing left to do
-            log.debug("closing MCP sessions failed", exc_info=True)
+        for server in self.servers:
+            if server.session is not None:
+                await server.session.aclose()

@@ -109,7 +109,9 @@ def split_text(text: str, parts: int) -> list[str]:
     if not text:
         return []
     if parts <= 0:
-        pieces = _WORDISH.findall(text)
+        # Over the text without its trailing whitespace: there every whitespace run ends in a word, so no search
+        # position backtracks over a long blank tail (quadratic in it otherwise).
+        pieces = _WORDISH.findall(text, 0, len(text.rstrip()))
         consumed = sum(map(len, pieces))
         if consumed < len(text):  # trailing whitespace (or all of it, for a blank text)
             tail = text[consumed:]

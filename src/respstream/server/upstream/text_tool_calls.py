@@ -45,6 +45,7 @@ _HEADER = re.compile(
 )
 _FIRST_KEY = re.compile(r'\s*(?:```[A-Za-z]*\s*|<tool_call>\s*)?[\[{]\s*(?:\{\s*)?"([^"\\]{0,64})"\s*:')
 _CALL_KEYS = ("name", "function", "tool")
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _OPENERS = ("```", "<tool_call>")
 _FIRST_BRACKET = re.compile(r"[\[{]")
 _MAX_LEAD_IN = 1024  # a fenced call must start within this many characters of the answer to count as one
@@ -58,13 +59,30 @@ def written_call(text: str, names: set[str]) -> bool:
     body = text.strip()
     if not body or body[0] not in "{[<`" or len(body) > 64 * 1024:
         return False
-    body = re.sub(r"^(?:```[A-Za-z]*|<tool_call>)\s*|\s*(?:```|</tool_call>)$", "", body).strip()
+    body = _unwrapped(body)
     try:
         value = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     objects = value if isinstance(value, list) else [value]
     return bool(objects) and all(isinstance(o, dict) and o.get("name") in names for o in objects)
+
+
+def _unwrapped(body: str) -> str:
+    """``body`` without one leading fence (```` ```lang ````) or ``<tool_call>`` and one trailing fence or
+    ``</tool_call>``. Slices, not ``re.sub``: a ``\\s*`` anchored at the end is tried at every position of a long
+    whitespace run (quadratic in model output, issue 42 H2v)."""
+    if body.startswith("```"):
+        start = 3
+        while start < len(body) and body[start] in _LETTERS:
+            start += 1
+        body = body[start:].lstrip()
+    elif body.startswith("<tool_call>"):
+        body = body[len("<tool_call>"):].lstrip()
+    for closer in ("```", "</tool_call>"):
+        if body.endswith(closer):
+            return body[: -len(closer)].strip()
+    return body.strip()
 
 
 class _ObjectScanner:
@@ -161,8 +179,10 @@ class TextToolCalls:
         return self._maybe_done()
 
     def _decide(self) -> list[Chunk]:
+        if len(self._held) > 1 and self._held[-1].isspace() and self._held[0].isspace():
+            return []  # still only whitespace: not re-joined per delta (that would be quadratic in a long run)
         held = "".join(self._held)
-        self._held = [held]  # deciding joins at most max_header characters: a bounded cost per delta
+        self._held = [held]  # deciding joins at most max_header characters past the lead: bounded per delta
         start = held.lstrip()
         if not start:
             return []
@@ -206,7 +226,7 @@ class TextToolCalls:
         begin = first.start() if first else 0
         try:
             value = json.loads(held[begin:end])
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter's stack
             return self._release("not valid JSON")
         objects = value if isinstance(value, list) else [value]
         calls: list[Chunk] = []
@@ -245,7 +265,7 @@ class TextToolCalls:
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
-            except ValueError:
+            except (ValueError, RecursionError):
                 return "arguments are not JSON"
         if not isinstance(arguments, dict):
             return "arguments are not an object"
@@ -286,7 +306,7 @@ class TextToolCalls:
                 continue
             try:
                 value = json.loads(text[opener.end():opener.end() + scanner.end])
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             objects = value if isinstance(value, list) else [value]
             if all(isinstance(self._call(o, 0), ToolCallDelta) for o in objects):
@@ -315,7 +335,7 @@ def answered_calls(messages: list[dict[str, Any]]) -> set[tuple[str, str]]:
                 continue
             try:
                 arguments = json.loads(function.get("arguments") or "{}")
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, RecursionError):
                 continue
             out.add((str(function.get("name")), json.dumps(arguments, sort_keys=True)))
     return out
