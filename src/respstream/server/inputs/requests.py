@@ -7,7 +7,8 @@ are ``unsupported_parameter``. Each field group has its module: ``input`` is rea
 :mod:`~respstream.server.inputs.request_input`, ``tools`` by :mod:`~respstream.server.inputs.request_tools`, the
 option fields (sampling, ``text``, ``reasoning``, ``include``...) by :mod:`~respstream.server.inputs.request_fields`,
 ``tool_choice`` by :mod:`~respstream.server.inputs.tool_policy`; this module checks the rest and how they combine.
-Fields nobody defines are ignored (DESIGN §4), as the seed's changelog promises for additive fields.
+Fields nobody defines are accepted and reported, or refused under ``strict_fields`` (DESIGN §4;
+:mod:`~respstream.server.inputs.field_policy`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.additional_tools import hoist_additional_tools
 from respstream.server.inputs.body_values import check_depth, invalid, opt_bool, opt_number, opt_str, wrong_type
+from respstream.server.inputs.field_policy import check_refused_fields, ignored_fields
 from respstream.server.inputs.request_fields import parse_fields
 from respstream.server.inputs.request_input import parse_input_items
 from respstream.server.inputs.request_tools import SERVER_TOOL_TYPES, TYPED_CHOICES, parse_tools
@@ -69,16 +71,20 @@ def _check_unsupported(body: dict[str, Any]) -> None:
             raise invalid("project_id must be a UUID", "project_id") from None
 
 
-def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "platform") -> ResponseRequest:
+def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "platform",
+                  strict_fields: bool = False) -> ResponseRequest:
     """Validate a decoded JSON body. Raises :class:`HTTPError` (400) naming the offending field.
 
     ``dialect`` decides whether server tools run without being listed in ``tools`` (only in ``platform``; see
-    :mod:`~respstream.server.inputs.tool_policy`)."""
+    :mod:`~respstream.server.inputs.tool_policy`). A field nobody here knows is listed in ``ignored_fields``, or
+    refused with ``strict_fields`` (:mod:`~respstream.server.inputs.field_policy`)."""
     if not isinstance(body, dict):
         raise HTTPError(400, "invalid_json", "the request body must be a JSON object")
     check_depth(body)
+    ignored = ignored_fields(body, strict=strict_fields)
     body = hoist_additional_tools(body)  # Codex CLI lists its tools in an input item
     _check_unsupported(body)
+    check_refused_fields(body)
     options = parse_fields(body)
     if "input" not in body or body["input"] is None:
         raise invalid("input is required", "input", "missing_required_parameter")
@@ -153,4 +159,5 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
         options=options,
         tool_policy=policy,
         media=media,
+        ignored_fields=ignored,
     )

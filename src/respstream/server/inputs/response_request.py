@@ -80,6 +80,7 @@ class ResponseRequest:
     media: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (param, Chat part) of image/file inputs
     client_metadata: dict[str, str] | None = None  # Codex's client facts: kept and echoed, never sent upstream
     affinity: str | None = None  # session key (prompt_cache_key or session headers): server/routing/affinity.py
+    ignored_fields: tuple[str, ...] = ()  # top-level fields nobody here knows (reported: inputs/field_policy.py)
 
     # The option fields under their request names, for the Response object's echo (server/events/response_object.py).
     @property

@@ -102,6 +102,8 @@ class ResponseService:
 
         ``local``: a WebSocket connection's own store. A ``store: false`` response is written there only (gone
         when the socket closes) and ``previous_response_id`` is looked up there first."""
+        if req.ignored_fields:
+            self.report_ignored(req, "websocket" if local is not None else "http")
         if self._closing:
             raise HTTPError(503, "server_shutdown", "The server is shutting down.", headers={"Retry-After": "1"})
         if req.background and self.background_running() >= self.config.max_background_responses:
@@ -193,6 +195,12 @@ class ResponseService:
         self.running[rid] = running
         self.metrics.set_running(len(self.running))
         return record, running
+
+    def report_ignored(self, req: ResponseRequest, transport: str) -> None:
+        """A log line and the counter for the request fields nobody here knows (inputs/field_policy.py)."""
+        self.metrics.ignored(transport, len(req.ignored_fields))
+        log.info("request over %s: ignored unknown fields %s (strict_fields = false)", transport,
+                 ", ".join(req.ignored_fields))
 
     async def _run(self, pipeline: Pipeline, record: ResponseRecord, req: ResponseRequest, store: Store) -> None:
         attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": req.model,
