@@ -118,6 +118,9 @@ FIELDS: dict[str, Claim] = {
     "client_metadata": Claim(ok={"client_metadata": {"originator": "codex_exec"}}),
     "reasoning.context": Claim(ok={"reasoning": {"context": "all_turns"}}),
     # late-2026 fields
+    "context_management": Claim(ok={"context_management": [{"type": "compaction", "compact_threshold": 1000}]},
+                                refused=({"context_management": [{"type": "truncate"}]},
+                                         "context_management[0].type")),
     "prompt_cache_options": Claim(ok={"prompt_cache_options": {"ttl": "30m", "mode": "explicit"}},
                                   refused=({"prompt_cache_options": {"scope": "org"}}, "prompt_cache_options.scope")),
     "input[].content[].prompt_cache_breakpoint": Claim(
@@ -181,6 +184,8 @@ ITEMS: dict[str, Claim] = {
     "mcp_list_tools": Claim(ok=_item({"type": "mcp_list_tools", "id": "ml_1", "server_label": "notes",
                                       "tools": []})),
     "item_reference": Claim(ok=_item({"type": "item_reference", "id": "msg_1"})),
+    "compaction_trigger": Claim(ok={"input": [{"role": "user", "content": "Remember: cobalt."},
+                                              {"type": "compaction_trigger"}]}),
     "computer_call": Claim(refused=(_item({"type": "computer_call", "id": "cc_1"}), "input[1].type")),
     "tool_search_call": Claim(ok=_item({"type": "tool_search_call", "id": "ts_1", "status": "completed"})),
     "tool_search_output": Claim(ok=_item({"type": "tool_search_output", "id": "tso_1", "tools": []})),

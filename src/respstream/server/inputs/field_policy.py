@@ -41,7 +41,7 @@ KNOWN_FIELDS = frozenset({
     "conversation", "conversation_id", "user", "prompt", "prompt_cache_retention", "response_format",
     "client_metadata", "project_id",
     # The late-2026 request body (spec/openai-surface-2026.md)
-    "prompt_cache_options", "moderation", "access_programs", "multi_agent", "image",
+    "context_management", "prompt_cache_options", "moderation", "access_programs", "multi_agent", "image",
     *DEFERRED_WORK_FIELDS,
 })
 

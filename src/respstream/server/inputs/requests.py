@@ -19,6 +19,7 @@ from typing import Any
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.additional_tools import hoist_additional_tools
 from respstream.server.inputs.body_values import check_depth, invalid, opt_bool, opt_number, opt_str, wrong_type
+from respstream.server.inputs.context_management import parse_context_management, split_trigger
 from respstream.server.inputs.field_policy import check_refused_fields, ignored_fields
 from respstream.server.inputs.request_fields import parse_fields
 from respstream.server.inputs.request_input import parse_input_items
@@ -91,7 +92,14 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
     model = opt_str(body, "model") or "auto"
     approvals: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
     media: list[tuple[str, dict[str, Any]]] = []
-    items = parse_input_items(body["input"], media=media, mcp=approvals)
+    raw_input, trigger = split_trigger(body["input"])
+    if trigger and raw_input == []:  # compact what previous_response_id / the conversation brings
+        if not any(body.get(k) for k in ("previous_response_id", "conversation", "conversation_id")):
+            raise invalid("nothing to compact: a compaction_trigger needs input before it, previous_response_id or "
+                          "conversation", "input", "missing_required_parameter")
+        items = []
+    else:
+        items = parse_input_items(raw_input, media=media, mcp=approvals)
     mcp_servers: list[McpServerSpec] = []
     client, server_tools = parse_tools(body.get("tools"), server_tool_names, mcp_servers)
     client_tools = client.flat
@@ -160,4 +168,6 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
         tool_policy=policy,
         media=media,
         ignored_fields=ignored,
+        compaction=parse_context_management(body.get("context_management")),
+        compaction_trigger=trigger,
     )

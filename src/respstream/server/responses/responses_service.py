@@ -36,6 +36,7 @@ from respstream.server.inputs.structured_output import check_schema
 from respstream.server.inputs.truncation import fit_context
 from respstream.server.model_catalog import ModelCatalog
 from respstream.server.responses.collaborators import RewriterLike, RouterLike, ToolsLike
+from respstream.server.responses.compaction_step import compact_step, plan_compaction
 from respstream.server.responses.key_quota import KeyQuota, stored_bytes
 from respstream.server.responses.log_ending import end_log, end_response, flush_terminal
 from respstream.server.responses.pipeline import Pipeline
@@ -141,8 +142,10 @@ class ResponseService:
             with contextlib.suppress(HTTPError):
                 messages = fit_context(messages, window=limit.tokens, max_output_tokens=req.max_output_tokens,
                                        truncation="auto", model=decision.model_id)
-        await check_context(messages, limit=limit, max_output_tokens=req.max_output_tokens,
-                            upstream=decision.upstream, model_id=decision.model_id)
+        compaction = await plan_compaction(req, items, messages, limit=limit, upstream=decision.upstream)
+        if compaction is None:  # a compacting response is measured after its compaction
+            await check_context(messages, limit=limit, max_output_tokens=req.max_output_tokens,
+                                upstream=decision.upstream, model_id=decision.model_id)
         created = time.time()
         rid = self.dialect.new_id("resp")
         response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
@@ -188,6 +191,9 @@ class ResponseService:
             mcp=mcp, max_citations=getattr(getattr(self.tools, "config", None), "max_citations", 64),
         )
         pipeline.progress_seconds = self.config.progress_event_seconds
+        if compaction is not None:
+            plan = compaction
+            pipeline.prelude = lambda p: compact_step(p, self, plan, owner)
         pipeline.telemetry = ResponseTelemetry(metrics=self.metrics, tracing=self.tracing, started=began,
                                                observation=obs)
         task = asyncio.create_task(self._run(pipeline, record, req, target), name=f"response {rid}")
@@ -249,6 +255,9 @@ class ResponseService:
                 self.metrics.repairs(writer.repairs)
             if req.conversation_id and record.status in ("completed", "incomplete"):
                 new = input_item_records(req.input, self.dialect)
+                if pipeline.compaction_item is not None:  # the conversation's history restarts at the compaction
+                    at = len(new) - pipeline.compaction_tail
+                    new[at:at] = [pipeline.compaction_item]
                 new += input_item_records(output_to_items(writer.response.get("output", [])), self.dialect)
                 try:
                     self.quota.charge(record.owner, stored_bytes(new))
