@@ -14,7 +14,8 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from fakes.chat_server import Done, FakeChatCompletionsServer, finish, text
+from fakes.chat_server import Done, FakeChatCompletionsServer, Sleep, Status, finish, text
+from fakes.responses_upstream import FakeResponsesUpstream
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
 from respstream.server.inputs.compaction_item import decode_compaction
@@ -220,7 +221,6 @@ def test_without_threshold_the_known_window_decides(chat: tuple[httpx.Client, Fa
 def test_a_failed_summary_fails_the_response(chat: tuple[httpx.Client, FakeChatCompletionsServer]) -> None:
     client, fake = chat
     fake.reset()
-    from fakes.chat_server import Status
     fake.script(Status(500, {"error": {"message": "boom"}}))
     answer = client.post("/v1/responses", json={"model": "fake-model", "input": _history(), "stream": False,
                                                 "context_management": COMPACT})
@@ -228,3 +228,53 @@ def test_a_failed_summary_fails_the_response(chat: tuple[httpx.Client, FakeChatC
     assert body["status"] == "failed", body
     assert "context compaction failed" in body["error"]["message"]
     assert len(fake.requests) == 1  # nothing was generated from the uncompacted context
+
+
+def test_cancelling_a_compacting_response_cancels_its_summary(
+        chat: tuple[httpx.Client, FakeChatCompletionsServer]) -> None:
+    client, fake = chat
+    fake.reset()
+    fake.script(text("Planted"), Sleep(30), finish(), Done())  # a summary that would take 30 s
+    started = client.post("/v1/responses", json={"model": "fake-model", "input": _history(), "background": True,
+                                                 "context_management": COMPACT})
+    assert started.status_code == 200, started.text
+    rid = started.json()["id"]
+    assert fake.wait_for_requests(1, timeout=10)  # the summary is being generated
+    cancelled = client.post(f"/v1/responses/{rid}/cancel").json()
+    assert cancelled["status"] == "cancelled", cancelled
+    assert fake.wait_finished(1, timeout=10), "the summary's upstream stream was left running"
+    assert fake.client_disconnects == 1 and len(fake.requests) == 1
+
+
+def test_a_current_turn_still_over_the_window_fails_after_compacting(
+        chat: tuple[httpx.Client, FakeChatCompletionsServer]) -> None:
+    client, fake = chat
+    fake.reset()
+    fake.script(text("Short talk."), finish(), Done())
+    huge = " ".join(["word"] * 40000)  # over the 32,000-token window by itself
+    answer = client.post("/v1/responses", json={"model": "fake-model", "stream": False, "context_management": COMPACT,
+                                                "input": [*_history()[:2], {"role": "user", "content": huge}]})
+    body = answer.json()
+    assert body["status"] == "failed", body["status"]
+    assert body["error"]["code"] == "context_length_exceeded"
+    assert body["error"]["message"].startswith("after compaction:")
+    assert len(fake.requests) == 1  # the summary only; the model was never sent what cannot fit
+
+
+# -- a native Responses upstream -------------------------------------------------------------------------------------
+def test_a_native_responses_upstream_answers_from_the_summary() -> None:
+    with FakeResponsesUpstream() as upstream:
+        config = Config(dialect="openai", upstreams=[f"responses+{upstream.base_url}"],
+                        upstream_options={"retries": 0, "idle_timeout": 5.0}, rewrite={"steps": []})
+        with ServerThread(create_app(config), lifespan="on") as server, \
+                httpx.Client(base_url=server.url, timeout=30) as client:
+            answer = client.post("/v1/responses", json={"model": "llamacpp_native_text", "input": _history(),
+                                                        "stream": False, "context_management": COMPACT})
+        assert answer.status_code == 200, answer.text
+        output = answer.json()["output"]
+        assert [i["type"] for i in output] == ["compaction", "message"]
+        summary = decode_compaction(output[0]["encrypted_content"])
+        assert summary == output[1]["content"][0]["text"]  # the replayed transcript answers both requests
+        summarising, answering = (json.dumps(r) for r in upstream.requests)
+        assert "marigold2399" in summarising and "marigold2399" not in answering
+        assert "Summary of the earlier conversation" in answering

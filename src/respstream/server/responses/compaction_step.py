@@ -14,12 +14,13 @@ history restarts (:func:`~respstream.server.inputs.history.items_from_json`).
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.compaction_item import SUMMARY_PREFIX, encode_compaction, summary_item
-from respstream.server.inputs.context_limit import ContextLimit, estimated_tokens
+from respstream.server.inputs.context_limit import ContextLimit, check_context, estimated_tokens
 from respstream.server.inputs.context_management import DEFAULT_WINDOW_SHARE
 from respstream.server.inputs.history import items_to_messages
 from respstream.server.inputs.response_request import InputItem, ResponseRequest
@@ -51,6 +52,8 @@ class ResponseStarter(Protocol):
 
     async def wait(self, response_id: str) -> None: ...
 
+    def cancel_running(self, response_id: str, code: str = "cancelled", message: str | None = None) -> bool: ...
+
 
 @dataclass(slots=True)
 class Summary:
@@ -66,6 +69,9 @@ class CompactionPlan:
     tail: list[InputItem]  # the current turn, kept verbatim after it (a suffix of the request's input)
     trigger: bool  # compaction_trigger: the response is the compaction item only
     tokens: int  # the context's size when the decision was made
+    limit: ContextLimit | None = None  # the routed model's context, checked again once compacted
+    upstream: Any = None
+    model_id: str = ""
 
 
 def transcript(instructions: str | None, items: list[InputItem]) -> str:
@@ -92,7 +98,11 @@ async def summarise(svc: ResponseStarter, items: list[InputItem], *, instruction
     )
     scratch = MemoryStore(max_responses=1)  # the summarising response is not kept anywhere
     record, _ = await svc.start(summarise_req, owner=owner, local=scratch)
-    await svc.wait(record.id)
+    try:
+        await svc.wait(record.id)
+    except asyncio.CancelledError:  # the response that wanted the summary was cancelled: so is the summary
+        svc.cancel_running(record.id)
+        raise
     final = await scratch.get(record.id)
     response: dict[str, Any] = final.response if final is not None else record.response
     if response.get("status") not in ("completed", "incomplete"):
@@ -127,7 +137,7 @@ def _turn_start(items: list[InputItem], own_input: int) -> int:
 
 
 async def plan_compaction(req: ResponseRequest, items: list[InputItem], messages: list[dict[str, Any]], *,
-                          limit: ContextLimit | None, upstream: Any) -> CompactionPlan | None:
+                          limit: ContextLimit | None, upstream: Any, model_id: str) -> CompactionPlan | None:
     """What to compact for ``req`` (see the module docstring), or None. Raises a 400 naming
     ``context_management[0].compact_threshold`` when none was given and the model's context window is unknown."""
     if req.compaction_trigger:
@@ -136,7 +146,7 @@ async def plan_compaction(req: ResponseRequest, items: list[InputItem], messages
         if not compacted:
             raise HTTPError(400, "missing_required_parameter", "nothing to compact: the context holds no "
                             "conversation before the compaction_trigger", param="input")
-        return CompactionPlan(kept, compacted, [], True, estimated_tokens(messages))
+        return CompactionPlan(kept, compacted, [], True, estimated_tokens(messages))  # nothing generated: no check
     policy = req.compaction
     if policy is None:
         return None
@@ -163,7 +173,8 @@ async def plan_compaction(req: ResponseRequest, items: list[InputItem], messages
     compacted = [i for i in before if not _keeps(i)]
     if not compacted:
         return None  # the current turn alone is over the threshold: nothing older to compact
-    return CompactionPlan([i for i in before if _keeps(i)], compacted, items[start:], False, tokens)
+    return CompactionPlan([i for i in before if _keeps(i)], compacted, items[start:], False, tokens, limit, upstream,
+                          model_id)
 
 
 def _usage_of(usage: dict[str, Any]) -> Usage:
@@ -195,3 +206,8 @@ async def compact_step(pipeline: Pipeline, svc: ResponseStarter, plan: Compactio
         return
     pipeline.add_usage(usage)
     pipeline.messages = items_to_messages(req.instructions, context)
+    try:  # the current turn alone may still be over the model's context
+        await check_context(pipeline.messages, limit=plan.limit, max_output_tokens=req.max_output_tokens,
+                            upstream=plan.upstream, model_id=plan.model_id)
+    except HTTPError as exc:
+        w.fail(exc.code, f"after compaction: {exc.message}")

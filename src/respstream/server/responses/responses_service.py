@@ -142,7 +142,8 @@ class ResponseService:
             with contextlib.suppress(HTTPError):
                 messages = fit_context(messages, window=limit.tokens, max_output_tokens=req.max_output_tokens,
                                        truncation="auto", model=decision.model_id)
-        compaction = await plan_compaction(req, items, messages, limit=limit, upstream=decision.upstream)
+        compaction = await plan_compaction(req, items, messages, limit=limit, upstream=decision.upstream,
+                                           model_id=decision.model_id)
         if compaction is None:  # a compacting response is measured after its compaction
             await check_context(messages, limit=limit, max_output_tokens=req.max_output_tokens,
                                 upstream=decision.upstream, model_id=decision.model_id)
