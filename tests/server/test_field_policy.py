@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from websockets.sync.client import connect
 
 from respstream.server.config import Config
@@ -194,3 +196,45 @@ def test_strict_fields_refuses_an_unknown_field_over_http_and_socket() -> None:
         last = _socket_turn(server, {"input": "Say hi.", "turbo_mode": True})
         assert last["type"] == "error", last
         assert "turbo_mode" in json.dumps(last)
+
+
+# -- random values of the late fields: a 200 or a 400 naming a field, never a 5xx ----------------------------------
+_ANY = st.recursive(st.none() | st.booleans() | st.integers(-5, 5000) | st.text(max_size=12),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                max_size=3), max_leaves=8)
+_LATE = {
+    "context_management": st.lists(st.fixed_dictionaries({}, optional={
+        "type": st.sampled_from(["compaction", "other"]) | _ANY,
+        "compact_threshold": st.integers(-1, 5000) | _ANY}), max_size=2) | _ANY,
+    "prompt_cache_options": st.fixed_dictionaries({}, optional={
+        "ttl": st.sampled_from(["30m", "12h", "1d"]) | _ANY, "mode": st.sampled_from(["implicit", "explicit"]) | _ANY,
+    }) | _ANY,
+    "prompt_cache_retention": st.sampled_from(["in_memory", "24h", "7d"]) | _ANY,
+    "access_programs": st.fixed_dictionaries({}, optional={
+        "cyber": st.sampled_from(["standard", "daybreak_blue"]) | _ANY}) | _ANY,
+    "moderation": _ANY, "multi_agent": _ANY, "image": _ANY, "surprise": _ANY,
+    "input": st.lists(st.sampled_from([
+        {"role": "user", "content": "hi"}, {"type": "compaction_trigger"}, {"type": "compaction_trigger", "id": "x"},
+        {"role": "user", "content": [{"type": "input_text", "text": "x",
+                                      "prompt_cache_breakpoint": {"mode": "explicit"}}]}])
+        | st.builds(lambda mark: {"role": "user", "content": [{"type": "input_text", "text": "x",
+                                                               "prompt_cache_breakpoint": mark}]}, _ANY),
+        min_size=1, max_size=6),
+}
+
+
+def test_random_late_fields_get_a_200_or_a_400_naming_a_field(gateway: tuple[ServerThread, httpx.Client]) -> None:
+    _, client = gateway
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(body=st.fixed_dictionaries({"input": _LATE["input"]},
+                                      optional={k: v for k, v in _LATE.items() if k != "input"}))
+    def run(body: dict[str, Any]) -> None:
+        answer = client.post("/v1/responses", json={"stream": False, **body})
+        assert answer.status_code in (200, 400), answer.text[:300]
+        if answer.status_code == 400:
+            error = answer.json()["error"]
+            assert error["param"] and error["code"] in ("invalid_value", "invalid_type", "unsupported_parameter",
+                                                        "missing_required_parameter"), error
+
+    run()

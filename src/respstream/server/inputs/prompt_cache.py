@@ -26,7 +26,8 @@ MAX_BREAKPOINTS = 4  # written per request (OpenAI: "each request can write up t
 
 @dataclass(frozen=True, slots=True)
 class Breakpoint:
-    """An explicit cache breakpoint: the prefix ends after ``input[item].content[part]``."""
+    """An explicit cache breakpoint: the prefix ends after ``input[item].content[part]`` of the request's ``input``
+    list as sent (after Codex's ``additional_tools`` items are lifted out of it)."""
 
     item: int
     part: int
@@ -71,7 +72,7 @@ def _bad(message: str, param: str, code: str = "invalid_value") -> HTTPError:
 def _ttl(value: Any, param: str) -> str | None:
     if value is None:
         return None
-    if value not in CACHE_TTLS:
+    if not isinstance(value, str) or value not in CACHE_TTLS:
         raise _bad(f"{param} must be one of {', '.join(CACHE_TTLS)}", param)
     return str(value)
 
@@ -111,7 +112,7 @@ def parse_prompt_cache(body: dict[str, Any]) -> PromptCache:
     :class:`HTTPError` naming the field."""
     raw = body.get("prompt_cache_options")
     retention = body.get("prompt_cache_retention")
-    if retention is not None and retention not in _RETENTION:
+    if retention is not None and (not isinstance(retention, str) or retention not in _RETENTION):
         raise _bad(f"prompt_cache_retention must be one of {', '.join(_RETENTION)}", "prompt_cache_retention")
     if raw is not None and not isinstance(raw, dict):
         raise _bad("prompt_cache_options must be an object", "prompt_cache_options", "invalid_type")
