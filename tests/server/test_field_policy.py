@@ -146,6 +146,13 @@ def test_an_unknown_field_is_accepted_and_reported(gateway: tuple[ServerThread, 
     assert any("turbo_mode, reasoning_budget" in r.getMessage() for r in caplog.records)
 
 
+def test_input_tokens_names_unknown_fields_as_the_create_would(gateway: tuple[ServerThread, httpx.Client]) -> None:
+    _, client = gateway
+    counted = client.post("/v1/responses/input_tokens", json={"input": "Say hi.", "turbo_mode": True})
+    assert counted.status_code == 200, counted.text
+    assert counted.headers[IGNORED_FIELDS_HEADER] == "turbo_mode"
+
+
 def test_a_request_with_only_known_fields_has_no_header(gateway: tuple[ServerThread, httpx.Client]) -> None:
     _, client = gateway
     answer = client.post("/v1/responses", json={"input": "Say hi.", "stream": False, "prompt_cache_key": "k"})
@@ -193,6 +200,8 @@ def test_strict_fields_refuses_an_unknown_field_over_http_and_socket() -> None:
         error = answer.json()["error"]
         assert (answer.status_code, error["code"], error["param"]) == (400, "unknown_parameter", "turbo_mode")
         assert client.post("/v1/responses", json={"input": "Say hi.", "stream": False}).status_code == 200
+        counted = client.post("/v1/responses/input_tokens", json={"input": "Say hi.", "turbo_mode": True})
+        assert (counted.status_code, counted.json()["error"]["param"]) == (400, "turbo_mode")
         last = _socket_turn(server, {"input": "Say hi.", "turbo_mode": True})
         assert last["type"] == "error", last
         assert "turbo_mode" in json.dumps(last)
