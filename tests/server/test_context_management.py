@@ -18,7 +18,8 @@ from fakes.chat_server import Done, FakeChatCompletionsServer, Sleep, Status, fi
 from fakes.responses_upstream import FakeResponsesUpstream
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
-from respstream.server.inputs.compaction_item import decode_compaction
+from respstream.server.inputs.compaction_item import decode_compaction, encode_compaction
+from respstream.server.inputs.history import items_from_json
 from respstream.server.responses.compaction_step import SUMMARY_INSTRUCTIONS
 
 from .helpers import ServerThread, post_stream
@@ -278,3 +279,19 @@ def test_a_native_responses_upstream_answers_from_the_summary() -> None:
         summarising, answering = (json.dumps(r) for r in upstream.requests)
         assert "marigold2399" in summarising and "marigold2399" not in answering
         assert "Summary of the earlier conversation" in answering
+
+
+# -- stored conversation items -------------------------------------------------------------------------------------
+def test_stored_items_restart_at_the_last_compaction_keeping_instructions() -> None:
+    def message(role: str, text: str) -> dict[str, Any]:
+        return {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
+
+    stored = [message("developer", "Be brief."), message("user", "old"),
+              {"type": "compaction", "encrypted_content": encode_compaction("first", "m")},
+              message("user", "middle"),
+              {"type": "compaction", "encrypted_content": "not ours"},  # a client's: kept out, the rest stays
+              {"type": "compaction", "encrypted_content": encode_compaction("second", "m")},
+              message("user", "new")]
+    items = items_from_json(stored)
+    assert [(i.role, i.text) for i in items] == [
+        ("developer", "Be brief."), ("system", "Summary of the earlier conversation: second"), ("user", "new")]
