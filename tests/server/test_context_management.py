@@ -59,10 +59,12 @@ def scripted() -> Iterator[httpx.Client]:
     ({"input": [{"role": "user", "content": "hi"}, {"type": "compaction_trigger", "id": "ct_1"}]},
      "unsupported_parameter", "input[1].id"),
     ({"input": [{"type": "compaction_trigger"}]}, "missing_required_parameter", "input"),
+    ({"conversation": "conv_1", "previous_response_id": "resp_1"}, "invalid_value", "conversation"),
     ({"input": [{"role": "system", "content": "Be brief."}, {"type": "compaction_trigger"}]},
      "missing_required_parameter", "input"),
 ], ids=["threshold-below-1000", "threshold-type", "entry-type", "entry-key", "two-entries", "not-a-list",
-        "trigger-not-last", "trigger-with-id", "trigger-with-nothing", "trigger-only-instructions"])
+        "trigger-not-last", "trigger-with-id", "trigger-with-nothing", "conversation-and-previous",
+        "trigger-only-instructions"])
 def test_refused_combinations_name_the_field(scripted: httpx.Client, extra: dict[str, Any], code: str,
                                              param: str) -> None:
     answer = scripted.post("/v1/responses", json={"input": "Say hi.", "stream": False, **extra})

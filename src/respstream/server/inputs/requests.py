@@ -133,6 +133,10 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
     if conversation is not None and (not isinstance(conversation, str) or not conversation):
         name = "conversation_id" if "conversation_id" in body else "conversation"
         raise wrong_type(name, "a non-empty string (or {\"id\": ...})")
+    if body.get("conversation") is not None and body.get("previous_response_id") is not None:
+        # OpenAI refuses the pair (spec/openai-surface-2026.md row 14): a conversation already carries the history.
+        raise invalid("conversation and previous_response_id cannot be used together (a conversation already "
+                      "holds the history; send one of them)", "conversation")
     parallel = opt_bool(body, "parallel_tool_calls")
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
