@@ -146,7 +146,8 @@ async def plan_compaction(req: ResponseRequest, items: list[InputItem], messages
         if not compacted:
             raise HTTPError(400, "missing_required_parameter", "nothing to compact: the context holds no "
                             "conversation before the compaction_trigger", param="input")
-        return CompactionPlan(kept, compacted, [], True, estimated_tokens(messages))  # nothing generated: no check
+        # Nothing is generated after it, so no context check; model_id: the summary runs on the routed model.
+        return CompactionPlan(kept, compacted, [], True, estimated_tokens(messages), model_id=model_id)
     policy = req.compaction
     if policy is None:
         return None
@@ -187,8 +188,9 @@ async def compact_step(pipeline: Pipeline, svc: ResponseStarter, plan: Compactio
     context; with the trigger, end the response. A summary that fails ends the response ``failed`` with its error."""
     w = pipeline.writer
     req = pipeline.request
-    try:
-        summary = await summarise(svc, plan.compacted, instructions=None, model=req.model, owner=owner)
+    try:  # on the model this response was routed to: the long transcript is not routed again (elsewhere)
+        summary = await summarise(svc, plan.compacted, instructions=None, model=plan.model_id or req.model,
+                                  owner=owner)
     except HTTPError as exc:
         w.fail(exc.code, f"context compaction failed: {exc.message}")
         return
