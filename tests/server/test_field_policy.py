@@ -71,6 +71,7 @@ def test_unknown_fields_are_listed_in_order_bounded_and_refused_when_strict() ->
     many = {f"f{i}": i for i in range(100)}
     assert len(ignored_fields(many, strict=False)) == MAX_REPORTED
     assert ignored_fields({"x" * 500: 1}, strict=False) == ("x" * 64,)
+    assert ignored_fields({"a\r\nset-cookie: x": 1, "字段,b": 2}, strict=False) == ("a??set-cookie: x", "???b")
     with pytest.raises(HTTPError) as refused:
         ignored_fields(body, strict=True)
     assert (refused.value.status, refused.value.code, refused.value.param) == (400, "unknown_parameter", "zeta")
@@ -151,6 +152,16 @@ def test_input_tokens_names_unknown_fields_as_the_create_would(gateway: tuple[Se
     counted = client.post("/v1/responses/input_tokens", json={"input": "Say hi.", "turbo_mode": True})
     assert counted.status_code == 200, counted.text
     assert counted.headers[IGNORED_FIELDS_HEADER] == "turbo_mode"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_a_field_name_no_header_can_carry_is_shown_safely(gateway: tuple[ServerThread, httpx.Client],
+                                                          stream: bool) -> None:
+    _, client = gateway
+    answer = client.post("/v1/responses", json={"input": "Say hi.", "stream": stream, "x\r\ny": 1, "字段": 2})
+    answer.read()
+    assert answer.status_code == 200, answer.text
+    assert answer.headers[IGNORED_FIELDS_HEADER] == "x??y, ??"
 
 
 def test_a_request_with_only_known_fields_has_no_header(gateway: tuple[ServerThread, httpx.Client]) -> None:

@@ -91,7 +91,8 @@ def parse_access_programs(raw: Any) -> dict[str, str] | None:
 
 def ignored_fields(body: dict[str, Any], *, strict: bool) -> tuple[str, ...]:
     """The top-level fields of ``body`` nobody here reads, in body order (at most :data:`MAX_REPORTED`, each cut
-    to 64 characters). With ``strict`` the first one is a 400 ``unknown_parameter`` naming it instead."""
+    to 64 characters, any character but printable ASCII shown as ``?``). With ``strict`` the first one is a 400
+    ``unknown_parameter`` naming it instead."""
     found: list[str] = []
     for key in body:
         if key in KNOWN_FIELDS:
@@ -101,7 +102,8 @@ def ignored_fields(body: dict[str, Any], *, strict: bool) -> tuple[str, ...]:
             raise HTTPError(400, "unknown_parameter",
                             f"{name} is not a field this gateway knows (strict_fields is on; see "
                             "docs/compatibility.md for every field)", param=name)
-        found.append(name)
+        # Reported in a header and a log line: printable ASCII only (a key may hold CR/LF or any character).
+        found.append("".join(c if " " <= c <= "~" and c != "," else "?" for c in name))
         if len(found) == MAX_REPORTED:
             break
     return tuple(found)
