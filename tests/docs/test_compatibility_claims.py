@@ -49,6 +49,7 @@ class Claim:
 
     ok: Body | None = None
     refused: tuple[Body, str] | None = None
+    skip: str | None = None  # why the live check cannot run on this branch (names the branch that brings the code)
 
 
 def _prior_response(client: httpx.Client) -> dict[str, Any]:
@@ -111,11 +112,31 @@ FIELDS: dict[str, Claim] = {
     "conversation_id": Claim(ok={"conversation_id": "5f0c3c1e-8d4e-4b7a-9a51-6f1d2a3b4c5d"}),
     "user": Claim(ok={"user": "user-7"}),
     "prompt": Claim(refused=({"prompt": {"id": "pmpt_1"}}, "prompt")),
-    "prompt_cache_retention": Claim(refused=({"prompt_cache_retention": "24h"}, "prompt_cache_retention")),
+    "prompt_cache_retention": Claim(ok={"prompt_cache_retention": "24h"}),
     "response_format": Claim(refused=({"response_format": {"type": "json_object"}}, "response_format")),
     "project_id": Claim(ok={"project_id": "0b7e1c9a-3f2d-4e5b-8a6c-1d2e3f4a5b6c"}),
     "client_metadata": Claim(ok={"client_metadata": {"originator": "codex_exec"}}),
     "reasoning.context": Claim(ok={"reasoning": {"context": "all_turns"}}),
+    # late-2026 fields
+    "context_management": Claim(ok={"context_management": [{"type": "compaction", "compact_threshold": 1000}]},
+                                refused=({"context_management": [{"type": "truncate"}]},
+                                         "context_management[0].type")),
+    "prompt_cache_options": Claim(ok={"prompt_cache_options": {"ttl": "30m", "mode": "explicit"}},
+                                  refused=({"prompt_cache_options": {"scope": "org"}}, "prompt_cache_options.scope")),
+    "input[].content[].prompt_cache_breakpoint": Claim(
+        ok={"input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "Long instructions.", "prompt_cache_breakpoint": {"mode": "explicit"}}]}]},
+        refused=({"input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "x", "prompt_cache_breakpoint": {"size": 1}}]}]},
+            "input[0].content[0].prompt_cache_breakpoint.size")),
+    "access_programs": Claim(ok={"access_programs": {"cyber": "standard"}},
+                             refused=({"access_programs": {"cyber": "daybreak_red"}}, "access_programs.cyber")),
+    "moderation": Claim(refused=({"moderation": {"model": "omni-moderation-latest"}}, "moderation")),
+    "multi_agent": Claim(refused=({"multi_agent": {"enabled": True}}, "multi_agent")),
+    "image": Claim(refused=({"image": {"context_compression": "auto"}}, "image")),
+    "background_options": Claim(ok={"background": True, "stream": False,
+                                     "background_options": {"completion_window": "2h"}},
+                                skip="background_options is parsed by the deferred-work code on branch `cache`"),
 }
 
 
@@ -163,6 +184,8 @@ ITEMS: dict[str, Claim] = {
     "mcp_list_tools": Claim(ok=_item({"type": "mcp_list_tools", "id": "ml_1", "server_label": "notes",
                                       "tools": []})),
     "item_reference": Claim(ok=_item({"type": "item_reference", "id": "msg_1"})),
+    "compaction_trigger": Claim(ok={"input": [{"role": "user", "content": "Remember: cobalt."},
+                                              {"type": "compaction_trigger"}]}),
     "computer_call": Claim(refused=(_item({"type": "computer_call", "id": "cc_1"}), "input[1].type")),
     "tool_search_call": Claim(ok=_item({"type": "tool_search_call", "id": "ts_1", "status": "completed"})),
     "tool_search_output": Claim(ok=_item({"type": "tool_search_output", "id": "tso_1", "tools": []})),
@@ -214,7 +237,8 @@ TOOLS: dict[str, Claim] = {
     for kind in sorted({"function", "mcp", *SERVER_TOOL_TYPES, *REFUSED_TOOL_TYPES, *CLIENT_KINDS})
 }
 TABLES: dict[str, tuple[tuple[str, ...], dict[str, Claim]]] = {
-    "fields": (("### Open Responses `CreateResponseBody`", "### OpenAI Responses fields beyond the spec"), FIELDS),
+    "fields": (("### Open Responses `CreateResponseBody`", "### OpenAI Responses fields beyond the spec",
+                "### Late-2026 request fields"), FIELDS),
     "tools": (("### Tool types",), TOOLS),
     "items": (("### Input items",), ITEMS),
     "parts": (("### Content parts",), PARTS),
@@ -346,6 +370,8 @@ def gateway() -> Iterator[httpx.Client]:
 def test_the_row_holds_on_a_live_gateway(gateway: httpx.Client, table: str, name: str, kind: str) -> None:
     claim = TABLES[table][1].get(name)
     assert claim is not None, f"row `{name}`: no example to check it (see the test above)"
+    if claim.skip:
+        pytest.skip(claim.skip)
     example = claim.ok if kind == "ok" else (claim.refused[0] if claim.refused else None)
     assert example is not None, f"row `{name}` claims {kind}: no such example"
     fields = example(gateway) if callable(example) else example

@@ -219,6 +219,11 @@ class FakeChatCompletionsServer:
             self.streams_finished = 0
             self.client_disconnects = 0
 
+    def wait_for_requests(self, count: int, timeout: float = 5.0) -> bool:
+        """Block until ``count`` requests have been recorded (or timeout)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self.requests) >= count, timeout)
+
     def wait_finished(self, count: int, timeout: float = 5.0) -> bool:
         """Block until ``count`` streams have ended on the server side (or timeout)."""
         with self._lock:
@@ -300,6 +305,7 @@ class FakeChatCompletionsServer:
         with self._lock:
             self.requests.append(json.loads(body))
             self.request_headers.append({k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]})
+            self._lock.notify_all()  # wait_for_requests()
         steps = self._next_script()
         if steps and isinstance(steps[0], Status):
             first = steps[0]

@@ -215,7 +215,7 @@ def test_refused_value_gets_400_naming_it(gw: tuple[str, str, FakeChatCompletion
 
 
 def test_an_unknown_field_is_ignored(gw: tuple[str, str, FakeChatCompletionsServer]) -> None:
-    # DESIGN §4: fields nobody defines are ignored (the seed promises additive request fields), in every dialect.
+    # DESIGN §4: fields nobody defines are accepted and reported (test_field_policy.py), never sent upstream.
     url, dialect, fake = gw
     _stream(url, dialect, {"frobnicate": True})
     assert "frobnicate" not in fake.requests[-1]

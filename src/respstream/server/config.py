@@ -89,6 +89,9 @@ class Config:
     # validator refuses every event outside the spec; the routed model is the Response's `model` either way).
     openresponses_routing_event: bool = False
     check_events: bool = True  # run the protocol rule checker on every emitted event
+    # A request field this gateway has never heard of: false = accepted and reported (x-respstream-ignored-fields,
+    # a log line, respstream_ignored_request_fields); true = 400 unknown_parameter naming it.
+    strict_fields: bool = False
     # Connection limits (server/http/http_guard.py, docs/security.md): the whole request (head and body) must arrive
     # within request_timeout_seconds of the connection opening or the previous response; past max_connections a
     # new connection is closed at once.

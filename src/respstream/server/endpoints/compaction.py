@@ -15,7 +15,7 @@ item goes back in as input to ``/v1/responses`` (HTTP or WebSocket) where it bec
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -23,8 +23,8 @@ from starlette.responses import JSONResponse, Response
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.compaction_item import encode_compaction
 from respstream.server.inputs.requests import parse_request
-from respstream.server.inputs.response_request import InputItem, ResponseRequest
-from respstream.server.store.memory import MemoryStore
+from respstream.server.inputs.response_request import ResponseRequest
+from respstream.server.responses.compaction_step import SUMMARY_INSTRUCTIONS, summarise, transcript
 
 if TYPE_CHECKING:
     from respstream.server.endpoints.gateway import Gateway
@@ -32,23 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["SUMMARY_INSTRUCTIONS", "compact", "transcript"]
 
 _FIELDS = {"model", "input", "previous_response_id", "instructions", "prompt_cache_key"}
-SUMMARY_INSTRUCTIONS = (
-    "You compact conversations. Summarise the conversation below so it can be continued later: keep every fact, "
-    "decision, name, number and open question; drop pleasantries. Answer with the summary only."
-)
-
-
-def transcript(instructions: str | None, items: list[InputItem]) -> str:
-    """The conversation as plain text, one line per item (what the summarising model reads)."""
-    lines = [f"System: {instructions}"] if instructions else []
-    for item in items:
-        if item.type == "message":
-            lines.append(f"{item.role.capitalize()}: {item.text}")
-        elif item.type == "function_call":
-            lines.append(f"Tool call {item.name}({item.arguments}) [{item.call_id}]")
-        elif item.type == "function_call_output":
-            lines.append(f"Tool result [{item.call_id}]: {item.output}")
-    return "\n".join(lines)
 
 
 async def compact(gw: Gateway, request: Request) -> Response:
@@ -80,24 +63,7 @@ async def compact(gw: Gateway, request: Request) -> Response:
     items = await svc.context(parsed, owner)
     if not items:
         raise HTTPError(400, "missing_required_parameter", "input is required (nothing to compact)", param="input")
-    summarise = ResponseRequest(
-        input=[InputItem("message", role="user", text=transcript(parsed.instructions, items))],
-        model=model, store=False, instructions=SUMMARY_INSTRUCTIONS, server_tools=set(), tool_choice="none",
-    )
-    scratch = MemoryStore(max_responses=1)  # the summarising response is not kept anywhere
-    record, _ = await svc.start(summarise, owner=owner, local=scratch)
-    await svc.wait(record.id)
-    final = await scratch.get(record.id)
-    response: dict[str, Any] = final.response if final is not None else record.response
-    if response.get("status") not in ("completed", "incomplete"):
-        error = response.get("error") or {}
-        raise HTTPError(502, str(error.get("code") or "upstream_error"),
-                        f"The model could not summarise the conversation: {error.get('message') or 'no answer'}")
-    summary = "".join(part.get("text", "") for item in response.get("output", []) if item.get("type") == "message"
-                      for part in item.get("content", []) if part.get("type") == "output_text")
-    usage = response.get("usage") or {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0},
-                                      "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
-                                      "total_tokens": 0}
+    summary = await summarise(svc, items, instructions=parsed.instructions, model=model, owner=owner)
     dialect = svc.dialect
     # OpenAI's shape: every user message as it was, then one compaction item holding the summary of it all.
     kept = [{"type": "message", "id": dialect.new_id("msg"), "status": "completed", "role": "user",
@@ -108,6 +74,6 @@ async def compact(gw: Gateway, request: Request) -> Response:
         "object": "response.compaction",
         "created_at": int(time.time()),
         "output": [*kept, {"type": "compaction", "id": dialect.new_id("cmp"),
-                           "encrypted_content": encode_compaction(summary, str(response.get("model", model)))}],
-        "usage": usage,
+                           "encrypted_content": encode_compaction(summary.text, summary.model)}],
+        "usage": summary.usage,
     })

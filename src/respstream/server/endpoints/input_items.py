@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from respstream.server.http_errors import HTTPError
+from respstream.server.inputs.field_policy import IGNORED_FIELDS_HEADER
 from respstream.server.inputs.history import items_to_messages
 from respstream.server.inputs.input_records import input_item_records
 from respstream.server.inputs.requests import parse_request
@@ -120,7 +121,7 @@ async def input_tokens(gw: Gateway, request: Request) -> Response:
         body.get("previous_response_id") or body.get("conversation") or body.get("conversation_id"))
     if chain_only:
         body = {**body, "input": "-"}  # validated as a create body, then only the chain is counted
-    req = parse_request(body, server_tool_names=svc.tools.names())
+    req = parse_request(body, server_tool_names=svc.tools.names(), strict_fields=gw.config.strict_fields)
     if chain_only:
         req.input = []
     await check_schema(req.options.text_format)
@@ -130,7 +131,10 @@ async def input_tokens(gw: Gateway, request: Request) -> Response:
     decision = await svc.route(req)
     count = getattr(getattr(decision, "upstream", None), "count_tokens", None)
     counted = await count(messages, tools_text) if count is not None else None
+    # The same field policy as a create: an unknown field is named, as the create would name it.
+    headers = {IGNORED_FIELDS_HEADER: ", ".join(req.ignored_fields)} if req.ignored_fields else None
     if counted is not None:
-        return JSONResponse({"object": "response.input_tokens", "input_tokens": counted, "estimated": False})
+        return JSONResponse({"object": "response.input_tokens", "input_tokens": counted, "estimated": False},
+                            headers=headers)
     return JSONResponse({"object": "response.input_tokens", "input_tokens": estimate_tokens(messages, tools_text),
-                         "estimated": True})
+                         "estimated": True}, headers=headers)

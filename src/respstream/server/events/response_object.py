@@ -129,6 +129,7 @@ def new_response(
         "prompt_cache_key": _opt_str(getattr(req, "prompt_cache_key", None)),
         "conversation": {"id": conversation_id} if conversation_id else None,
         **({"client_metadata": req.client_metadata} if getattr(req, "client_metadata", None) else {}),
+        **getattr(req, "late_fields_echo", {}),
     }
 
 

@@ -25,7 +25,10 @@ def _response_ok(stream: bool, *, id_header: bool = False) -> dict[str, Any]:
     if id_header:
         ok["headers"] = {"x-response-id": {"description": "The new response's id, sent before any event (resume "
                                                           "or cancel even if the stream breaks inside event 0)",
-                                           "schema": {"type": "string"}}}
+                                           "schema": {"type": "string"}},
+                         "x-respstream-ignored-fields": {"description": "Request fields this gateway does not know, "
+                                                         "accepted and ignored (docs/compatibility.md)",
+                                                         "schema": {"type": "string"}}}
     return {"200": ok}
 
 
@@ -66,7 +69,11 @@ def openapi_document(dialect: str) -> dict[str, Any]:
                     "previous_response_id": {"type": ["string", "null"]},
                     "conversation_id": {"type": ["string", "null"]},
                     "metadata": {"type": "object", "additionalProperties": {"type": "string"}},
-                    "stream_options": {"type": "object"}}},
+                    "stream_options": {"type": "object"},
+                    "context_management": {"type": "array", "items": {"type": "object", "properties": {
+                        "type": {"const": "compaction"}, "compact_threshold": {"type": "integer", "minimum": 1000}}}},
+                    "prompt_cache_options": {"type": "object", "properties": {
+                        "ttl": {"enum": ["30m", "12h"]}, "mode": {"enum": ["implicit", "explicit"]}}}}},
             },
         },
         "security": [{"bearer": []}],

@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 from respstream.server.http.app_gateway import AppGateway
 from respstream.server.http.sse_response import EventStreamResponse
 from respstream.server.http_errors import HTTPError
+from respstream.server.inputs.field_policy import IGNORED_FIELDS_HEADER
 from respstream.server.inputs.requests import parse_request
 from respstream.server.responses.log_ending import TERMINAL_STATUSES
 from respstream.server.routing.affinity import affinity_key
@@ -64,7 +65,8 @@ async def create(gw: AppGateway, request: Request) -> Response | EventStreamResp
     await gw.limit_rate(request, owner)
     body = await gw.read_json(request)
     svc = gw.svc
-    req = parse_request(body, server_tool_names=svc.tools.names(), dialect=svc.dialect.name)
+    req = parse_request(body, server_tool_names=svc.tools.names(), dialect=svc.dialect.name,
+                        strict_fields=gw.config.strict_fields)
     req.affinity = affinity_key(request.headers, req.prompt_cache_key)
     stream = req.stream
     if stream is None:  # absent means JSON (the standard, issue #29); platform: SSE when Accept asks for it
@@ -77,10 +79,13 @@ async def create(gw: AppGateway, request: Request) -> Response | EventStreamResp
     # The id in a header, so a client whose connection drops inside the first event can still resume (or
     # cancel) a background response.
     id_header = {"x-response-id": record.id}
+    if req.ignored_fields:  # accepted, not silently: the client sees what it sent that nothing read
+        id_header[IGNORED_FIELDS_HEADER] = ", ".join(req.ignored_fields)
     # store: false -> not kept once the client has it (the stream ended, or the JSON is built).
     if stream:
         return await stream_response(gw, record.id, -1, foreground=not req.background,
-                                     headers=[(b"x-response-id", record.id.encode())], forget=not req.store)
+                                     headers=[(k.encode(), v.encode()) for k, v in id_header.items()],
+                                     forget=not req.store)
     if req.background:
         return JSONResponse(record.response, headers=id_header)
     await svc.wait(record.id)

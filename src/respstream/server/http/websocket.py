@@ -257,7 +257,7 @@ class _Connection:
             _socket_stream_fields(body)
             await gw.limit_rate(self.ws, self.owner)
             svc = gw.svc
-            req = parse_request(body, server_tool_names=svc.tools.names())
+            req = parse_request(body, server_tool_names=svc.tools.names(), strict_fields=gw.config.strict_fields)
             req.affinity = affinity_key(self.ws.headers, req.prompt_cache_key)
             if not gw.gate.try_enter():
                 raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.")

@@ -13,9 +13,13 @@ import binascii
 
 import msgspec
 
-__all__ = ["COMPACTION_PREFIX", "MAX_COMPACTION_BYTES", "decode_compaction", "encode_compaction"]
+from respstream.server.inputs.response_request import InputItem
+
+__all__ = ["COMPACTION_PREFIX", "MAX_COMPACTION_BYTES", "SUMMARY_PREFIX", "decode_compaction", "encode_compaction",
+           "summary_item"]
 
 COMPACTION_PREFIX = "rsc1."
+SUMMARY_PREFIX = "Summary of the earlier conversation: "  # the system message a compaction item becomes
 MAX_COMPACTION_BYTES = 10 * 1024 * 1024  # the spec's maxLength of encrypted_content
 
 
@@ -27,6 +31,11 @@ class _Payload(msgspec.Struct):
 def encode_compaction(summary: str, model: str) -> str:
     raw = msgspec.json.encode(_Payload(summary=summary, model=model))
     return COMPACTION_PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def summary_item(summary: str) -> InputItem:
+    """The system message a compaction's summary becomes in the model's context."""
+    return InputItem("message", role="system", text=SUMMARY_PREFIX + summary)
 
 
 def decode_compaction(content: object) -> str:

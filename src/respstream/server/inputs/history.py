@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from respstream.server.events.client_tool_kinds import CALL_KINDS, base_kind, call_as_input
+from respstream.server.inputs.compaction_item import SUMMARY_PREFIX, decode_compaction, summary_item
 from respstream.server.inputs.input_parts import MEDIA_PART_TYPES, media_part
 from respstream.server.inputs.response_request import InputItem
 from respstream.server.upstream.provider_tools import REASONING_KEY
@@ -72,11 +73,20 @@ def output_to_items(output: list[dict[str, Any]]) -> list[InputItem]:
 
 
 def items_from_json(raw: list[dict[str, Any]]) -> list[InputItem]:
-    """Stored normalised items back into :class:`InputItem` (unknown shapes are skipped)."""
+    """Stored normalised items back into :class:`InputItem` (unknown shapes are skipped). A conversation that was
+    compacted holds a ``compaction`` item: the history starts there, with its summary (what it replaced is dropped)."""
     items: list[InputItem] = []
     for r in raw:
         kind = r.get("type")
-        if kind == "message":
+        if kind == "compaction":
+            try:
+                summary = decode_compaction(r.get("encrypted_content"))
+            except ValueError:
+                continue  # not ours (a client added it): the items around it stay as they are
+            items = [i for i in items if i.type == "message" and i.role in ("system", "developer")
+                     and not i.text.startswith(SUMMARY_PREFIX)]  # instructions stay; the rest is in the summary
+            items.append(summary_item(summary))
+        elif kind == "message":
             content = r.get("content", [])
             text = "".join(str(p.get("text", "")) for p in content if p.get("type") not in MEDIA_PART_TYPES)
             parts = [media_part(p, "stored") for p in content if p.get("type") in MEDIA_PART_TYPES]

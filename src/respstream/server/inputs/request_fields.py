@@ -8,8 +8,8 @@ returns them typed. Each is then either forwarded to the upstream (see
 is listed in docs/compatibility.md; ``tests/server/test_request_fields_spec.py`` walks the spec's field list so a new
 field cannot slip through.
 
-Top-level fields nobody defines are ignored in every dialect (DESIGN §4: the seed's changelog promises that new
-optional request fields may land at any time); every field the spec or OpenAI defines is decided here or in
+Top-level fields nobody defines are accepted and reported, or refused under ``strict_fields``
+(:mod:`~respstream.server.inputs.field_policy`); every field the spec or OpenAI defines is decided here or in
 :mod:`~respstream.server.inputs.requests`.
 """
 
@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from respstream.server.http_errors import HTTPError
+from respstream.server.inputs.field_policy import parse_access_programs
+from respstream.server.inputs.prompt_cache import PromptCache, parse_prompt_cache
 from respstream.server.inputs.structured_output import TextFormat, parse_text_format
 
 __all__ = [
@@ -70,6 +72,8 @@ class RequestFields:
     text_format: TextFormat = field(default_factory=TextFormat)
     verbosity: str | None = None
     include_obfuscation: bool | None = None
+    prompt_cache: PromptCache = field(default_factory=PromptCache)  # read by the caches and provider adapters
+    access_programs: dict[str, str] | None = None
 
     @property
     def logprobs(self) -> bool:
@@ -91,6 +95,14 @@ class RequestFields:
             "text": self.text_json(),
             "user": self.user,
         }
+
+    def late_echo(self) -> dict[str, Any]:
+        """The late-2026 fields the Response echoes, only when the request gave them (older clients see nothing
+        new): ``prompt_cache_options`` / ``prompt_cache_retention`` and ``access_programs``."""
+        echo = self.prompt_cache.echo()
+        if self.access_programs is not None:
+            echo["access_programs"] = self.access_programs
+        return echo
 
     def reasoning_json(self) -> dict[str, Any]:
         """The ``reasoning`` object as echoed in the Response."""
@@ -186,9 +198,8 @@ def _include(raw: Any) -> list[str]:
 
 def parse_fields(body: dict[str, Any]) -> RequestFields:
     """Validate the option fields of a decoded request body. Raises :class:`HTTPError` (400) naming the field."""
-    for key in ("prompt", "prompt_cache_retention"):
-        if body.get(key) is not None:
-            raise _unsupported(f"{key} is not supported by this gateway", key)
+    if body.get("prompt") is not None:
+        raise _unsupported("prompt is not supported by this gateway", "prompt")
     if body.get("response_format") is not None:
         raise _unsupported("response_format is a Chat Completions field; the Responses API uses text.format",
                            "response_format")
@@ -226,4 +237,6 @@ def parse_fields(body: dict[str, Any]) -> RequestFields:
         text_format=parse_text_format(text.get("format")),
         verbosity=_choice(text.get("verbosity"), "text.verbosity", _VERBOSITY),
         include_obfuscation=obfuscation,
+        prompt_cache=parse_prompt_cache(body),
+        access_programs=parse_access_programs(body.get("access_programs")),
     )

@@ -18,7 +18,7 @@ from respstream.server.events.client_tool_kinds import (
     output_as_input,
 )
 from respstream.server.inputs.body_values import invalid, opt_kind, wrong_type
-from respstream.server.inputs.compaction_item import decode_compaction
+from respstream.server.inputs.compaction_item import decode_compaction, summary_item
 from respstream.server.inputs.history import reasoning_item
 from respstream.server.inputs.input_parts import MEDIA_PART_TYPES, media_part
 from respstream.server.inputs.response_request import InputItem
@@ -120,7 +120,7 @@ def parse_input_items(raw: Any, param: str = "input",
                 summary = decode_compaction(item.get("encrypted_content"))
             except ValueError as exc:
                 raise invalid(f"{where}.encrypted_content {exc}", f"{where}.encrypted_content") from None
-            items.append(InputItem("message", role="system", text=f"Summary of the earlier conversation: {summary}"))
+            items.append(summary_item(summary))
         elif kind == "reasoning":
             kept = reasoning_item(item)
             if kept is not None:  # a provider's signed reasoning goes back to it, in place (upstream/provider_tools.py)

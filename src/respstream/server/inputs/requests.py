@@ -7,7 +7,8 @@ are ``unsupported_parameter``. Each field group has its module: ``input`` is rea
 :mod:`~respstream.server.inputs.request_input`, ``tools`` by :mod:`~respstream.server.inputs.request_tools`, the
 option fields (sampling, ``text``, ``reasoning``, ``include``...) by :mod:`~respstream.server.inputs.request_fields`,
 ``tool_choice`` by :mod:`~respstream.server.inputs.tool_policy`; this module checks the rest and how they combine.
-Fields nobody defines are ignored (DESIGN §4), as the seed's changelog promises for additive fields.
+Fields nobody defines are accepted and reported, or refused under ``strict_fields`` (DESIGN §4;
+:mod:`~respstream.server.inputs.field_policy`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.additional_tools import hoist_additional_tools
 from respstream.server.inputs.body_values import check_depth, invalid, opt_bool, opt_number, opt_str, wrong_type
+from respstream.server.inputs.context_management import parse_context_management, split_trigger
+from respstream.server.inputs.field_policy import check_refused_fields, ignored_fields
 from respstream.server.inputs.request_fields import parse_fields
 from respstream.server.inputs.request_input import parse_input_items
 from respstream.server.inputs.request_tools import SERVER_TOOL_TYPES, TYPED_CHOICES, parse_tools
@@ -69,23 +72,34 @@ def _check_unsupported(body: dict[str, Any]) -> None:
             raise invalid("project_id must be a UUID", "project_id") from None
 
 
-def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "platform") -> ResponseRequest:
+def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "platform",
+                  strict_fields: bool = False) -> ResponseRequest:
     """Validate a decoded JSON body. Raises :class:`HTTPError` (400) naming the offending field.
 
     ``dialect`` decides whether server tools run without being listed in ``tools`` (only in ``platform``; see
-    :mod:`~respstream.server.inputs.tool_policy`)."""
+    :mod:`~respstream.server.inputs.tool_policy`). A field nobody here knows is listed in ``ignored_fields``, or
+    refused with ``strict_fields`` (:mod:`~respstream.server.inputs.field_policy`)."""
     if not isinstance(body, dict):
         raise HTTPError(400, "invalid_json", "the request body must be a JSON object")
     check_depth(body)
+    ignored = ignored_fields(body, strict=strict_fields)
     body = hoist_additional_tools(body)  # Codex CLI lists its tools in an input item
     _check_unsupported(body)
+    check_refused_fields(body)
     options = parse_fields(body)
     if "input" not in body or body["input"] is None:
         raise invalid("input is required", "input", "missing_required_parameter")
     model = opt_str(body, "model") or "auto"
     approvals: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
     media: list[tuple[str, dict[str, Any]]] = []
-    items = parse_input_items(body["input"], media=media, mcp=approvals)
+    raw_input, trigger = split_trigger(body["input"])
+    if trigger and raw_input == []:  # compact what previous_response_id / the conversation brings
+        if not any(body.get(k) for k in ("previous_response_id", "conversation", "conversation_id")):
+            raise invalid("nothing to compact: a compaction_trigger needs input before it, previous_response_id or "
+                          "conversation", "input", "missing_required_parameter")
+        items = []
+    else:
+        items = parse_input_items(raw_input, media=media, mcp=approvals)
     mcp_servers: list[McpServerSpec] = []
     client, server_tools = parse_tools(body.get("tools"), server_tool_names, mcp_servers)
     client_tools = client.flat
@@ -119,6 +133,10 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
     if conversation is not None and (not isinstance(conversation, str) or not conversation):
         name = "conversation_id" if "conversation_id" in body else "conversation"
         raise wrong_type(name, "a non-empty string (or {\"id\": ...})")
+    if body.get("conversation") is not None and body.get("previous_response_id") is not None:
+        # OpenAI refuses the pair (spec/openai-surface-2026.md row 14): a conversation already carries the history.
+        raise invalid("conversation and previous_response_id cannot be used together (a conversation already "
+                      "holds the history; send one of them)", "conversation")
     parallel = opt_bool(body, "parallel_tool_calls")
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
@@ -153,4 +171,7 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
         options=options,
         tool_policy=policy,
         media=media,
+        ignored_fields=ignored,
+        compaction=parse_context_management(body.get("context_management")),
+        compaction_trigger=trigger,
     )

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from respstream.server.events.client_tool_kinds import ClientTool
+from respstream.server.inputs.context_management import CompactionPolicy
 from respstream.server.inputs.request_fields import RequestFields
 from respstream.server.inputs.tool_policy import ToolPolicy
 from respstream.server.tools.mcp_tools import McpServerSpec
@@ -87,6 +88,17 @@ class ResponseRequest:
     media: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (param, Chat part) of image/file inputs
     client_metadata: dict[str, str] | None = None  # Codex's client facts: kept and echoed, never sent upstream
     affinity: str | None = None  # session key (prompt_cache_key or session headers): server/routing/affinity.py
+    ignored_fields: tuple[str, ...] = ()  # top-level fields nobody here knows (reported: inputs/field_policy.py)
+    compaction: CompactionPolicy | None = None  # context_management (inputs/context_management.py)
+    compaction_trigger: bool = False  # the input ended with a compaction_trigger item: compact, do not generate
+
+    @property
+    def late_fields_echo(self) -> dict[str, Any]:
+        """The late-2026 fields the Response echoes when the request gave them."""
+        echo = self.options.late_echo()
+        if self.compaction is not None:
+            echo["context_management"] = self.compaction.echo()
+        return echo
 
     # The option fields under their request names, for the Response object's echo (server/events/response_object.py).
     @property

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -125,6 +125,10 @@ class Pipeline(GroundFirst, ToolRounds):
         self._round_no = 0
         self.round_output_from = 0
         self.mcp = mcp  # the request's remote MCP servers (server/tools/mcp_tools.py)
+        # Runs after response.created, before anything is generated (the context compaction step).
+        self.prelude: Callable[[Pipeline], Awaitable[None]] | None = None
+        self.compaction_item: dict[str, Any] | None = None  # the compaction item emitted, if any
+        self.compaction_tail = 0  # how many of the request's last input items follow the compaction
 
     # -- entry point -----------------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -141,13 +145,10 @@ class Pipeline(GroundFirst, ToolRounds):
                     d = self.decision
                     w.routing(model_id=d.model_id, category=d.category, source=d.source, reasoning=d.reasoning)
                 await w.flush()
-                if self.mcp is not None:
-                    await self.mcp.start(w)
-                    await self.mcp.run_approvals(w, self.messages)
-                grounding = self._grounding()
-                if grounding is not None:
-                    await self._ground_first(*grounding)
-                await self._generate_all()
+                if self.prelude is not None:  # context compaction (compaction_step.py): may end the response
+                    await self.prelude(self)
+                if not w.closed:
+                    await self._generate_after_prelude()
             except asyncio.CancelledError:
                 if self.cancel_requested:
                     w.fail(self.cancel_code, self.cancel_message)
@@ -193,6 +194,16 @@ class Pipeline(GroundFirst, ToolRounds):
                 await self.mcp.aclose()
 
     # -- generation ------------------------------------------------------------------------------------------------
+    async def _generate_after_prelude(self) -> None:
+        w = self.writer
+        if self.mcp is not None:
+            await self.mcp.start(w)
+            await self.mcp.run_approvals(w, self.messages)
+        grounding = self._grounding()
+        if grounding is not None:
+            await self._ground_first(*grounding)
+        await self._generate_all()
+
     async def _generate_all(self) -> None:
         w = self.writer
         for round_no in range(self.max_tool_rounds + 1):
@@ -365,6 +376,10 @@ class Pipeline(GroundFirst, ToolRounds):
     def _citations(self, text: str) -> list[dict[str, Any]]:
         """The url_citation annotations of a final answer: where it cites this response's search results."""
         return find_citations(text, self._sources, limit=self.max_citations)
+
+    def add_usage(self, usage: Usage) -> None:
+        """Count ``usage`` (work done for this response outside its model rounds) in the response's usage."""
+        self._add_usage(usage)
 
     def _add_usage(self, usage: Usage) -> None:
         u = self._usage

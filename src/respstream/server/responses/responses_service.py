@@ -36,6 +36,7 @@ from respstream.server.inputs.structured_output import check_schema
 from respstream.server.inputs.truncation import fit_context
 from respstream.server.model_catalog import ModelCatalog
 from respstream.server.responses.collaborators import RewriterLike, RouterLike, ToolsLike
+from respstream.server.responses.compaction_step import compact_step, plan_compaction
 from respstream.server.responses.key_quota import KeyQuota, stored_bytes
 from respstream.server.responses.log_ending import end_log, end_response, flush_terminal
 from respstream.server.responses.pipeline import Pipeline
@@ -102,6 +103,8 @@ class ResponseService:
 
         ``local``: a WebSocket connection's own store. A ``store: false`` response is written there only (gone
         when the socket closes) and ``previous_response_id`` is looked up there first."""
+        if req.ignored_fields:
+            self.report_ignored(req, "websocket" if local is not None else "http")
         if self._closing:
             raise HTTPError(503, "server_shutdown", "The server is shutting down.", headers={"Retry-After": "1"})
         if req.background and self.background_running() >= self.config.max_background_responses:
@@ -140,8 +143,11 @@ class ResponseService:
             with contextlib.suppress(HTTPError):
                 messages = fit_context(messages, window=limit.tokens, max_output_tokens=req.max_output_tokens,
                                        truncation="auto", model=decision.model_id)
-        await check_context(messages, limit=limit, max_output_tokens=req.max_output_tokens,
-                            upstream=decision.upstream, model_id=decision.model_id)
+        compaction = await plan_compaction(req, items, messages, limit=limit, upstream=decision.upstream,
+                                           model_id=decision.model_id)
+        if compaction is None:  # a compacting response is measured after its compaction
+            await check_context(messages, limit=limit, max_output_tokens=req.max_output_tokens,
+                                upstream=decision.upstream, model_id=decision.model_id)
         created = time.time()
         rid = self.dialect.new_id("resp")
         response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
@@ -187,6 +193,9 @@ class ResponseService:
             mcp=mcp, max_citations=getattr(getattr(self.tools, "config", None), "max_citations", 64),
         )
         pipeline.progress_seconds = self.config.progress_event_seconds
+        if compaction is not None:
+            plan = compaction
+            pipeline.prelude = lambda p: compact_step(p, self, plan, owner)
         pipeline.telemetry = ResponseTelemetry(metrics=self.metrics, tracing=self.tracing, started=began,
                                                observation=obs)
         task = asyncio.create_task(self._run(pipeline, record, req, target), name=f"response {rid}")
@@ -194,6 +203,12 @@ class ResponseService:
         self.running[rid] = running
         self.metrics.set_running(len(self.running))
         return record, running
+
+    def report_ignored(self, req: ResponseRequest, transport: str) -> None:
+        """A log line and the counter for the request fields nobody here knows (inputs/field_policy.py)."""
+        self.metrics.ignored(transport, len(req.ignored_fields))
+        log.info("request over %s: ignored unknown fields %s (strict_fields = false)", transport,
+                 ", ".join(req.ignored_fields))
 
     async def _run(self, pipeline: Pipeline, record: ResponseRecord, req: ResponseRequest, store: Store) -> None:
         attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": req.model,
@@ -242,6 +257,9 @@ class ResponseService:
                 self.metrics.repairs(writer.repairs)
             if req.conversation_id and record.status in ("completed", "incomplete"):
                 new = input_item_records(req.input, self.dialect)
+                if pipeline.compaction_item is not None:  # the conversation's history restarts at the compaction
+                    at = len(new) - pipeline.compaction_tail
+                    new[at:at] = [pipeline.compaction_item]
                 new += input_item_records(output_to_items(writer.response.get("output", [])), self.dialect)
                 try:
                     self.quota.charge(record.owner, stored_bytes(new))

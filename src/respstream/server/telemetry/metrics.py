@@ -57,6 +57,10 @@ class Metrics:
         self.upstream_failures = Counter("respstream_upstream_failures", "Upstream failures by upstream and code.",
                                          ["upstream", "code"], registry=reg)
         self.events = Counter("respstream_events", "Stream events emitted.", registry=reg)
+        # No field-name label: the names are the client's to invent (the log line names them).
+        self.ignored_fields = Counter("respstream_ignored_request_fields", "Request fields this gateway does not "
+                                      "know, accepted and ignored (strict_fields = false), by transport.",
+                                      ["transport"], registry=reg)
         self.upstream_repairs = Counter("respstream_upstream_repairs", "Protocol violations repaired in native "
                                         "Responses upstream streams, by violation code.", ["code"], registry=reg)
         self.ttft = Histogram("respstream_time_to_first_token_seconds",
@@ -100,6 +104,10 @@ class Metrics:
         self._child(self.http_requests, method if method in HTTP_METHODS else OTHER, route, str(status)).inc()
         if status >= 400:
             self._child(self.errors, f"http_{status}").inc()
+
+    def ignored(self, transport: str, n: int) -> None:
+        """``n`` unknown request fields were ignored on ``transport`` (http or websocket)."""
+        self._child(self.ignored_fields, transport).inc(n)
 
     def count_events(self, n: int) -> None:
         """Called per flush of a response's events (dozens per response): the counter's lock is taken once per
@@ -185,6 +193,9 @@ class NoMetrics(Metrics):
         pass
 
     def count_events(self, n: int) -> None:
+        pass
+
+    def ignored(self, transport: str, n: int) -> None:
         pass
 
     def tool(self, name: str, status: str, seconds: float | None = None) -> None:
