@@ -24,7 +24,6 @@ from respstream.server.http.auth import KeyStore
 from respstream.server.http.body_encoding import decoded_body
 from respstream.server.http.components import Components, build_components
 from respstream.server.http.limits import RateLimiter, StreamGate
-from respstream.server.http.websocket_limits import WebSocketBudgets
 from respstream.server.http_errors import HTTPError
 from respstream.server.responses.responses_service import ResponseService
 from respstream.server.routing.upstream_watch import UpstreamWatch, startup_warnings
@@ -33,6 +32,7 @@ from respstream.server.store.memory import MemoryStore
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.health import HealthMonitor
 from respstream.server.telemetry.metrics import Metrics, NoMetrics
+from respstream.server.websocket.limits import WebSocketBudgets
 
 if TYPE_CHECKING:
     from respstream.server.http.shared_limits import SharedLimits

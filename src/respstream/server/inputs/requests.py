@@ -47,12 +47,14 @@ def _client_metadata(raw: Any) -> dict[str, str] | None:
     """``client_metadata`` (Codex CLI sends it: installation and session ids): string pairs, echoed in the Response."""
     if raw is None:
         return None
+    # Codex sends its turn state, turn id and turn metadata here; a value may be up to 2,048 characters
+    # (OpenAI's WebSocket mode bound; docs/responses-api.md, turn state).
     if not isinstance(raw, dict) or len(raw) > 64:
         raise invalid("client_metadata must be an object of at most 64 string values", "client_metadata",
                       "invalid_type")
     for key, value in raw.items():
-        if not isinstance(value, str) or len(key) > 128 or len(value) > 1024:
-            raise invalid("client_metadata values must be strings (keys <= 128, values <= 1024 characters)",
+        if not isinstance(value, str) or len(key) > 128 or len(value) > 2048:
+            raise invalid("client_metadata values must be strings (keys <= 128, values <= 2,048 characters)",
                           f"client_metadata.{key}")
     return dict(raw)
 

@@ -39,6 +39,7 @@ from respstream.server.events.progress_events import start_progress_events
 from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
 from respstream.server.inputs.response_request import ResponseRequest
 from respstream.server.inputs.structured_output import check_output
+from respstream.server.inputs.truncation import estimate_messages
 from respstream.server.responses.chat_request import chat_options
 from respstream.server.responses.citations import CitationSources, Source, find_citations, with_source_list
 from respstream.server.responses.collaborators import RewriterLike, RouteDecisionLike, RouterLike, ToolsLike
@@ -46,7 +47,7 @@ from respstream.server.responses.ground_first_step import GroundFirst
 from respstream.server.responses.grounded_answer import Fact, GroundedFacts
 from respstream.server.responses.round_collector import RoundCollector
 from respstream.server.responses.tool_rounds import RoundResult, ToolCrashed, ToolRounds
-from respstream.server.routing.classify import RoutingRules, asks_for_length
+from respstream.server.routing.classify import RoutingRules, asks_for_length, estimate_tokens
 from respstream.server.store.base import SequenceConflict, SequenceGap, StoreUnavailable
 from respstream.server.telemetry.observation import current_attempt
 from respstream.server.telemetry.response import NULL_TELEMETRY, ResponseTelemetry
@@ -60,9 +61,12 @@ from respstream.server.upstream.base import (
 )
 from respstream.server.upstream.text_tool_calls import written_call
 
-__all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolCrashed", "ToolsLike"]
+__all__ = ["STEERED", "Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolCrashed", "ToolsLike"]
 
 log = logging.getLogger("respstream.server")
+
+# The cancel code of a steered response (WebSocket ``response.steer``): it ends ``incomplete`` with this reason.
+STEERED = "steered"
 
 
 class Pipeline(GroundFirst, ToolRounds):
@@ -133,19 +137,15 @@ class Pipeline(GroundFirst, ToolRounds):
             try:
                 if self.cancel_requested:
                     raise asyncio.CancelledError
-                if not self.pinned:
-                    d = self.decision
-                    w.routing(model_id=d.model_id, category=d.category, source=d.source, reasoning=d.reasoning)
-                await w.flush()
-                if self.mcp is not None:
-                    await self.mcp.start(w)
-                    await self.mcp.run_approvals(w, self.messages)
-                grounding = self._grounding()
-                if grounding is not None:
-                    await self._ground_first(*grounding)
-                await self._generate_all()
+                if not self.request.generate:
+                    self._prewarm()
+                else:
+                    await self._announce_and_generate()
             except asyncio.CancelledError:
-                w.fail(self.cancel_code, self.cancel_message)
+                if self.cancel_code == STEERED:  # a clean boundary: open items closed, what was streamed kept
+                    w.complete(usage=self._usage, incomplete_reason=STEERED)
+                else:
+                    w.fail(self.cancel_code, self.cancel_message)
             except UpstreamError as exc:
                 w.note_repairs(exc.repairs)
                 w.fail(exc.code, exc.message)
@@ -182,6 +182,27 @@ class Pipeline(GroundFirst, ToolRounds):
                 progress.cancel()
             if self.mcp is not None:
                 await self.mcp.aclose()
+
+    async def _announce_and_generate(self) -> None:
+        w = self.writer
+        if not self.pinned:
+            d = self.decision
+            w.routing(model_id=d.model_id, category=d.category, source=d.source, reasoning=d.reasoning)
+        await w.flush()
+        if self.mcp is not None:
+            await self.mcp.start(w)
+            await self.mcp.run_approvals(w, self.messages)
+        grounding = self._grounding()
+        if grounding is not None:
+            await self._ground_first(*grounding)
+        await self._generate_all()
+
+    def _prewarm(self) -> None:
+        """``generate: false`` (WebSocket prewarm): no upstream call, ``output: []``, the input counted (the
+        estimate of :func:`~respstream.server.inputs.truncation.estimate_messages`, tools included) and 0 output
+        tokens; the stored response is the context a ``previous_response_id`` continues from."""
+        tools = sum(estimate_tokens(str(spec)) for spec in self._tool_specs())
+        self.writer.complete(usage=Usage(input_tokens=estimate_messages(self.messages) + tools, output_tokens=0))
 
     # -- generation ------------------------------------------------------------------------------------------------
     async def _generate_all(self) -> None:

@@ -52,16 +52,18 @@ class FrameWriter:
         return (p.handshake_complete and p.initial_response is None and not p.disconnected and not p.close_sent
                 and p.writable.is_set() and p.conn.state is State.OPEN and not p.transport.is_closing())
 
-    def write(self, entries: Sequence[Entry], max_bytes: int) -> int:
+    def write(self, entries: Sequence[Entry], max_bytes: int, prefix: bytes | None = None) -> int:
         """Frame and write ``entries``' data, in order, ``max_bytes`` or so a write, while the connection takes writes
-        at once. Returns how many were written (0: none; the caller sends those left through ``send``)."""
+        at once. Returns how many were written (0: none; the caller sends those left through ``send``). ``prefix``:
+        a named lane's ``{"stream_id":...,`` (sender.py), put in place of each event's opening brace."""
         p = self._proto
         written = framed = size = 0
         for i, entry in enumerate(entries):
             if size == 0 and not self._open():  # checked again after each write: it may have paused writing
                 break
-            p.conn.send_text(entry.data)
-            size += len(entry.data)
+            data = entry.data if prefix is None else prefix + entry.data[1:]
+            p.conn.send_text(data)
+            size += len(data)
             framed = i + 1
             if size >= max_bytes:
                 p.transport.write(b"".join(p.conn.data_to_send()))
