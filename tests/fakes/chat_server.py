@@ -191,6 +191,7 @@ class FakeChatCompletionsServer:
         self._lock = threading.Condition()
         self.streams_finished = 0
         self.client_disconnects = 0
+        self.chunks_sent = 0  # Chunk steps written, over every stream (what a client could have read at most)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -218,6 +219,7 @@ class FakeChatCompletionsServer:
             self.clients.clear()
             self.streams_finished = 0
             self.client_disconnects = 0
+            self.chunks_sent = 0
 
     def wait_finished(self, count: int, timeout: float = 5.0) -> bool:
         """Block until ``count`` streams have ended on the server side (or timeout)."""
@@ -329,6 +331,8 @@ class FakeChatCompletionsServer:
                     break
                 if isinstance(step, Chunk):
                     await self._body(send, b"data: " + json.dumps(step.obj).encode() + b"\n\n")
+                    with self._lock:
+                        self.chunks_sent += 1
                 elif isinstance(step, Raw):
                     await self._body(send, step.data)
                 elif isinstance(step, Done):

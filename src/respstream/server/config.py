@@ -73,7 +73,7 @@ class Config:
     # this many of its responses for previous_response_id, and holds this many response.create messages queued.
     websocket_max_connection_seconds: float = 3600.0
     websocket_cache_responses: int = 64
-    websocket_max_queued_messages: int = 16
+    websocket_max_queued_messages: int = 64
     # ...and at most these bytes of them (per connection; all connections together), closes a connection that sent
     # no message for websocket_idle_timeout_seconds (0: never), and lets one API key's connections keep this many
     # bytes of store: false responses together (all keys: memory_store_max_bytes).
