@@ -126,6 +126,13 @@ def test_prewarm_mid_connection_and_a_plain_create_always_generates(
         send(ws, type="response.create", model="fast", input="again", generate=False, store=False)
         again = until_terminal(ws)
         assert again[-1]["response"]["output"] == [] and again[-1]["response"]["usage"]["output_tokens"] == 0
+        # Codex's own prewarm: no input items at all, only tools (an `additional_tools` item, hoisted)
+        tools = {"type": "additional_tools", "tools": [{"type": "function", "name": "shell", "parameters": {}}]}
+        send(ws, type="response.create", model="fast", input=[tools], generate=False, store=False)
+        codex = until_terminal(ws)
+        assert codex[-1]["type"] == "response.completed" and codex[-1]["response"]["output"] == []
+        send(ws, type="response.create", model="fast", input=[], store=False)
+        assert until_terminal(ws)[-1]["error"]["param"] == "input"  # a turn that generates needs input
 
 
 # -- lanes ----------------------------------------------------------------------------------------------------------

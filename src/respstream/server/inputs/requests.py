@@ -71,7 +71,8 @@ def _check_unsupported(body: dict[str, Any]) -> None:
             raise invalid("project_id must be a UUID", "project_id") from None
 
 
-def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "platform") -> ResponseRequest:
+def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "platform",
+                  prewarm: bool = False) -> ResponseRequest:
     """Validate a decoded JSON body. Raises :class:`HTTPError` (400) naming the offending field.
 
     ``dialect`` decides whether server tools run without being listed in ``tools`` (only in ``platform``; see
@@ -82,12 +83,14 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
     body = hoist_additional_tools(body)  # Codex CLI lists its tools in an input item
     _check_unsupported(body)
     options = parse_fields(body)
-    if "input" not in body or body["input"] is None:
+    # A WebSocket prewarm (generate: false) may bring no input at all: Codex's carries only its tools.
+    no_input = body.get("input") is None or body.get("input") == []
+    if no_input and not prewarm:
         raise invalid("input is required", "input", "missing_required_parameter")
     model = opt_str(body, "model") or "auto"
     approvals: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
     media: list[tuple[str, dict[str, Any]]] = []
-    items = parse_input_items(body["input"], media=media, mcp=approvals)
+    items = [] if no_input else parse_input_items(body["input"], media=media, mcp=approvals)
     mcp_servers: list[McpServerSpec] = []
     client, server_tools = parse_tools(body.get("tools"), server_tool_names, mcp_servers)
     client_tools = client.flat

@@ -201,7 +201,8 @@ class Pipeline(GroundFirst, ToolRounds):
         """``generate: false`` (WebSocket prewarm): no upstream call, ``output: []``, the input counted (the
         estimate of :func:`~respstream.server.inputs.truncation.estimate_messages`, tools included) and 0 output
         tokens; the stored response is the context a ``previous_response_id`` continues from."""
-        tools = sum(estimate_tokens(str(spec)) for spec in self._tool_specs())
+        offered = self._tool_specs() if self.request.tool_policy.mode != "none" else []
+        tools = sum(estimate_tokens(str(spec)) for spec in [*offered, *self.request.declared_tools])
         self.writer.complete(usage=Usage(input_tokens=estimate_messages(self.messages) + tools, output_tokens=0))
 
     # -- generation ------------------------------------------------------------------------------------------------

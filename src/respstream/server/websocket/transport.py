@@ -209,7 +209,8 @@ class _Connection:
         try:
             svc = gw.svc
             await gw.limit_rate(self.ws, self.owner)
-            req = parse_request(dict(start.body), server_tool_names=svc.tools.names())
+            req = parse_request(dict(start.body), server_tool_names=svc.tools.names(), dialect=svc.dialect.name,
+                                prewarm=not start.generate)
             req.generate = start.generate
             req.affinity = affinity_key(self.ws.headers, req.prompt_cache_key)
             if not gw.gate.try_enter():
