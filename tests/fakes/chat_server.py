@@ -191,7 +191,7 @@ class FakeChatCompletionsServer:
         self._lock = threading.Condition()
         self.streams_finished = 0
         self.client_disconnects = 0
-        self.chunks_sent = 0  # Chunk steps written, over every stream (what a client could have read at most)
+        self.chunks_sent = 0  # Chunk and Raw steps written, over every stream (what a client read at most)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -335,6 +335,8 @@ class FakeChatCompletionsServer:
                         self.chunks_sent += 1
                 elif isinstance(step, Raw):
                     await self._body(send, step.data)
+                    with self._lock:
+                        self.chunks_sent += 1
                 elif isinstance(step, Done):
                     await self._body(send, b"data: [DONE]\n\n")
                 elif isinstance(step, Sleep):
