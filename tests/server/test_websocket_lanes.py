@@ -99,8 +99,7 @@ def test_prewarm_answers_without_generating_and_its_id_continues(
         send(ws, type="response.create", model="fast", generate=False, instructions="Answer as a pirate.",
              tools=tools, input="The secret word is plover.")
         events = until_terminal(ws)
-        assert events[0]["type"] == "response.created" and events[-1]["type"] == "response.completed"
-        assert not [e for e in events if e["type"].startswith(("response.output_", "response.content_part"))]
+        assert [e["type"] for e in events] == ["response.created", "response.completed"]
         warm = events[-1]["response"]
         assert warm["status"] == "completed" and warm["output"] == [] and warm["id"].startswith("resp")
         assert warm["usage"]["input_tokens"] > 0 and warm["usage"]["output_tokens"] == 0
