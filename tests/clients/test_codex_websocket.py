@@ -104,3 +104,43 @@ def test_codex_exec_over_websocket(check: str, dialect: str, websocket_runs: Run
     assert len(states) == len(per_response) and all(states), shown
     if len(turns) == 2:
         assert states[1] == states[2]  # the tool round trip is one turn
+
+
+@pytest.mark.model
+@pytest.mark.timeout(900)  # wall time on a loaded machine (see test_codex.py's embedded case)
+def test_codex_turn_on_the_embedded_model_over_websocket(netns: str, tmp_path: Path) -> None:
+    """test_codex.py's embedded case (the small model, one llama.cpp thread, Codex's short instructions, its idle
+    timer cut to IDLE_MS) over the socket: the prewarm is answered without touching the model, the turn on the same
+    socket is the model's answer, which Codex prints; the keepalive events carry it past Codex's idle timer."""
+    from respstream.server.upstream.embedded import EmbeddedUpstream
+
+    from .conftest import missing
+    from .test_codex import EMBEDDED_PROMPT, IDLE_MS, INSTRUCTIONS, PROGRESS_SECONDS
+
+    if not EmbeddedUpstream.available("small"):
+        missing("the embedded model is not installed (`make install-model`)")
+    port, home, work = PORT + 50, tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (home / "instructions.md").write_text(INSTRUCTIONS)
+    config = f'model_instructions_file = "{home / "instructions.md"}"\n' + websocket_config(None, port)
+    # (provider settings, like supports_websockets: they go in the provider's table)
+    (home / "config.toml").write_text(config + f"stream_idle_timeout_ms = {IDLE_MS}\nstream_max_retries = 0\n")
+    gateway = NamespacedGateway(netns, "platform", "embedded", tmp_path / "requests.jsonl", port,
+                                ("--model-size=small", "--threads=1", f"--progress={PROGRESS_SECONDS}"))
+    try:
+        done = run_codex(netns, home, work, EMBEDDED_PROMPT, timeout=840)
+    finally:
+        gateway.stop()
+    sent = gateway.requests()
+    assert done.returncode == 0, f"codex exited {done.returncode}: {done.stderr[-3000:]}"
+    assert FALLBACK not in done.stderr, done.stderr[-3000:]
+    assert not [r for r in sent if r["type"] == "http" and r["path"] == "/v1/responses"], "fell back to HTTP"
+    messages = [r["body"] for r in sent if r["type"] == "websocket.message"]
+    assert messages[0].get("generate") is False and [m.get("generate", True) for m in messages[1:]] == [True]
+    per_response = responses([r for r in sent if r["type"] == "websocket.event"])
+    assert per_response[0][-1]["event"] == "response.completed" and per_response[0][-1]["output"] == 0
+    turn = per_response[1]
+    assert turn[-1]["event"] == "response.completed" and turn[-1]["usage"]["output_tokens"] > 0
+    assert any(str(e["event"]).endswith("keepalive") for e in turn)  # what kept Codex's idle timer quiet
+    assert done.stdout.strip()  # Codex printed the model's answer
