@@ -1,11 +1,17 @@
-"""The official Python SDK's WebSocket helper (``client.responses.connect()``, unmodified) against the gateway: two
+"""The official SDKs' WebSocket helpers (Python ``client.responses.connect()``; Node ``ResponsesWS`` in
+node/ws_sessions.mjs), unmodified, against the gateway: two
 ``stream_id`` lanes on one socket, a fork from one lane into a new one, and a ``connection.response.steer`` of a
 running response (its ``steered`` end and the successor the server starts by itself). The upstream is SIMULATED
 (the scripted one, paced so a steer lands mid-response); the gateway, uvicorn and the socket are real."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +20,10 @@ from fakes.server_thread import ServerThread
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
 
+from .conftest import missing
+
 pytestmark = pytest.mark.clients
+NODE_DIR = Path(__file__).parent / "node"
 TERMINALS = {"response.completed", "response.incomplete", "response.failed"}
 
 
@@ -78,3 +87,37 @@ def test_steer_with_the_sdk(base_url: str) -> None:
     assert original.incomplete_details is not None and original.incomplete_details.reason == "steered"
     assert successor.status == "completed" and successor.previous_response_id == rid
     assert all(e.stream_id == "main" for e in seen)
+
+
+@pytest.fixture(scope="module")
+def node_report(base_url: str) -> dict[str, Any]:
+    """node/ws_sessions.mjs (the npm SDK's ResponsesWS) run once against this gateway."""
+    node = shutil.which("node")
+    if node is None or not (NODE_DIR / "node_modules" / ".package-lock.json").exists():
+        missing("the Node clients are not installed (`make clients`: node and npm ci in tests/clients/node)")
+    env = {**os.environ, "NODE_NO_WARNINGS": "1"}
+    done = subprocess.run([node, "--experimental-websocket", "ws_sessions.mjs", base_url], cwd=NODE_DIR,
+                          capture_output=True, text=True, timeout=90, env=env, check=False)
+    assert done.returncode == 0, f"ws_sessions.mjs exited {done.returncode}: {done.stderr[-3000:]}"
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def test_lanes_and_a_fork_with_the_node_sdk(node_report: dict[str, Any]) -> None:
+    seen = node_report["lanes_and_fork"]
+    assert seen["ok"], seen.get("error")
+    lanes = seen["lanes"]
+    first_end = min(len(lanes) - lanes[::-1].index(lane) for lane in ("a", "b"))
+    assert set(lanes) == {"a", "b"} and set(lanes[:first_end]) == {"a", "b"}
+    assert seen["statuses"] == {"a": "completed", "b": "completed"}
+    assert seen["fork_lanes"] == ["fork"] and seen["fork_status"] == "completed"
+    assert seen["fork_previous"] == seen["parent"]
+
+
+def test_steer_with_the_node_sdk(node_report: dict[str, Any]) -> None:
+    seen = node_report["steer"]
+    assert seen["ok"], seen.get("error")
+    assert seen["accepted"]["steer"]["previous_response_id"] == seen["rid"]
+    assert seen["original"] == {"id": seen["rid"], "status": "incomplete", "incomplete_details": {"reason": "steered"}}
+    assert seen["successor"] == {"status": "completed", "previous_response_id": seen["rid"]}
+    assert seen["lanes"] == ["main"]
