@@ -322,6 +322,29 @@ def test_steer_on_the_scripted_upstream(gateway: tuple[ServerThread, dict[str, R
     assert stored["status"] == "incomplete" and stored["incomplete_details"] == {"reason": "steered"}
 
 
+def test_a_steered_background_response_keeps_a_correct_log(
+        gateway: tuple[ServerThread, dict[str, RecordingUpstream]]) -> None:
+    """A stored background response steered over the socket: its log (resumed over HTTP from the start) ends at its
+    ``steered`` terminal; the successor is its own stored response, continuing it."""
+    srv, _ = gateway
+    with connect(ws_url(srv)) as ws:
+        send(ws, type="response.create", model="paced", input="story", background=True, stream_id="bg")
+        events = []
+        while sum(e["type"] == "response.output_text.delta" for e in events) < 1:
+            events.append(recv(ws))
+        rid = events[0]["response"]["id"]
+        send(ws, type="response.steer", previous_response_id=rid, input="shorter")
+        until_terminal(ws)
+        successor = until_terminal(ws)
+    with httpx.stream("GET", f"{srv.url}/v1/responses/{rid}", params={"stream": "true"}) as r:
+        log = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: {")]
+    assert log[-1]["type"] == "response.incomplete"
+    assert log[-1]["response"]["incomplete_details"] == {"reason": "steered"}
+    assert [e["sequence_number"] for e in log] == list(range(len(log)))
+    after = httpx.get(f"{srv.url}/v1/responses/{successor[-1]['response']['id']}").json()
+    assert after["status"] == "completed" and after["previous_response_id"] == rid
+
+
 def test_steer_failures_over_the_socket(gateway: tuple[ServerThread, dict[str, RecordingUpstream]]) -> None:
     srv, _ = gateway
     with connect(ws_url(srv)) as ws:
