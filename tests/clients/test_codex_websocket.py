@@ -104,6 +104,9 @@ def test_codex_exec_over_websocket(check: str, dialect: str, websocket_runs: Run
     assert len(states) == len(per_response) and all(states), shown
     if len(turns) == 2:
         assert states[1] == states[2]  # the tool round trip is one turn
+    # Codex honours the event: each request after the first sends back the turn state it last received
+    sent_back = [(m.get("client_metadata") or {}).get("x-codex-turn-state") for m in messages[1:]]
+    assert sent_back == states[:len(sent_back)], (sent_back, states)
 
 
 @pytest.mark.model
