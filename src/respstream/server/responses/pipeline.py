@@ -39,7 +39,6 @@ from respstream.server.events.progress_events import start_progress_events
 from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
 from respstream.server.inputs.response_request import ResponseRequest
 from respstream.server.inputs.structured_output import check_output
-from respstream.server.inputs.truncation import estimate_messages
 from respstream.server.responses.chat_request import chat_options
 from respstream.server.responses.citations import CitationSources, Source, find_citations, with_source_list
 from respstream.server.responses.collaborators import RewriterLike, RouteDecisionLike, RouterLike, ToolsLike
@@ -47,7 +46,8 @@ from respstream.server.responses.ground_first_step import GroundFirst
 from respstream.server.responses.grounded_answer import Fact, GroundedFacts
 from respstream.server.responses.round_collector import RoundCollector
 from respstream.server.responses.tool_rounds import RoundResult, ToolCrashed, ToolRounds
-from respstream.server.routing.classify import RoutingRules, asks_for_length, estimate_tokens
+from respstream.server.responses.turn_control import STEERED, TurnControl
+from respstream.server.routing.classify import RoutingRules, asks_for_length
 from respstream.server.store.base import SequenceConflict, SequenceGap, StoreUnavailable
 from respstream.server.telemetry.observation import current_attempt
 from respstream.server.telemetry.response import NULL_TELEMETRY, ResponseTelemetry
@@ -61,15 +61,12 @@ from respstream.server.upstream.base import (
 )
 from respstream.server.upstream.text_tool_calls import written_call
 
-__all__ = ["STEERED", "Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolCrashed", "ToolsLike"]
+__all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolCrashed", "ToolsLike"]
 
 log = logging.getLogger("respstream.server")
 
-# The cancel code of a steered response (WebSocket ``response.steer``): it ends ``incomplete`` with this reason.
-STEERED = "steered"
 
-
-class Pipeline(GroundFirst, ToolRounds):
+class Pipeline(GroundFirst, ToolRounds, TurnControl):
     """Runs one response. ``cancel_code`` is what a cancellation of :meth:`run` reports. ``telemetry`` (set by
     the service) gets the first token, the upstream attempts, tool runs and the rewrite pass."""
 
@@ -107,6 +104,8 @@ class Pipeline(GroundFirst, ToolRounds):
         self.cancel_message = "The response was cancelled."
         self.started = False
         self.cancel_requested = False
+        self._hosted_running = 0  # hosted (server) tool work running now: a steer waits for it
+        self._steer_after_work = False
         self._usage = Usage()
         self._on_tool = on_tool
         self._facts: list[Fact] = []  # deterministic tool results the final text must state (grounded_answer.py)
@@ -194,16 +193,10 @@ class Pipeline(GroundFirst, ToolRounds):
             await self.mcp.run_approvals(w, self.messages)
         grounding = self._grounding()
         if grounding is not None:
-            await self._ground_first(*grounding)
+            with self._hosted_work():
+                await self._ground_first(*grounding)
+            self._stop_if_steered()
         await self._generate_all()
-
-    def _prewarm(self) -> None:
-        """``generate: false`` (WebSocket prewarm): no upstream call, ``output: []``, the input counted (the
-        estimate of :func:`~respstream.server.inputs.truncation.estimate_messages`, tools included) and 0 output
-        tokens; the stored response is the context a ``previous_response_id`` continues from."""
-        offered = self._tool_specs() if self.request.tool_policy.mode != "none" else []
-        tools = sum(estimate_tokens(str(spec)) for spec in [*offered, *self.request.declared_tools])
-        self.writer.complete(usage=Usage(input_tokens=estimate_messages(self.messages) + tools, output_tokens=0))
 
     # -- generation ------------------------------------------------------------------------------------------------
     async def _generate_all(self) -> None:
@@ -216,9 +209,12 @@ class Pipeline(GroundFirst, ToolRounds):
             if result.finish.usage is not None:
                 self._add_usage(result.finish.usage)
             if result.calls:
-                if await self._handle_calls(result):
+                with self._hosted_work():
+                    ended = await self._handle_calls(result)
+                if ended:
                     w.complete(usage=self._usage)
                     return
+                self._stop_if_steered()
                 continue
             if round_no == 0 and self._forced_call_from_text(result):  # server/responses/forced_call.py
                 return

@@ -32,7 +32,7 @@ from respstream.server.endpoints.gateway import Gateway
 from respstream.server.http.web_security import check_open_websocket
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.requests import parse_request
-from respstream.server.responses.pipeline import STEERED
+from respstream.server.responses.turn_control import STEERED
 from respstream.server.routing.affinity import affinity_key
 from respstream.server.store.base import StoreUnavailable
 from respstream.server.store.memory_budgeted import BudgetedMemoryStore
@@ -177,7 +177,7 @@ class _Connection:
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
             elif isinstance(action, Stop):
-                self.gw.svc.cancel_running(action.response_id, STEERED, "The response was steered.")
+                self._steer(action.response_id)
             elif isinstance(action, Evict):
                 await self.local.delete(action.response_id)
             else:
@@ -186,6 +186,13 @@ class _Connection:
                     if action.text is not None:
                         await self.send_text(action.text)
                     await self.ws.close(action.code, action.reason)
+
+    def _steer(self, response_id: str) -> None:
+        """End a running response for a steer: at once, or once the hosted tool work it runs has finished."""
+        svc = self.gw.svc
+        running = svc.running.get(response_id)
+        if running is not None and running.pipeline.steer_now():
+            svc.cancel_running(response_id, STEERED, "The response was steered.")
 
     async def _close_with(self, error: HTTPError, code: int) -> None:
         """Send ``error`` as the spec's error event, then close with ``code``."""
