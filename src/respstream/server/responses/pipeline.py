@@ -189,8 +189,10 @@ class Pipeline(GroundFirst, ToolRounds, TurnControl):
             w.routing(model_id=d.model_id, category=d.category, source=d.source, reasoning=d.reasoning)
         await w.flush()
         if self.mcp is not None:
-            await self.mcp.start(w)
-            await self.mcp.run_approvals(w, self.messages)
+            with self._hosted_work():  # (remote MCP servers: listed, approved calls run)
+                await self.mcp.start(w)
+                await self.mcp.run_approvals(w, self.messages)
+            self._stop_if_steered()
         grounding = self._grounding()
         if grounding is not None:
             with self._hosted_work():
