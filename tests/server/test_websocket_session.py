@@ -411,3 +411,38 @@ def test_random_interleavings_keep_the_lane_invariants(seed: int) -> None:
         running.pop(ticket)
         take(s.finished(ticket, Outcome("completed")))
     assert started_order == sent_order and s.waiting == 0 and s.in_flight == 0
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_arbitrary_frames_get_an_answer_never_an_exception(seed: int) -> None:
+    """Frames of every type with fields of the wrong types, in random order, against a session with responses
+    running and finished: ``receive`` always returns actions (an error or a failure event), never raises."""
+    rng = random.Random(seed)
+    s = new_session(max_in_flight=2)
+    values: list[Any] = [None, 0, -1, 1.5, True, "", "x", "resp_1", "resp_2", [], [1], ["a"], {}, {"a": 1},
+                         [{"role": "user", "content": "x"}], "a" * 300, "ü", {"role": "user"}]
+    fields = ["type", "stream_id", "generate", "previous_response_id", "input", "response_id", "client_metadata",
+              "stream", "extra"]
+    types = ["response.create", "response.steer", "response.inject", "response.processed", "response.cancel", 7,
+             None]
+    running = run(s, create(stream_id="a"), "resp_1")
+    done = run(s, create(stream_id="b"), "resp_2")
+    s.finished(done.ticket, Outcome("completed"))
+    for _ in range(300):
+        frame: dict[str, Any] = {"type": rng.choice(types)}
+        for name in rng.sample(fields, rng.randint(0, 4)):
+            frame[name] = rng.choice(values)
+        actions = s.receive(json.dumps(frame))
+        for action in actions:
+            if isinstance(action, Send):
+                event = json.loads(action.text)
+                assert event["type"] in ("error", "response.steer.accepted", "response.steer.failed",
+                                         "response.steer.pending", "response.inject.failed"), event
+        for start in starts(actions):
+            s.refused(start.ticket, HTTPError(400, "x", "y"))  # keep the lanes moving
+    (bad,) = sent(s.receive(b"\xff\xfe not utf-8"))
+    assert bad["error"]["code"] == "invalid_json" and "byte 0" in bad["error"]["message"]  # where it broke
+    pending = starts(s.finished(running.ticket, Outcome("cancelled")))
+    while pending:  # a steering successor, then whatever waited: all refused
+        pending = [a for start in pending for a in starts(s.refused(start.ticket, HTTPError(400, "x", "y")))]
+    assert s.in_flight == 0 and s.waiting == 0
