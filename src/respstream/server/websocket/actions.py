@@ -1,5 +1,5 @@
 """What the sans-IO WebSocket session (session.py) asks of its transport, and what the transport reports back:
-the actions (:class:`Send`, :class:`Start`, :class:`Stop`, :class:`Evict`, :class:`Close`), how a response ended
+the actions (:class:`Send`, :class:`Start`, :class:`Stop`, :class:`Evict`), how a response ended
 (:class:`Outcome`) and the session's limits (:class:`SessionLimits`). Plain data: no IO."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Action", "Close", "Evict", "Outcome", "Send", "SessionLimits", "Start", "Stop"]
+__all__ = ["Action", "Evict", "Outcome", "Send", "SessionLimits", "Start", "Stop"]
 
 _CLIENT_CALLS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
 
@@ -45,16 +45,7 @@ class Evict:
     response_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class Close:
-    """Close the socket with ``code`` and ``reason`` (after sending ``text`` when not None)."""
-
-    code: int
-    reason: str
-    text: str | None = None
-
-
-Action = Send | Start | Stop | Evict | Close
+Action = Send | Start | Stop | Evict
 
 
 @dataclass(frozen=True, slots=True)

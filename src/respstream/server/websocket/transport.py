@@ -37,7 +37,7 @@ from respstream.server.routing.affinity import affinity_key
 from respstream.server.store.base import StoreUnavailable
 from respstream.server.store.memory_budgeted import BudgetedMemoryStore
 from respstream.server.store.split import backend_of
-from respstream.server.websocket.actions import Action, Evict, Outcome, Send, Start, Stop
+from respstream.server.websocket.actions import Action, Outcome, Send, Start, Stop
 from respstream.server.websocket.events import error_event
 from respstream.server.websocket.frame_writer import FrameWriter
 from respstream.server.websocket.limits import (
@@ -99,7 +99,6 @@ class _Connection:
         self.opened = time.monotonic()
         self.tasks: set[asyncio.Task[None]] = set()
         self.gone = False
-        self.closing = False
         self.writer = FrameWriter.for_send(ws.scope.get("state", {}).get("raw_send"))
 
     async def send_text(self, text: str) -> None:
@@ -134,7 +133,7 @@ class _Connection:
     async def run(self) -> None:
         reader = asyncio.create_task(self.read_loop())
         try:
-            while not self.closing:
+            while True:
                 wait, expired = wait_limit(self.gw.config, time.monotonic() - self.opened)
                 try:
                     async with asyncio.timeout(wait):
@@ -178,14 +177,8 @@ class _Connection:
                 task.add_done_callback(self.tasks.discard)
             elif isinstance(action, Stop):
                 self._steer(action.response_id)
-            elif isinstance(action, Evict):
-                await self.local.delete(action.response_id)
             else:
-                self.closing = True
-                with contextlib.suppress(Exception):
-                    if action.text is not None:
-                        await self.send_text(action.text)
-                    await self.ws.close(action.code, action.reason)
+                await self.local.delete(action.response_id)  # Evict
 
     def _steer(self, response_id: str) -> None:
         """End a running response for a steer: at once, or once the hosted tool work it runs has finished."""
