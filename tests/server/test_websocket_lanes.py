@@ -345,6 +345,25 @@ def test_a_steered_background_response_keeps_a_correct_log(
     assert after["status"] == "completed" and after["previous_response_id"] == rid
 
 
+def test_steer_a_store_false_response(gateway: tuple[ServerThread, dict[str, RecordingUpstream]]) -> None:
+    """``store: false``: the original lives in the socket's own store only; its successor continues it there."""
+    srv, ups = gateway
+    with connect(ws_url(srv)) as ws:
+        send(ws, type="response.create", model="paced", input="the word is kestrel", store=False)
+        events = []
+        while sum(e["type"] == "response.output_text.delta" for e in events) < 1:
+            events.append(recv(ws))
+        rid = events[0]["response"]["id"]
+        send(ws, type="response.steer", previous_response_id=rid, input="spell it")
+        steered = until_terminal(ws)
+        successor = until_terminal(ws)
+    assert steered[-1]["response"]["incomplete_details"] == {"reason": "steered"}
+    assert successor[-1]["type"] == "response.completed"
+    assert successor[-1]["response"]["previous_response_id"] == rid
+    assert "kestrel" in json.dumps(ups["paced"].requests[-1].messages)  # the context came from the socket's store
+    assert httpx.get(f"{srv.url}/v1/responses/{rid}").status_code == 404  # and lives nowhere else
+
+
 def test_steer_failures_over_the_socket(gateway: tuple[ServerThread, dict[str, RecordingUpstream]]) -> None:
     srv, _ = gateway
     with connect(ws_url(srv)) as ws:
