@@ -115,3 +115,14 @@ def test_a_reader_that_stops_reading_is_cut_and_its_connection_dropped(monkeypat
         assert httpx.get(f"{server.url}/v1/responses/{rid}").json()["status"] == "completed"
     assert seen and not any(e["type"] in TERMINALS for e in seen), "cut before the end"
     assert any(done < asked for asked, done in spy.calls), "a write stopped when the transport paused writing"
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 127, 65535, 65536, 70000])
+def test_built_text_frames_are_the_protocols_frames(size: int) -> None:
+    """Without extensions the writer builds each text frame itself: byte for byte what websockets would send."""
+    from websockets.frames import OP_TEXT, Frame
+
+    from respstream.server.websocket.frame_writer import _text_frame_header
+
+    payload = b"x" * size
+    assert _text_frame_header(size) + payload == Frame(OP_TEXT, payload).serialize(mask=False)
