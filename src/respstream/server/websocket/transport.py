@@ -172,6 +172,8 @@ class _Connection:
                     with contextlib.suppress(OSError, RuntimeError, WebSocketDisconnect):
                         await self.send_text(action.text)
             elif isinstance(action, Start):
+                if self.gone:
+                    continue  # the socket closed: nothing new starts (what runs is being cancelled)
                 task = asyncio.create_task(self.one_response(action), name=f"websocket lane {action.lane!r}")
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
