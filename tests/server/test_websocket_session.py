@@ -446,3 +446,24 @@ def test_arbitrary_frames_get_an_answer_never_an_exception(seed: int) -> None:
     while pending:  # a steering successor, then whatever waited: all refused
         pending = [a for start in pending for a in starts(s.refused(start.ticket, HTTPError(400, "x", "y")))]
     assert s.in_flight == 0 and s.waiting == 0
+
+
+@pytest.mark.parametrize("module", ["session", "frames", "events", "actions", "turn_state"])
+def test_the_session_modules_do_no_io(module: str) -> None:
+    """The session and what it is built from import no event loop, socket, clock or transport."""
+    import ast
+    from pathlib import Path
+
+    import respstream.server.websocket as package
+
+    tree = ast.parse((Path(package.__file__).parent / f"{module}.py").read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+    inner = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+             and node.module.startswith("respstream.")}
+    assert not imported & {"asyncio", "anyio", "socket", "time", "starlette", "uvicorn", "websockets", "httpx"}
+    assert not {m for m in inner if m.startswith(("respstream.server.websocket.transport",
+                                                  "respstream.server.websocket.sender",
+                                                  "respstream.server.websocket.frame_writer"))}
