@@ -47,7 +47,7 @@ def _decode(body: bytes, encoding: str) -> Any:
 
 class Recorder:
     """ASGI wrapper: passes everything through unchanged and appends each HTTP request to ``path`` (a WebSocket
-    connection is recorded by its path; its messages are not)."""
+    connection is recorded by its path, then each message the client sends and each event's type)."""
 
     def __init__(self, app: Any, path: str) -> None:
         self.app, self.path = app, path
@@ -61,7 +61,7 @@ class Recorder:
                                  "headers": {k: v for k, v in headers.items() if k in _HEADERS}}
         if scope["type"] == "websocket":
             self._write(entry)
-            await self.app(scope, receive, send)
+            await self.app(scope, self._messages_of(receive), self._events_of(send))
             return
         chunks: list[bytes] = []
         messages: list[Any] = []
@@ -80,6 +80,29 @@ class Recorder:
         timer = _StreamTimer(send)
         await self.app(scope, replay, timer.send)
         self._write({"type": "timing", "path": scope["path"], **timer.report()})
+
+    def _messages_of(self, receive: Any) -> Any:
+        """``receive`` that records each WebSocket message the client sends (its JSON)."""
+        async def recording() -> Any:
+            message = await receive()
+            if message["type"] == "websocket.receive":
+                data = message.get("text") or message.get("bytes") or b""
+                self._write({"type": "websocket.message", "body": _decode(data.encode() if isinstance(data, str)
+                                                                          else data, "")})
+            return message
+        return recording
+
+    def _events_of(self, send: Any) -> Any:
+        """``send`` that records the type (and the small fields) of each WebSocket event the gateway sends."""
+        async def recording(message: Any) -> None:
+            if message["type"] == "websocket.send" and message.get("text"):
+                event = json.loads(message["text"])
+                response = event.get("response") or {}
+                self._write({"type": "websocket.event", "event": event.get("type"), "id": response.get("id"),
+                             "output": len(response.get("output") or []), "usage": response.get("usage"),
+                             "headers": event.get("headers"), "error": event.get("error")})
+            await send(message)
+        return recording
 
     def _write(self, entry: dict[str, Any]) -> None:
         with open(self.path, "a", encoding="utf-8") as out:

@@ -39,6 +39,7 @@ CHECKS: dict[str, tuple[str, ...]] = {
     "pydantic-ai (Python)": ("run", "run_stream", "tool_round_trip", "native_output"),
     "litellm (Python)": ("responses_json", "responses_stream"),
     "Codex CLI": ("exec_turn", "code_mode_round_trip", "shell_round_trip"),
+    "Codex CLI (WebSocket)": ("exec_turn", "shell_round_trip"),
 }
 
 # (client, check, dialect) -> why it fails today: strict xfails, so a fix that lands turns them into failures

@@ -191,6 +191,7 @@ class FakeChatCompletionsServer:
         self._lock = threading.Condition()
         self.streams_finished = 0
         self.client_disconnects = 0
+        self.chunks_sent = 0  # Chunk and Raw steps written, over every stream (what a client read at most)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -218,6 +219,7 @@ class FakeChatCompletionsServer:
             self.clients.clear()
             self.streams_finished = 0
             self.client_disconnects = 0
+            self.chunks_sent = 0
 
     def wait_for_requests(self, count: int, timeout: float = 5.0) -> bool:
         """Block until ``count`` requests have been recorded (or timeout)."""
@@ -335,8 +337,12 @@ class FakeChatCompletionsServer:
                     break
                 if isinstance(step, Chunk):
                     await self._body(send, b"data: " + json.dumps(step.obj).encode() + b"\n\n")
+                    with self._lock:
+                        self.chunks_sent += 1
                 elif isinstance(step, Raw):
                     await self._body(send, step.data)
+                    with self._lock:
+                        self.chunks_sent += 1
                 elif isinstance(step, Done):
                     await self._body(send, b"data: [DONE]\n\n")
                 elif isinstance(step, Sleep):

@@ -127,7 +127,7 @@ def test_a_response_that_fails_midway_evicts_too(srv: ServerThread) -> None:
     ("not json", "invalid_json", None),
     ("[1, 2]", "invalid_json", None),
     ('{"model": "scripted-a", "input": "x"}', "missing_required_parameter", "type"),
-    ('{"type": "response.steer", "input": "x", "previous_response_id": "r"}', "invalid_value", "type"),
+    ('{"type": "response.cancel", "response_id": "r"}', "invalid_value", "type"),
     ('{"type": "response.create", "input": "x", "stream": false}', "unsupported_parameter", "stream"),
     ('{"type": "response.create", "input": "x", "stream": "yes"}', "invalid_type", "stream"),
     ('{"type": "response.create", "input": "x", "stream_options": {"include_obfuscation": true}}',

@@ -1,4 +1,4 @@
-"""WebSocket mode's coalesced writes (server/http/websocket_writes.py) over real loopback sockets.
+"""WebSocket mode's coalesced writes (server/websocket/frame_writer.py) over real loopback sockets.
 
 The events of one log read are framed by uvicorn's own websockets-sansio protocol object and written together. The
 client must see exactly the messages it saw when each went through ASGI ``send``, with and without per-message
@@ -19,8 +19,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from respstream.server.http.websocket_writes import FrameWriter
 from respstream.server.upstream.scripted import ScriptedUpstream
+from respstream.server.websocket.frame_writer import FrameWriter
 
 from .helpers import ServerThread, make_app
 from .test_websocket import TERMINALS, read_turn, ws_url
@@ -33,8 +33,8 @@ class WriteSpy:
         self.calls: list[tuple[int, int]] = []
         real = FrameWriter.write
 
-        def write(writer: FrameWriter, entries: Any, max_bytes: int) -> int:
-            done = real(writer, entries, max_bytes)
+        def write(writer: FrameWriter, entries: Any, max_bytes: int, prefix: bytes | None = None) -> int:
+            done = real(writer, entries, max_bytes, prefix)
             self.calls.append((len(entries), done))
             return done
 
@@ -115,3 +115,14 @@ def test_a_reader_that_stops_reading_is_cut_and_its_connection_dropped(monkeypat
         assert httpx.get(f"{server.url}/v1/responses/{rid}").json()["status"] == "completed"
     assert seen and not any(e["type"] in TERMINALS for e in seen), "cut before the end"
     assert any(done < asked for asked, done in spy.calls), "a write stopped when the transport paused writing"
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 127, 65535, 65536, 70000])
+def test_built_text_frames_are_the_protocols_frames(size: int) -> None:
+    """Without extensions the writer builds each text frame itself: byte for byte what websockets would send."""
+    from websockets.frames import OP_TEXT, Frame
+
+    from respstream.server.websocket.frame_writer import _text_frame_header
+
+    payload = b"x" * size
+    assert _text_frame_header(size) + payload == Frame(OP_TEXT, payload).serialize(mask=False)

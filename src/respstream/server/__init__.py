@@ -21,7 +21,7 @@ guards of ``http.app_gateway``) -> ``inputs.requests.parse_request``
 and conversation, history, modalities, files, context limit, truncation), routes (``routing.router``), builds the
 Response (``events.response_object``), creates the log (``store``) and starts the ``responses.pipeline.Pipeline``
 task; the pipeline drives ``events.writer.ResponseWriter`` with the chunks of an ``upstream`` (and runs ``tools``
-between rounds), the writer appends to the ``store``; ``http.sse_response`` (or ``http.websocket``) reads the log
+between rounds), the writer appends to the ``store``; ``http.sse_response`` (or ``websocket.transport``) reads the log
 after the client's cursor and sends ``events.frames``. Layers below talk back only through what they return or the
 store: no lower module calls a higher one.
 """

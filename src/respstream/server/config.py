@@ -69,11 +69,11 @@ class Config:
     # A reader whose socket takes nothing for this long is cut with `error` `slow_reader` (0: never).
     slow_reader_timeout_seconds: float = 30.0
     max_tool_rounds: int = 4
-    # WebSocket mode (server/http/websocket.py): a connection lives at most this long (the spec's 60 minutes), keeps
+    # WebSocket mode (server/websocket/): a connection lives at most this long (the spec's 60 minutes), keeps
     # this many of its responses for previous_response_id, and holds this many response.create messages queued.
     websocket_max_connection_seconds: float = 3600.0
     websocket_cache_responses: int = 64
-    websocket_max_queued_messages: int = 16
+    websocket_max_queued_messages: int = 64
     # ...and at most these bytes of them (per connection; all connections together), closes a connection that sent
     # no message for websocket_idle_timeout_seconds (0: never), and lets one API key's connections keep this many
     # bytes of store: false responses together (all keys: memory_store_max_bytes).
@@ -81,6 +81,12 @@ class Config:
     websocket_max_queued_bytes_total: int = 64 << 20
     websocket_idle_timeout_seconds: float = 300.0
     websocket_store_max_bytes_per_key: int = 64 << 20
+    # Lanes (`stream_id`, server/websocket/session.py): responses running together on one connection, distinct
+    # stream ids over its life (both the spec's numbers), and bytes of creates waiting on one lane (they count
+    # against websocket_max_queued_bytes and websocket_max_queued_bytes_total as well).
+    websocket_max_in_flight: int = 16
+    websocket_max_stream_ids: int = 32
+    websocket_max_queued_bytes_per_stream: int = 1 << 20
     retention_seconds: float = 24 * 3600.0
     conversation_window: int = 40  # items of conversation history the model sees
     max_event_bytes: int = 16 << 20
@@ -136,7 +142,8 @@ class Config:
                      "websocket_max_queued_messages", "memory_store_max_bytes", "max_background_responses",
                      "max_background_responses_per_key", "websocket_max_queued_bytes",
                      "websocket_max_queued_bytes_total", "websocket_store_max_bytes_per_key",
-                     "max_connections", "listen_backlog", "max_header_bytes"):
+                     "max_connections", "listen_backlog", "max_header_bytes", "websocket_max_in_flight",
+                     "websocket_max_stream_ids", "websocket_max_queued_bytes_per_stream"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
         if not 0 <= self.port <= 65535:

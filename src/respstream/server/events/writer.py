@@ -160,10 +160,11 @@ class ResponseWriter(DeltaWriting, ToolCallItems, LogFlushing):
         return writer
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
-    def start(self) -> None:
-        """``response.created`` (and ``response.queued`` / ``response.in_progress`` in the openai dialect)."""
+    def start(self, *, preamble: bool = True) -> None:
+        """``response.created`` (and ``response.queued`` / ``response.in_progress`` in the openai dialect, unless
+        ``preamble`` is False: a WebSocket prewarm is ``response.created`` then ``response.completed``)."""
         self._emit("response.created", {"response": self._snapshot()})
-        if self.dialect.lifecycle_preamble:
+        if self.dialect.lifecycle_preamble and preamble:
             if self.response.get("status") == "queued":
                 self._emit("response.queued", {"response": self._snapshot()})
             # The record stays `queued` until the runner starts (mark_in_progress): what a background POST returns.

@@ -31,8 +31,8 @@ from respstream.server.http import info_routes, response_routes
 from respstream.server.http.app_gateway import AppGateway
 from respstream.server.http.components import Components, build_store
 from respstream.server.http.request_scope import GatewayApp
-from respstream.server.http.websocket import serve_websocket
 from respstream.server.http_errors import exception_handlers
+from respstream.server.websocket.transport import serve_websocket
 
 __all__ = ["Components", "GatewayApp", "build_store", "create_app"]
 

@@ -25,7 +25,6 @@ from respstream.server.http.body_encoding import decoded_body
 from respstream.server.http.components import Components, build_components
 from respstream.server.http.limits import RateLimiter, StreamGate
 from respstream.server.http.peer_limit import client_key
-from respstream.server.http.websocket_limits import WebSocketBudgets
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.fair_share import charge_to
 from respstream.server.responses.responses_service import ResponseService
@@ -35,6 +34,7 @@ from respstream.server.store.memory import MemoryStore
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.health import HealthMonitor
 from respstream.server.telemetry.metrics import Metrics, NoMetrics
+from respstream.server.websocket.limits import WebSocketBudgets
 
 if TYPE_CHECKING:
     from respstream.server.http.shared_limits import SharedLimits

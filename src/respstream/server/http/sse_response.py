@@ -85,7 +85,7 @@ class EventStreamResponse(StreamTimer):
         self._ended = False  # the body's end went out with the terminal frame (no separate empty send)
         self._direct = False  # caught up, the store's appends send the frames (server/http/direct_send.py)
 
-    # -- what goes on the wire (a transport beside SSE overrides these three; http/websocket.py) -----------------
+    # -- what goes on the wire (a transport beside SSE overrides these three; websocket/sender.py) -----------------
     def entry_message(self, entry: Entry) -> dict[str, Any]:
         """The ASGI message carrying one log entry."""
         return {"type": "http.response.body", "body": frame(self.dialect, entry), "more_body": True}

@@ -50,12 +50,14 @@ def _client_metadata(raw: Any) -> dict[str, str] | None:
     """``client_metadata`` (Codex CLI sends it: installation and session ids): string pairs, echoed in the Response."""
     if raw is None:
         return None
+    # Codex sends its turn state, turn id and turn metadata here; a value may be up to 2,048 characters
+    # (OpenAI's WebSocket mode bound; docs/responses-api.md, turn state).
     if not isinstance(raw, dict) or len(raw) > 64:
         raise invalid("client_metadata must be an object of at most 64 string values", "client_metadata",
                       "invalid_type")
     for key, value in raw.items():
-        if not isinstance(value, str) or len(key) > 128 or len(value) > 1024:
-            raise invalid("client_metadata values must be strings (keys <= 128, values <= 1024 characters)",
+        if not isinstance(value, str) or len(key) > 128 or len(value) > 2048:
+            raise invalid("client_metadata values must be strings (keys <= 128, values <= 2,048 characters)",
                           f"client_metadata.{key}")
     return dict(raw)
 
@@ -73,7 +75,7 @@ def _check_unsupported(body: dict[str, Any]) -> None:
 
 
 def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "platform",
-                  strict_fields: bool = False) -> ResponseRequest:
+                  strict_fields: bool = False, prewarm: bool = False) -> ResponseRequest:
     """Validate a decoded JSON body. Raises :class:`HTTPError` (400) naming the offending field.
 
     ``dialect`` decides whether server tools run without being listed in ``tools`` (only in ``platform``; see
@@ -87,19 +89,25 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
     _check_unsupported(body)
     check_refused_fields(body)
     options = parse_fields(body)
-    if "input" not in body or body["input"] is None:
+    # A WebSocket prewarm (generate: false) may bring no input at all: Codex's carries only its tools.
+    no_input = body.get("input") is None or body.get("input") == []
+    if no_input and not prewarm:
         raise invalid("input is required", "input", "missing_required_parameter")
     model = opt_str(body, "model") or "auto"
     approvals: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
     media: list[tuple[str, dict[str, Any]]] = []
-    raw_input, trigger = split_trigger(body["input"])
-    if trigger and raw_input == []:  # compact what previous_response_id / the conversation brings
-        if not any(body.get(k) for k in ("previous_response_id", "conversation", "conversation_id")):
-            raise invalid("nothing to compact: a compaction_trigger needs input before it, previous_response_id or "
-                          "conversation", "input", "missing_required_parameter")
+    trigger = None
+    if no_input:
         items = []
     else:
-        items = parse_input_items(raw_input, media=media, mcp=approvals)
+        raw_input, trigger = split_trigger(body["input"])
+        if trigger and raw_input == []:  # compact what previous_response_id / the conversation brings
+            if not any(body.get(k) for k in ("previous_response_id", "conversation", "conversation_id")):
+                raise invalid("nothing to compact: a compaction_trigger needs input before it, previous_response_id "
+                              "or conversation", "input", "missing_required_parameter")
+            items = []
+        else:
+            items = parse_input_items(raw_input, media=media, mcp=approvals)
     mcp_servers: list[McpServerSpec] = []
     client, server_tools = parse_tools(body.get("tools"), server_tool_names, mcp_servers)
     client_tools = client.flat

@@ -87,6 +87,7 @@ class ResponseRequest:
     tool_policy: ToolPolicy = field(default_factory=ToolPolicy)  # tool_choice as enforced
     media: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (param, Chat part) of image/file inputs
     client_metadata: dict[str, str] | None = None  # Codex's client facts: kept and echoed, never sent upstream
+    generate: bool = True  # False: WebSocket prewarm (Codex's `generate: false`), no generation (pipeline.py)
     affinity: str | None = None  # session key (prompt_cache_key or session headers): server/routing/affinity.py
     ignored_fields: tuple[str, ...] = ()  # top-level fields nobody here knows (reported: inputs/field_policy.py)
     compaction: CompactionPolicy | None = None  # context_management (inputs/context_management.py)

@@ -46,6 +46,7 @@ from respstream.server.responses.ground_first_step import GroundFirst
 from respstream.server.responses.grounded_answer import Fact, GroundedFacts
 from respstream.server.responses.round_collector import RoundCollector
 from respstream.server.responses.tool_rounds import RoundResult, ToolCrashed, ToolRounds
+from respstream.server.responses.turn_control import STEERED, TurnControl
 from respstream.server.routing.classify import RoutingRules, asks_for_length
 from respstream.server.store.base import SequenceConflict, SequenceGap, StoreUnavailable
 from respstream.server.telemetry.observation import current_attempt
@@ -65,7 +66,7 @@ __all__ = ["Pipeline", "RewriterLike", "RouteDecisionLike", "RouterLike", "ToolC
 log = logging.getLogger("respstream.server")
 
 
-class Pipeline(GroundFirst, ToolRounds):
+class Pipeline(GroundFirst, ToolRounds, TurnControl):
     """Runs one response. ``cancel_code`` is what a cancellation of :meth:`run` reports. ``telemetry`` (set by
     the service) gets the first token, the upstream attempts, tool runs and the rewrite pass."""
 
@@ -106,6 +107,8 @@ class Pipeline(GroundFirst, ToolRounds):
         # shutdown). A cancellation without it came from inside (a library's cancel scope leaking into this task):
         # that is a failure to report, never a "cancelled" nobody asked for (issue 42, X2).
         self.cancel_requested = False
+        self._hosted_running = 0  # hosted (server) tool work running now: a steer waits for it
+        self._steer_after_work = False
         self._usage = Usage()
         self._on_tool = on_tool
         self._facts: list[Fact] = []  # deterministic tool results the final text must state (grounded_answer.py)
@@ -141,16 +144,14 @@ class Pipeline(GroundFirst, ToolRounds):
             try:
                 if self.cancel_requested:
                     raise asyncio.CancelledError
-                if not self.pinned:
-                    d = self.decision
-                    w.routing(model_id=d.model_id, category=d.category, source=d.source, reasoning=d.reasoning)
-                await w.flush()
-                if self.prelude is not None:  # context compaction (compaction_step.py): may end the response
-                    await self.prelude(self)
-                if not w.closed:
-                    await self._generate_after_prelude()
+                if not self.request.generate:
+                    self._prewarm()
+                else:
+                    await self._announce_and_generate()
             except asyncio.CancelledError:
-                if self.cancel_requested:
+                if self.cancel_code == STEERED:  # a clean boundary: open items closed, what was streamed kept
+                    w.complete(usage=self._usage, incomplete_reason=STEERED)
+                elif self.cancel_requested:
                     w.fail(self.cancel_code, self.cancel_message)
                 else:
                     log.error("response %s: cancelled from inside, though nobody asked for it", w.record.id)
@@ -193,17 +194,29 @@ class Pipeline(GroundFirst, ToolRounds):
             if self.mcp is not None:
                 await self.mcp.aclose()
 
-    # -- generation ------------------------------------------------------------------------------------------------
-    async def _generate_after_prelude(self) -> None:
+    async def _announce_and_generate(self) -> None:
         w = self.writer
+        if not self.pinned:
+            d = self.decision
+            w.routing(model_id=d.model_id, category=d.category, source=d.source, reasoning=d.reasoning)
+        await w.flush()
+        if self.prelude is not None:  # context compaction (compaction_step.py): may end the response
+            await self.prelude(self)
+            if w.closed:
+                return
         if self.mcp is not None:
-            await self.mcp.start(w)
-            await self.mcp.run_approvals(w, self.messages)
+            with self._hosted_work():  # (remote MCP servers: listed, approved calls run)
+                await self.mcp.start(w)
+                await self.mcp.run_approvals(w, self.messages)
+            self._stop_if_steered()
         grounding = self._grounding()
         if grounding is not None:
-            await self._ground_first(*grounding)
+            with self._hosted_work():
+                await self._ground_first(*grounding)
+            self._stop_if_steered()
         await self._generate_all()
 
+    # -- generation ------------------------------------------------------------------------------------------------
     async def _generate_all(self) -> None:
         w = self.writer
         for round_no in range(self.max_tool_rounds + 1):
@@ -214,9 +227,12 @@ class Pipeline(GroundFirst, ToolRounds):
             if result.finish.usage is not None:
                 self._add_usage(result.finish.usage)
             if result.calls:
-                if await self._handle_calls(result):
+                with self._hosted_work():
+                    ended = await self._handle_calls(result)
+                if ended:
                     w.complete(usage=self._usage)
                     return
+                self._stop_if_steered()
                 continue
             if round_no == 0 and self._forced_call_from_text(result):  # server/responses/forced_call.py
                 return

@@ -174,7 +174,7 @@ class ResponseService:
                                 routing_event=(self.dialect.name != "openresponses"
                                                or self.config.openresponses_routing_event))
         with contextlib.suppress(WriterClosed):  # response.created over max_event_bytes: the log holds the error
-            writer.start()
+            writer.start(preamble=req.generate)  # a prewarm (generate: false): created, then completed
         obs = current_request()
         if obs is not None:
             obs.response_id, obs.model, obs.dialect = rid, decision.model_id, self.dialect.name

@@ -36,6 +36,8 @@ const run = {
   rules: new Rules(),
   recorder: new Recorder(),
   ctrl: null, // AbortController of the POST / WebSocket
+  control: null, // the WebSocket's steering handle (ws.js), while one streams
+  steerText: null, // the text of the last accepted steer: the successor's turn shows it
   resume: null, // handle of a GET resume
   background: false,
   disconnected: false,
@@ -85,6 +87,8 @@ function renderAll() {
   $("send").disabled = busy || wait > 0;
   $("send").textContent = wait > 0 ? `Send (${wait} s)` : "Send";
   $("disconnect").disabled = !busy;
+  $("steer").disabled = !(busy && run.control && run.state.id && !run.state.terminal);
+  $("steer").hidden = !$("websocket").checked;
   $("resume").hidden = !$("background").checked && !run.background;
   $("resume").disabled = !(run.disconnected && run.background && run.state.id && !run.state.terminal);
   $("resume-from").textContent = run.seq.lastContiguous >= 0 ? String(run.seq.lastContiguous) : "—";
@@ -258,7 +262,8 @@ function resetRun(extra) {
   Object.assign(run, {
     state: new ResponseState(), seq: new Sequencer(), rules: new Rules(), recorder: new Recorder(),
     background: false, disconnected: false, statusLabel: null, error: null, t0: now(), finished: false,
-    body: null, schema: null, turn: null, replayed: false, terminalResponse: false, ...extra,
+    body: null, schema: null, turn: null, replayed: false, terminalResponse: false, control: null, steerText: null,
+    ...extra,
   });
   view.reset();
   timeline.reset();
@@ -292,8 +297,9 @@ async function sendTurn({ text, images, replaceLast }) {
   scheduleRender();
   try {
     if ($("websocket").checked) {
+      run.control = {};
       await websocketStream({ path: `${BASE}/v1/responses`, message: websocketMessage(built.body),
-        signal: ctrl.signal, onMessage });
+        signal: ctrl.signal, onMessage, control: run.control, onSteer, onSuccessor });
     } else {
       await postStream({
         url: `${BASE}/v1/responses`, body: built.body, headers: authHeaders(), signal: ctrl.signal, onMessage,
@@ -353,6 +359,41 @@ function showThread() {
   editing = false;
   resetRun({});
   renderConversation();
+  scheduleRender();
+}
+
+/** Steer the response streaming over the WebSocket with the composer's text (`response.steer`). */
+function steer() {
+  const text = $("prompt").value.trim();
+  if (!text) {
+    toast("Type the steering message first.");
+    return;
+  }
+  if (!run.control || !run.control.steer || !run.control.steer(run.state.id, text)) return;
+  run.steerText = text;
+  $("prompt").value = "";
+}
+
+function onSteer(ev) {
+  if (ev.type === "response.steer.accepted") toast("Steering accepted: the response stops and goes on with it.");
+  else if (ev.type === "response.steer.failed") toast(`Steering failed: ${(ev.error && ev.error.code) || "error"}.`);
+  else if (ev.type === "response.steer.pending") toast("Steering waits for the tool output.");
+}
+
+/** The steered response ended: it stays in the thread as it is; the successor is a new turn on the same socket. */
+function onSuccessor() {
+  finishStream();
+  renderConversation();
+  const { ctrl, control, steerText } = run;
+  const previousResponseId = run.state.id;
+  resetRun({ background: false, ctrl, control });
+  const turn = { input: steerText || "", images: 0, imageUrls: [], previousResponseId, responseId: null,
+    text: "", status: "streaming", model: null, at: Date.now() };
+  threads.addTurn(turn, { replaceLast: false });
+  liveTurn = turn;
+  run.turn = turn;
+  renderConversation();
+  run.state.start(run.t0);
   scheduleRender();
 }
 
@@ -639,6 +680,8 @@ function init() {
   });
   $("request-form").addEventListener("submit", send);
   $("disconnect").addEventListener("click", disconnect);
+  $("steer").addEventListener("click", steer);
+  $("websocket").addEventListener("change", scheduleRender);
   $("background").addEventListener("change", scheduleRender);
   $("resume").addEventListener("click", resume);
   $("model").addEventListener("change", modelChanged);

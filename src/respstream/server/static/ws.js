@@ -29,14 +29,27 @@ async function whyRefused() {
  * Run one response over a WebSocket. Resolves when the response ended (terminal event, then close); rejects
  * with HttpError (a WebSocketErrorEvent before the response started), an "unsupported"/unreachable error when
  * the upgrade failed, or an AbortError when `signal` aborts.
+ *
+ * Steering: `control.steer(responseId, text)` sends a `response.steer` on the socket once it is open. The
+ * `response.steer.*` answers go to `onSteer` (they are no event of the response). After an accepted steer the
+ * response's terminal (`incomplete`, reason `steered`) does not end the stream: `onSuccessor()` is called and the
+ * successor the server starts on the same socket streams on until its own terminal.
  */
-export function websocketStream({ path, message, signal, onMessage, onOpen }) {
+export function websocketStream({ path, message, signal, onMessage, onOpen, control, onSteer, onSuccessor }) {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(websocketUrl(path));
     let opened = false;
     let started = false;
     let settled = false;
     let linger = null;
+    let steered = 0; // accepted steers whose successor has not started yet
+    if (control) {
+      control.steer = (responseId, text) => {
+        if (!opened || settled) return false;
+        ws.send(JSON.stringify({ type: "response.steer", previous_response_id: responseId, input: text }));
+        return true;
+      };
+    }
     const settle = (fn, value) => {
       if (settled) return;
       settled = true;
@@ -71,10 +84,18 @@ export function websocketStream({ path, message, signal, onMessage, onOpen }) {
         ws.close(1000);
         return;
       }
+      if (ev && typeof ev.type === "string" && ev.type.startsWith("response.steer.")) {
+        if (ev.type === "response.steer.accepted") steered += 1;
+        if (onSteer) onSteer(ev);
+        return;
+      }
       started = true;
       onMessage({ event: (ev && ev.type) || "message", data: e.data, id: "", websocket: true });
       const type = ev ? canonicalType(ev.type) : null;
-      if (ENDS.has(type)) {
+      if (ENDS.has(type) && steered > 0) {
+        steered = 0; // the original ended; its successor follows on this socket
+        if (onSuccessor) onSuccessor(ev);
+      } else if (ENDS.has(type)) {
         ws.close(1000);
         settle(resolve);
       } else if (type === "error") {

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from respstream.server.config import Config
 from respstream.server.http_errors import HTTPError
 from respstream.server.store.byte_budget import ByteBudget
+from respstream.server.websocket.actions import SessionLimits
 
-__all__ = ["WebSocketBudgets", "age_error", "message_bytes", "revoked_error", "wait_limit"]
+__all__ = ["WebSocketBudgets", "age_error", "message_bytes", "revoked_error", "session_limits", "wait_limit"]
 
 
 @dataclass(slots=True)
@@ -62,3 +63,11 @@ def age_error(config: Config) -> HTTPError:
 def revoked_error() -> HTTPError:
     return HTTPError(401, "invalid_api_key", "The API key this WebSocket connection authenticated with was revoked "
                      "(or the keys file no longer lists it); the connection is closed.")
+
+
+def session_limits(config: Config) -> SessionLimits:
+    """The session's limits from the configuration (the rest are the spec's numbers)."""
+    return SessionLimits(max_body_bytes=config.max_body_bytes,
+                         max_in_flight=config.websocket_max_in_flight,
+                         max_named_streams=config.websocket_max_stream_ids,
+                         max_lane_queued_bytes=config.websocket_max_queued_bytes_per_stream)

@@ -52,21 +52,49 @@ class FrameWriter:
         return (p.handshake_complete and p.initial_response is None and not p.disconnected and not p.close_sent
                 and p.writable.is_set() and p.conn.state is State.OPEN and not p.transport.is_closing())
 
-    def write(self, entries: Sequence[Entry], max_bytes: int) -> int:
+    def write(self, entries: Sequence[Entry], max_bytes: int, prefix: bytes | None = None) -> int:
         """Frame and write ``entries``' data, in order, ``max_bytes`` or so a write, while the connection takes writes
-        at once. Returns how many were written (0: none; the caller sends those left through ``send``)."""
+        at once. Returns how many were written (0: none; the caller sends those left through ``send``). ``prefix``:
+        a named lane's ``{"stream_id":...,`` (sender.py), put in place of each event's opening brace."""
         p = self._proto
+        conn = p.conn
+        # No extension (no per-message deflate) and no fragmented message open: a text frame is a fixed header and
+        # the payload, built here (what websockets' Frame.serialize makes for an unmasked server frame, without its
+        # per-frame objects); otherwise the protocol frames them. Bytes it holds already go out first, in order.
+        raw = not conn.extensions and not conn.expect_continuation_frame
         written = framed = size = 0
+        chunks: list[bytes] = []
         for i, entry in enumerate(entries):
             if size == 0 and not self._open():  # checked again after each write: it may have paused writing
                 break
-            p.conn.send_text(entry.data)
-            size += len(entry.data)
+            data = entry.data if prefix is None else prefix + entry.data[1:]
+            if raw:
+                chunks.append(_text_frame_header(len(data)))
+                chunks.append(data)
+            else:
+                conn.send_text(data)
+            size += len(data)
             framed = i + 1
             if size >= max_bytes:
-                p.transport.write(b"".join(p.conn.data_to_send()))
+                self._flush(chunks)
+                chunks = []
                 written, size = framed, 0
         if framed > written:
-            p.transport.write(b"".join(p.conn.data_to_send()))
+            self._flush(chunks)
             written = framed
         return written
+
+    def _flush(self, frames: list[bytes]) -> None:
+        p = self._proto
+        pending = p.conn.data_to_send()  # what the protocol framed (ours without raw frames; a pong...) goes first
+        p.transport.write(b"".join(pending + frames) if pending else b"".join(frames))
+
+
+def _text_frame_header(size: int) -> bytes:
+    """RFC 6455 section 5.2: FIN + text opcode, then the payload length (7 bits, or 126 + 16 bits, or 127 + 64 bits);
+    a server's frames are not masked."""
+    if size < 126:
+        return bytes((0x81, size))
+    if size < 1 << 16:
+        return b"\x81\x7e" + size.to_bytes(2, "big")
+    return b"\x81\x7f" + size.to_bytes(8, "big")
