@@ -24,7 +24,7 @@ from respstream.server.inputs.field_policy import check_refused_fields, ignored_
 from respstream.server.inputs.request_fields import parse_fields
 from respstream.server.inputs.request_input import parse_input_items
 from respstream.server.inputs.request_tools import SERVER_TOOL_TYPES, TYPED_CHOICES, parse_tools
-from respstream.server.inputs.response_request import ResponseRequest
+from respstream.server.inputs.response_request import InputItem, ResponseRequest
 from respstream.server.inputs.tool_policy import parse_tool_choice, server_tools_opt_in
 from respstream.server.tools.mcp_tools import McpServerSpec
 
@@ -96,7 +96,8 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
     model = opt_str(body, "model") or "auto"
     approvals: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
     media: list[tuple[str, dict[str, Any]]] = []
-    trigger = None
+    trigger = False
+    items: list[InputItem]
     if no_input:
         items = []
     else:
