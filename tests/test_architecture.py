@@ -41,7 +41,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("respstream.server.inputs",),  # the request parsed, and the context a response is given
     ("respstream.server.responses",),  # a response as running work: service, pipeline, tool rounds, rewrite
     ("respstream.server.endpoints",),  # the small endpoints beside create (compact, input items, conversations)
-    ("respstream.server.http",),  # the Starlette app, SSE and WebSocket senders, guards, serving
+    # the Starlette app, SSE senders, guards, serving; and the WebSocket mode beside it (its sans-IO session and the
+    # thin transport that uses http's auth, limits and guards, and that http's app mounts)
+    ("respstream.server.http", "respstream.server.websocket"),
     ("respstream.commands",),
     ("respstream.cli", "respstream.__main__"),
 ]
