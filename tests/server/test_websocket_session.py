@@ -299,6 +299,10 @@ def test_steer_limits_and_unsupported_responses() -> None:
     assert sent(steer(s, "resp_1"))[0]["error"]["code"] == "too_many_pending_steers"
     run(s, create(stream_id="c", conversation="conv_1"), "resp_c")
     assert sent(steer(s, "resp_c"))[0]["error"]["code"] == "steering_not_supported"
+    compacting = {"context_management": [{"type": "compaction", "compact_threshold": 2000}]}
+    run(s, create(stream_id="d", **compacting), "resp_d")
+    (refused,) = sent(steer(s, "resp_d"))
+    assert refused["error"]["code"] == "steering_not_supported" and "context_management" in refused["error"]["message"]
 
 
 def test_steering_a_response_that_waits_on_client_tools_is_pending_then_prepended() -> None:

@@ -356,6 +356,9 @@ class Session:
             create = tracked.create
             if create is not None and (create.body.get("conversation") or create.body.get("conversation_id")):
                 return failed("steering_not_supported", "A response bound to a conversation cannot be steered.")
+            if create is not None and create.body.get("context_management"):
+                return failed("steering_not_supported", "A response using automatic compaction (context_management) "
+                                                        "cannot be steered.")
             if len(tracked.steers) >= self.limits.max_pending_steers:
                 return failed("too_many_pending_steers",
                               f"{self.limits.max_pending_steers} steers already wait for this response.")
