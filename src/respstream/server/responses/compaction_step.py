@@ -124,16 +124,38 @@ def _keeps(item: InputItem) -> bool:
 
 def _turn_start(items: list[InputItem], own_input: int) -> int:
     """Where the current turn starts: the request's input when there is history before it, else its last user
-    message, else its last group of tool calls (0: the whole context is one turn, nothing to compact)."""
+    message, else its last group of tool calls (0: the whole context is one turn, nothing to compact); never
+    between a tool call and its output (:func:`_with_its_calls`)."""
     if own_input < len(items):
-        return len(items) - own_input
+        return _with_its_calls(items, len(items) - own_input)
     for i in range(len(items) - 1, 0, -1):
         if items[i].type == "message" and items[i].role == "user":
-            return i
+            return _with_its_calls(items, i)
     for i in range(len(items) - 1, 0, -1):
         if items[i].type == "function_call" and items[i - 1].type != "function_call":
-            return i
+            return _with_its_calls(items, i)
     return 0
+
+
+def _with_its_calls(items: list[InputItem], start: int) -> int:
+    """``start`` moved back so that every tool output after it keeps its call, and a call the rest of the assistant
+    turn it came in (its reasoning, signed thinking included, and text): providers pair a result with its call
+    (Anthropic's tool_result right after its tool_use, Gemini's functionResponse after its functionCall, Chat's tool
+    message after its tool_calls), and Anthropic wants the thinking of the turn that called. One backwards pass."""
+    calls = {item.call_id: i for i, item in enumerate(items) if item.type == "function_call" and item.call_id}
+    i = len(items) - 1
+    while i >= start:  # (start only moves back, so each item is looked at once)
+        item = items[i]
+        if item.type == "function_call_output" and item.call_id in calls:
+            start = min(start, calls[item.call_id])
+        if i == start and i > 0 and _same_assistant_turn(items[i]) and _same_assistant_turn(items[i - 1]):
+            start = i - 1
+        i -= 1
+    return start
+
+
+def _same_assistant_turn(item: InputItem) -> bool:
+    return item.type in ("reasoning", "function_call") or (item.type == "message" and item.role == "assistant")
 
 
 async def plan_compaction(req: ResponseRequest, items: list[InputItem], messages: list[dict[str, Any]], *,
@@ -199,7 +221,10 @@ async def compact_step(pipeline: Pipeline, svc: ResponseStarter, plan: Compactio
     w.finish_output_item(w.add_output_item(item), item)
     pipeline.compaction_item = item
     pipeline.compaction_tail = len(plan.tail)
-    context = [*plan.kept, summary_item(summary.text), *plan.tail]
+    # A tail that goes on with the assistant's tool calls gets the summary as the user turn before them: Anthropic's
+    # turns start with a user one, Gemini wants a function call right after a user turn.
+    leads = not plan.tail or (plan.tail[0].type == "message" and plan.tail[0].role == "user")
+    context = [*plan.kept, summary_item(summary.text, "system" if leads else "user"), *plan.tail]
     # The next turn of a previous_response_id chain starts from here (response_chain.py reads "context" whole).
     w.record.request["context"] = [i.to_json() for i in context]
     usage = _usage_of(summary.usage)
