@@ -24,6 +24,7 @@ from respstream.server.inputs.context_limit import ContextLimit, check_context, 
 from respstream.server.inputs.context_management import DEFAULT_WINDOW_SHARE
 from respstream.server.inputs.history import items_to_messages
 from respstream.server.inputs.response_request import InputItem, ResponseRequest
+from respstream.server.request_limits import current as current_limits
 from respstream.server.store.memory import MemoryStore
 from respstream.server.upstream.base import Usage
 
@@ -97,15 +98,29 @@ async def summarise(svc: ResponseStarter, items: list[InputItem], *, instruction
         model=model, store=False, instructions=SUMMARY_INSTRUCTIONS, server_tools=set(), tool_choice="none",
     )
     scratch = MemoryStore(max_responses=1)  # the summarising response is not kept anywhere
+    cap = current_limits().compaction_max_output_tokens
     record, _ = await svc.start(summarise_req, owner=owner, local=scratch)
+    watch = asyncio.ensure_future(_stop_past_cap(svc, scratch, record.id, cap))
     try:
         await svc.wait(record.id)
     except asyncio.CancelledError:  # the response that wanted the summary was cancelled: so is the summary
         svc.cancel_running(record.id)
         raise
+    finally:
+        if not watch.done():
+            watch.cancel()
     final = await scratch.get(record.id)
     response: dict[str, Any] = final.response if final is not None else record.response
-    if response.get("status") not in ("completed", "incomplete"):
+    # A summary cut short is not a summary: continuing from it would drop what it had not yet said.
+    if watch.done() and not watch.cancelled() and watch.exception() is None and watch.result():
+        raise HTTPError(502, "summary_incomplete", "The model's summary of the conversation did not end within "
+                        f"limits.compaction_max_output_tokens ({cap}): it was stopped there (raise the limit in "
+                        "the config's [limits] table, or compact sooner)")
+    if response.get("status") == "incomplete":
+        reason = (response.get("incomplete_details") or {}).get("reason") or "unknown"
+        raise HTTPError(502, "summary_incomplete",
+                        f"The model's summary of the conversation did not finish (the upstream ended it: {reason})")
+    if response.get("status") != "completed":
         error = response.get("error") or {}
         raise HTTPError(502, str(error.get("code") or "upstream_error"),
                         f"The model could not summarise the conversation: {error.get('message') or 'no answer'}")
@@ -115,6 +130,22 @@ async def summarise(svc: ResponseStarter, items: list[InputItem], *, instruction
                                       "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
                                       "total_tokens": 0}
     return Summary(text, str(response.get("model", model)), usage)
+
+
+async def _stop_past_cap(svc: ResponseStarter, scratch: MemoryStore, response_id: str, cap: int) -> bool:
+    """Stop the summarising response once it streams more than ``cap`` deltas (True: it was stopped). Each streamed
+    delta holds at least one token, so no summary is stopped before ``cap`` tokens, and a model that never stops is
+    stopped after at most ``cap`` of its deltas (an upstream writing several tokens a delta may reach more tokens
+    first)."""
+    deltas = 0
+    async for entry in scratch.tail(response_id):
+        if entry.type.endswith(".delta"):
+            deltas += 1
+            if deltas > cap:
+                svc.cancel_running(response_id, "summary_incomplete",
+                                   f"the summary passed limits.compaction_max_output_tokens = {cap}")
+                return True
+    return False
 
 
 def _keeps(item: InputItem) -> bool:
