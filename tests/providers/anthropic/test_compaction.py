@@ -16,6 +16,7 @@ from fakes.server_thread import ServerThread
 from respstream.server.inputs.compaction_item import SUMMARY_PREFIX, decode_compaction
 from respstream.server.responses.compaction_step import SUMMARY_INSTRUCTIONS
 
+from .conftest import post
 from .made_streams import text_stream, thinking_tool_stream
 from .simulated_anthropic import Reply, SimulatedAnthropic
 
@@ -147,4 +148,26 @@ def test_responses_compact_summarises_on_the_provider(gateway: ServerThread, sim
     assert decode_compaction(result["output"][-1]["encrypted_content"]) == "Compacted."
     assert result["usage"]["output_tokens"] == 3  # the provider's own count
     _summary_request(sim.requests[0].body)
+    assert sim.problems == []
+
+
+def test_streamed_compaction_is_a_clean_stream_and_a_conversation_restarts_at_it(
+        gateway: ServerThread, sim: SimulatedAnthropic) -> None:
+    """SSE: the compaction item first, then the answer, no rule broken; in a conversation the next turn sends the
+    summary once and nothing from before it."""
+    sim.replies.extend([Reply(text_stream("Noted.")), Reply(text_stream("Marigolds, 2400 of them.")),
+                        Reply(text_stream("Marigolds.")), Reply(text_stream("Bye."))])
+    conversation = httpx.post(f"{gateway.base_url}/conversations", json={}, timeout=30).json()["id"]
+    first = _create(gateway, {"input": f"My garden notes: {LONG}", "conversation": conversation})
+    assert first["status"] == "completed"
+    result, violations, response = post(gateway, {"model": MODEL, "input": "What did I plant?",
+                                                  "conversation": conversation, "context_management": COMPACT})
+    assert response.status_code == 200 and violations == [], violations
+    assert [i["type"] for i in result["output"]] == ["compaction", "message"], result["output"]
+    assert result["status"] == "completed"
+    _create(gateway, {"input": "Bye!", "conversation": conversation})
+    last = sim.requests[3].body
+    assert _system_text(last) == SUMMARY_PREFIX + "Marigolds, 2400 of them."
+    assert "marigold2399" not in json.dumps(last)
+    _assert_well_formed(last)
     assert sim.problems == []

@@ -13,6 +13,7 @@ import httpx
 
 from fakes.server_thread import ServerThread
 from providers.gemini.simulated_gemini import Reply, SimulatedGemini, sse_body
+from respstream.protocol.stream import StreamCore
 from respstream.server.inputs.compaction_item import SUMMARY_PREFIX, decode_compaction
 from respstream.server.responses.compaction_step import SUMMARY_INSTRUCTIONS
 
@@ -141,4 +142,27 @@ def test_responses_compact_summarises_on_the_provider(fake: SimulatedGemini, gat
     assert decode_compaction(result["output"][-1]["encrypted_content"]) == "Compacted."
     assert result["usage"]["output_tokens"] == 4  # the provider's own count
     _summary_request(fake.requests[0][1])
+    assert fake.invalid == []
+
+
+def test_streamed_compaction_is_a_clean_stream_and_a_conversation_restarts_at_it(
+        fake: SimulatedGemini, gateway: ServerThread) -> None:
+    fake.queue(_text("Noted."), _text("Marigolds, 2400 of them."), _text("Marigolds."), _text("Bye."))
+    conversation = httpx.post(f"{gateway.base_url}/conversations", json={}, timeout=30).json()["id"]
+    _create(gateway, {"input": f"My garden notes: {LONG}", "conversation": conversation})
+    streamed = httpx.post(f"{gateway.base_url}/responses", timeout=30, json={
+        "model": MODEL, "input": "What did I plant?", "conversation": conversation, "context_management": COMPACT,
+        "stream": True})
+    assert streamed.status_code == 200, streamed.text
+    core = StreamCore(dialect="openai")
+    core.feed(streamed.content)
+    core.close()
+    assert [v.to_json() for v in core.violations] == []
+    result = core.result.to_json()
+    assert [i["type"] for i in result["output"]] == ["compaction", "message"] and result["status"] == "completed"
+    _create(gateway, {"input": "Bye!", "conversation": conversation})
+    last = fake.requests[3][1]
+    assert _system(last) == SUMMARY_PREFIX + "Marigolds, 2400 of them."
+    assert "marigold2399" not in json.dumps(last)
+    _assert_well_formed(last)
     assert fake.invalid == []
