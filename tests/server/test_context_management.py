@@ -14,7 +14,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from fakes.chat_server import Done, FakeChatCompletionsServer, Sleep, Status, finish, text
+from fakes.chat_server import Done, FakeChatCompletionsServer, Sleep, Status, finish, text, tool
 from fakes.responses_upstream import FakeResponsesUpstream
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
@@ -210,6 +210,31 @@ def test_the_model_answers_from_the_summary_and_the_current_turn(
     assert answering["messages"][0] == {"role": "system", "content": "Be brief."}
     assert answering["messages"][1]["content"] == "Summary of the earlier conversation: Planted marigolds."
     assert answering["messages"][-1] == {"role": "user", "content": "What did I plant?"}
+
+
+def test_a_tool_output_keeps_its_call_across_the_compaction(
+        chat: tuple[httpx.Client, FakeChatCompletionsServer]) -> None:
+    """The output of a call made in the compacted turn: the call stays with it after the summary (Chat Completions
+    wants a tool message right after the assistant's tool_calls), and the summary is the user turn before them."""
+    client, fake = chat
+    fake.reset()
+    fake.script(tool(0, id="call_1", name="lookup", args='{"q": "notes"}'), finish("tool_calls"), Done())
+    fake.script(text("Looked the notes up."), finish(), Done())  # the summary
+    fake.script(text("Marigolds."), finish(), Done())  # the answer
+    tools = [{"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}]
+    first = client.post("/v1/responses", json={"model": "fake-model", "input": f"My notes: {LONG}", "tools": tools,
+                                               "stream": False}).json()
+    assert first["output"][-1]["type"] == "function_call", first
+    answer = client.post("/v1/responses", json={
+        "model": "fake-model", "previous_response_id": first["id"], "tools": tools, "stream": False,
+        "input": [{"type": "function_call_output", "call_id": "call_1", "output": "marigolds"}],
+        "context_management": COMPACT})
+    assert [i["type"] for i in answer.json()["output"]] == ["compaction", "message"], answer.text
+    answering = fake.requests[2]["messages"]
+    assert [m["role"] for m in answering] == ["user", "assistant", "tool"], answering
+    assert answering[0]["content"] == "Summary of the earlier conversation: Looked the notes up."
+    assert answering[1]["tool_calls"][0]["id"] == "call_1" and answering[2]["tool_call_id"] == "call_1"
+    assert "marigold2399" not in _sent_text(fake.requests[2])
 
 
 def test_without_threshold_the_known_window_decides(chat: tuple[httpx.Client, FakeChatCompletionsServer]) -> None:

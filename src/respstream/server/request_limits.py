@@ -40,6 +40,9 @@ class WorkLimits:
     # MCP servers: bytes of one HTTP response read, content parts (or tools) of one result.
     mcp_max_response_bytes: int = 4 << 20
     mcp_max_result_parts: int = 1_000
+    # The summary compaction writes (context_management, compaction_trigger, /v1/responses/compact): its streamed
+    # deltas; past it the summary is stopped and the compaction fails naming this key (compaction_step.py).
+    compaction_max_output_tokens: int = 4_096
 
     @classmethod
     def from_mapping(cls, raw: dict[str, Any]) -> WorkLimits:

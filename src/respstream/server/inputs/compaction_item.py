@@ -33,9 +33,10 @@ def encode_compaction(summary: str, model: str) -> str:
     return COMPACTION_PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def summary_item(summary: str) -> InputItem:
-    """The system message a compaction's summary becomes in the model's context."""
-    return InputItem("message", role="system", text=SUMMARY_PREFIX + summary)
+def summary_item(summary: str, role: str = "system") -> InputItem:
+    """The message a compaction's summary becomes in the model's context: a system message, or a user one where the
+    context must go on with a user turn (:func:`~respstream.server.responses.compaction_step.compact_step`)."""
+    return InputItem("message", role=role, text=SUMMARY_PREFIX + summary)
 
 
 def decode_compaction(content: object) -> str:

@@ -24,6 +24,7 @@ from respstream.server.inputs.context_limit import ContextLimit, check_context, 
 from respstream.server.inputs.context_management import DEFAULT_WINDOW_SHARE
 from respstream.server.inputs.history import items_to_messages
 from respstream.server.inputs.response_request import InputItem, ResponseRequest
+from respstream.server.request_limits import current as current_limits
 from respstream.server.store.memory import MemoryStore
 from respstream.server.upstream.base import Usage
 
@@ -97,15 +98,29 @@ async def summarise(svc: ResponseStarter, items: list[InputItem], *, instruction
         model=model, store=False, instructions=SUMMARY_INSTRUCTIONS, server_tools=set(), tool_choice="none",
     )
     scratch = MemoryStore(max_responses=1)  # the summarising response is not kept anywhere
+    cap = current_limits().compaction_max_output_tokens
     record, _ = await svc.start(summarise_req, owner=owner, local=scratch)
+    watch = asyncio.ensure_future(_stop_past_cap(svc, scratch, record.id, cap))
     try:
         await svc.wait(record.id)
     except asyncio.CancelledError:  # the response that wanted the summary was cancelled: so is the summary
         svc.cancel_running(record.id)
         raise
+    finally:
+        if not watch.done():
+            watch.cancel()
     final = await scratch.get(record.id)
     response: dict[str, Any] = final.response if final is not None else record.response
-    if response.get("status") not in ("completed", "incomplete"):
+    # A summary cut short is not a summary: continuing from it would drop what it had not yet said.
+    if watch.done() and not watch.cancelled() and watch.exception() is None and watch.result():
+        raise HTTPError(502, "summary_incomplete", "The model's summary of the conversation did not end within "
+                        f"limits.compaction_max_output_tokens ({cap}): it was stopped there (raise the limit in "
+                        "the config's [limits] table, or compact sooner)")
+    if response.get("status") == "incomplete":
+        reason = (response.get("incomplete_details") or {}).get("reason") or "unknown"
+        raise HTTPError(502, "summary_incomplete",
+                        f"The model's summary of the conversation did not finish (the upstream ended it: {reason})")
+    if response.get("status") != "completed":
         error = response.get("error") or {}
         raise HTTPError(502, str(error.get("code") or "upstream_error"),
                         f"The model could not summarise the conversation: {error.get('message') or 'no answer'}")
@@ -117,6 +132,22 @@ async def summarise(svc: ResponseStarter, items: list[InputItem], *, instruction
     return Summary(text, str(response.get("model", model)), usage)
 
 
+async def _stop_past_cap(svc: ResponseStarter, scratch: MemoryStore, response_id: str, cap: int) -> bool:
+    """Stop the summarising response once it streams more than ``cap`` deltas (True: it was stopped). Each streamed
+    delta holds at least one token, so no summary is stopped before ``cap`` tokens, and a model that never stops is
+    stopped after at most ``cap`` of its deltas (an upstream writing several tokens a delta may reach more tokens
+    first)."""
+    deltas = 0
+    async for entry in scratch.tail(response_id):
+        if entry.type.endswith(".delta"):
+            deltas += 1
+            if deltas > cap:
+                svc.cancel_running(response_id, "summary_incomplete",
+                                   f"the summary passed limits.compaction_max_output_tokens = {cap}")
+                return True
+    return False
+
+
 def _keeps(item: InputItem) -> bool:
     """Instructions given as messages stay verbatim; an earlier summary is summarised again."""
     return item.type == "message" and item.role in ("system", "developer") and not item.text.startswith(SUMMARY_PREFIX)
@@ -124,16 +155,38 @@ def _keeps(item: InputItem) -> bool:
 
 def _turn_start(items: list[InputItem], own_input: int) -> int:
     """Where the current turn starts: the request's input when there is history before it, else its last user
-    message, else its last group of tool calls (0: the whole context is one turn, nothing to compact)."""
+    message, else its last group of tool calls (0: the whole context is one turn, nothing to compact); never
+    between a tool call and its output (:func:`_with_its_calls`)."""
     if own_input < len(items):
-        return len(items) - own_input
+        return _with_its_calls(items, len(items) - own_input)
     for i in range(len(items) - 1, 0, -1):
         if items[i].type == "message" and items[i].role == "user":
-            return i
+            return _with_its_calls(items, i)
     for i in range(len(items) - 1, 0, -1):
         if items[i].type == "function_call" and items[i - 1].type != "function_call":
-            return i
+            return _with_its_calls(items, i)
     return 0
+
+
+def _with_its_calls(items: list[InputItem], start: int) -> int:
+    """``start`` moved back so that every tool output after it keeps its call, and a call the rest of the assistant
+    turn it came in (its reasoning, signed thinking included, and text): providers pair a result with its call
+    (Anthropic's tool_result right after its tool_use, Gemini's functionResponse after its functionCall, Chat's tool
+    message after its tool_calls), and Anthropic wants the thinking of the turn that called. One backwards pass."""
+    calls = {item.call_id: i for i, item in enumerate(items) if item.type == "function_call" and item.call_id}
+    i = len(items) - 1
+    while i >= start:  # (start only moves back, so each item is looked at once)
+        item = items[i]
+        if item.type == "function_call_output" and item.call_id in calls:
+            start = min(start, calls[item.call_id])
+        if i == start and i > 0 and _same_assistant_turn(items[i]) and _same_assistant_turn(items[i - 1]):
+            start = i - 1
+        i -= 1
+    return start
+
+
+def _same_assistant_turn(item: InputItem) -> bool:
+    return item.type in ("reasoning", "function_call") or (item.type == "message" and item.role == "assistant")
 
 
 async def plan_compaction(req: ResponseRequest, items: list[InputItem], messages: list[dict[str, Any]], *,
@@ -199,7 +252,10 @@ async def compact_step(pipeline: Pipeline, svc: ResponseStarter, plan: Compactio
     w.finish_output_item(w.add_output_item(item), item)
     pipeline.compaction_item = item
     pipeline.compaction_tail = len(plan.tail)
-    context = [*plan.kept, summary_item(summary.text), *plan.tail]
+    # A tail that goes on with the assistant's tool calls gets the summary as the user turn before them: Anthropic's
+    # turns start with a user one, Gemini wants a function call right after a user turn.
+    leads = not plan.tail or (plan.tail[0].type == "message" and plan.tail[0].role == "user")
+    context = [*plan.kept, summary_item(summary.text, "system" if leads else "user"), *plan.tail]
     # The next turn of a previous_response_id chain starts from here (response_chain.py reads "context" whole).
     w.record.request["context"] = [i.to_json() for i in context]
     usage = _usage_of(summary.usage)
