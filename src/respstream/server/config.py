@@ -204,7 +204,11 @@ class Config:
         of ``upstream_options`` named exactly like the spec (``[upstream_options."http://127.0.0.1:8000/v1"]``)."""
         shared = {k: v for k, v in self.upstream_options.items() if not (isinstance(v, dict) and k in self.upstreams)}
         own = self.upstream_options.get(spec)
-        return {"model_size": self.model_size, **shared, **(own if isinstance(own, dict) else {})}
+        # The embedded model's prompt-prefix cache lives in the data directory unless configured (other upstream
+        # kinds ignore the option).
+        prefix_cache_dir = str(self.resolved_data_dir() / "prefix-cache")
+        return {"model_size": self.model_size, "prefix_cache_dir": prefix_cache_dir, **shared,
+                **(own if isinstance(own, dict) else {})}
 
     def shared_limits_url(self) -> str:
         """The Redis URL the shared limits use ("" when limits are per instance)."""
