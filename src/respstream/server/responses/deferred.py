@@ -35,9 +35,9 @@ from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.response_request import ResponseRequest
 from respstream.server.responses.log_ending import flush_terminal
 from respstream.server.responses.responses_service import QueuedStart, ResponseService
-from respstream.server.store.base import ResponseRecord, Store
+from respstream.server.store.base import ResponseRecord, SequenceConflict, Store
 from respstream.server.store.deferred_queue import DeferredQueue, QueuedWork
-from respstream.server.store.lease import WORKER_LOST
+from respstream.server.store.memory import MemoryStore
 from respstream.server.store.split import SplitStore, backend_of
 
 __all__ = ["WINDOW_SECONDS", "DeferredWork"]
@@ -155,10 +155,11 @@ class DeferredWork:
         """Run ``work`` while renewing its lease; leave the queue when it has ended."""
         renewal = asyncio.get_running_loop().create_task(self._renew(work.response_id))
         try:
-            if await self._execute(work):
-                await self.queue.done(work.response_id)
-        except Exception:
-            log.exception("deferred response %s failed to run; it stays queued for another try", work.response_id)
+            await self._execute(work)
+        except Exception:  # the store failed under it: its lease runs out and an instance tries again
+            log.exception("deferred response %s could not be run; it stays queued", work.response_id)
+        else:
+            await self.queue.done(work.response_id)
         finally:
             renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -170,34 +171,59 @@ class DeferredWork:
             try:
                 if not await self.queue.renew(response_id, self.holder, self.config.lease_seconds, time.time()):
                     log.warning("deferred response %s: its queue lease was lost", response_id)
+                shared = await backend_of(self.svc.store, response_id).get(response_id)
+                if shared is None or shared.status == "cancelled":  # cancelled (or deleted) on another instance
+                    self.svc.cancel_running(response_id)
             except Exception as exc:  # a brief store outage: the next renewal may work
                 log.warning("deferred response %s: lease renewal failed: %s", response_id, exc)
 
     async def _execute(self, work: QueuedWork) -> bool:
         """Run one taken response to its end. True when it is finished with (leave the queue)."""
         metrics = self.svc.metrics
-        record = await backend_of(self.svc.store, work.response_id).get(work.response_id)
-        if record is None or record.status in _FINISHED or (
-                record.status == "failed" and (record.response.get("error") or {}).get("code") != WORKER_LOST):
-            metrics.deferred_run("dropped")  # deleted, cancelled or already ended by the instance that died
+        shared = backend_of(self.svc.store, work.response_id)
+        record = await shared.get(work.response_id)
+        if record is None or record.status in _FINISHED or record.status == "failed":
+            metrics.deferred_run("dropped")  # deleted, cancelled, or ended by the instance that died
             return True
+        published = await shared.read(work.response_id, -1, limit=1000)  # a dead instance's published head
         if time.time() > work.deadline:
             metrics.deferred_run("expired")
-            if record.status == "queued":
+            if not published:
                 await self._end_unstarted(record, "completion_window_expired",
                                           f"The response's completion window ({work.window}) ended before it "
                                           "could run.")
             return True
-        replace = record.status != "queued"  # a dead instance's partial run
-        queued = QueuedStart(work.response_id, work.enqueued_at, replace=replace)
+        private = MemoryStore()
         try:
             req = self.parse(work.body)
-            started, _ = await self.svc.start(req, owner=work.owner, queued=queued)
-        except HTTPError as exc:  # refused now (a previous response gone, a model no longer served): end it so
+            await self.svc.start(req, owner=work.owner, local=private,
+                                 queued=QueuedStart(work.response_id, work.enqueued_at))
+        except HTTPError as exc:  # refused now (a previous response gone, a model no longer served): end it, naming
             metrics.deferred_run("dropped")
-            if record.status == "queued":
+            if not published:
                 await self._end_unstarted(record, exc.code, exc.message)
             return True
-        metrics.deferred_run("took_over" if replace else "ran")
-        await self.svc.wait(started.id)
+        metrics.deferred_run("took_over" if record.status != "queued" else "ran")
+        try:
+            # The start (response.created) goes out at once; the rest when the run has ended (see the module doc).
+            await self._publish(work.response_id, private, shared, status="in_progress")
+            await self.svc.wait(work.response_id)
+            await self._publish(work.response_id, private, shared)
+        except (SequenceConflict, KeyError):  # cancelled or deleted from elsewhere meanwhile: nothing to add
+            self.svc.cancel_running(work.response_id)
         return True
+
+    async def _publish(self, response_id: str, private: Store, shared: Store, status: str | None = None) -> None:
+        """Append what the private log holds past what the shared log has, and copy the record over."""
+        last = -1
+        while batch := await shared.read(response_id, last, limit=1000):
+            last = batch[-1].sequence_number
+        entries = await private.read(response_id, last)
+        if entries:
+            await shared.append(response_id, entries)
+        final = await private.get(response_id)
+        if final is not None:
+            if status is not None and final.status == "queued":
+                final.status = status
+                final.response = {**final.response, "status": status}
+            await shared.update(final)

@@ -52,11 +52,10 @@ log = logging.getLogger("respstream.server")
 
 @dataclass(slots=True, frozen=True)
 class QueuedStart:
-    """A deferred response starting: its id and creation time, and whether a partial run's log must go first."""
+    """A deferred response starting under its queued id and creation time (its log goes to ``local`` first)."""
 
     response_id: str
     created_at: float
-    replace: bool = False
 
 
 @dataclass(slots=True)
@@ -116,7 +115,8 @@ class ResponseService:
 
         ``local``: a WebSocket connection's own store. A ``store: false`` response is written there only (gone
         when the socket closes) and ``previous_response_id`` is looked up there first. ``queued``: a deferred
-        response taken from the queue (responses/deferred.py) starts under its own id, over its queued record."""
+        response taken from the queue (responses/deferred.py) starts under its own id, its log in ``local`` (the
+        scheduler publishes it to the shared store)."""
         if self._closing:
             raise HTTPError(503, "server_shutdown", "The server is shutting down.", headers={"Retry-After": "1"})
         if queued is None and req.background and self.background_running() >= self.config.max_background_responses:
@@ -172,7 +172,7 @@ class ResponseService:
             request=stored,
             conversation_id=req.conversation_id,
         )
-        if local is not None and not req.store:
+        if local is not None and (not req.store or queued is not None):
             target: Store = local
         else:
             target = self.store.backend_for(record) if isinstance(self.store, SplitStore) else self.store
@@ -189,13 +189,7 @@ class ResponseService:
         self.quota.charge(charged, request_bytes)
         try:
             with self.tracing.span("store create", {"gen_ai.response.id": rid}):
-                if queued is None:
-                    await target.create(record)
-                elif queued.replace:  # a dead instance's partial run: its log goes, the response starts over
-                    await target.delete(rid)
-                    await target.create(record)
-                else:  # the queued record, whose log is still empty
-                    await target.update(record)
+                await target.create(record)
                 await writer.flush()
         except StoreUnavailable as exc:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
