@@ -65,3 +65,25 @@ def test_queued_anywhere_taken_by_the_idle_instance_and_taken_over_when_it_dies(
     assert 'respstream_deferred_runs_total{outcome="took_over"} 1.0' in metrics
     assert 'respstream_deferred_queue_depth{state="waiting"} 0.0' in metrics
     assert 'respstream_deferred_queue_depth{state="taken"} 0.0' in metrics
+
+
+def test_an_instance_shutting_down_leaves_its_running_work_to_the_other(
+        redis_server: RedisServer, tmp_path: Path) -> None:
+    a = GatewayProcess(tmp_path, store=redis_server.url, upstream=UPSTREAM, **SETTINGS).start()
+    try:
+        with httpx.Client(timeout=30) as client:
+            rid = client.post(f"{a.url}/v1/responses", json={
+                "input": "a batch job", "background": True,
+                "background_options": {"completion_window": "8h"}}).json()["id"]
+            wait_status(client, a.url, rid, {"in_progress"}, timeout=10)
+            a.stop()  # SIGTERM: background work gets shutdown_grace_seconds (0.5 s), then ends
+            with GatewayProcess(tmp_path, store=redis_server.url, upstream=UPSTREAM, **SETTINGS) as b:
+                final = wait_status(client, b.url, rid, {"completed"}, timeout=40)
+                log = client.get(f"{b.url}/v1/responses/{rid}", params={"stream": "true"}).content
+                metrics = client.get(f"{b.url}/metrics").text
+    finally:
+        a.stop()
+    core = stream_core(log)
+    assert core.violations == [] and core.result.status == "completed"
+    assert len(final["output_text"].split()) == 200
+    assert 'respstream_deferred_runs_total{outcome="took_over"} 1.0' in metrics

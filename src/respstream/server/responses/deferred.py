@@ -12,10 +12,12 @@ ages to ``/metrics``, and while it runs fewer than ``deferred_concurrency`` defe
 one with the earliest deadline, provided at most ``deferred_max_interactive`` interactive (non-background) responses
 are running here; when there are more, it takes only one whose window ends within ``deferred_urgent_seconds``. A
 taken response is leased to this instance (``lease_seconds``, renewed while it runs) and started through the
-ordinary service under its own id; when it ends, it leaves the queue. When an instance dies, its lease runs out and
-another instance takes the response over: a response that had not started, starts; one that was part-way
-through starts again (its partial log is replaced; a reader of it sees it end); one that had finished just leaves
-the queue. A response whose window ended before any instance could start it fails with ``completion_window_expired``.
+ordinary service under its own id; when it ends, it leaves the queue. The run writes its log to a private memory
+store: ``response.created`` (and the lifecycle events after it) is published to the shared log at once, the rest
+when the run has ended. So when an instance dies (or shuts down) mid-run, nothing half-streamed is left behind: its
+lease runs out and another instance takes the response over and runs it again, continuing the shared log after the
+published start. A response whose window ended before any instance could start it fails with
+``completion_window_expired``.
 """
 
 from __future__ import annotations
@@ -155,11 +157,12 @@ class DeferredWork:
         """Run ``work`` while renewing its lease; leave the queue when it has ended."""
         renewal = asyncio.get_running_loop().create_task(self._renew(work.response_id))
         try:
-            await self._execute(work)
+            finished = await self._execute(work)
         except Exception:  # the store failed under it: its lease runs out and an instance tries again
             log.exception("deferred response %s could not be run; it stays queued", work.response_id)
         else:
-            await self.queue.done(work.response_id)
+            if finished:
+                await self.queue.done(work.response_id)
         finally:
             renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -178,7 +181,8 @@ class DeferredWork:
                 log.warning("deferred response %s: lease renewal failed: %s", response_id, exc)
 
     async def _execute(self, work: QueuedWork) -> bool:
-        """Run one taken response to its end. True when it is finished with (leave the queue)."""
+        """Run one taken response to its end. True when it is finished with (it leaves the queue); False when it
+        must run again elsewhere."""
         metrics = self.svc.metrics
         shared = backend_of(self.svc.store, work.response_id)
         record = await shared.get(work.response_id)
@@ -208,6 +212,11 @@ class DeferredWork:
             # The start (response.created) goes out at once; the rest when the run has ended (see the module doc).
             await self._publish(work.response_id, private, shared, status="in_progress")
             await self.svc.wait(work.response_id)
+            if self.svc.closing:
+                # Ended by this instance's shutdown: not published; its lease runs out and another instance (or
+                # this one after its restart) runs it again.
+                log.info("deferred response %s: left to another instance (shutting down)", work.response_id)
+                return False
             await self._publish(work.response_id, private, shared)
         except (SequenceConflict, KeyError):  # cancelled or deleted from elsewhere meanwhile: nothing to add
             self.svc.cancel_running(work.response_id)

@@ -330,6 +330,7 @@ class EmbeddedUpstream:
                     lease.usage = chunk.usage
                 yield chunk
         finally:
+            request.options.pop("id_slot", None)  # (llama.cpp's own field: not for an upstream failed over to)
             slots.release(lease)
 
     async def count_tokens(self, messages: list[dict[str, Any]], extra_text: str = "") -> int | None:
