@@ -12,12 +12,14 @@ loopback up (needs root and iproute2), so nothing leaves the machine. Session 1 
 gateway is stopped and started again over the same data directory (the saved KV states stay on disk) and session 2
 (a new Codex session in the same project folder: new session id and prompt_cache_key, the same instructions and
 tools) runs one turn.
-"Starts streaming" is the first output item of the turn's first response (response.created goes out at once).
+"Starts streaming" is the first streamed token (a text, reasoning or tool-argument delta) of the turn's first response
+(response.created goes out at once; a server tool's item can come before the model has read anything).
 
 Usage: python benchmarks/codex_session_cache.py [--model-size large|medium|small] [--turns 3] [--threads N]
-       [--data-dir DIR] [--codex PATH/TO/codex.js] [--json]
-Prints one line per response and a summary against the goals. The data directory starts empty (default: a fresh
-temporary one), so the first turn is a cold read.
+       [--folder DIR] [--codex PATH/TO/codex.js] [--json]
+Prints one line per response and a summary against the goals. The run's folder (project folder, Codex home, data
+directory) is a fresh temporary one unless --folder names one, so the first turn is a cold read; --folder with an
+earlier run's folder and --turns 0 measures only a new session after a restart on that run's saved cache.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ CODEX_CANDIDATES = [ROOT / "tests/clients/node/node_modules/@openai/codex/bin/co
 CODEX_MODEL = "gpt-6.1-sol"  # the pinned Codex's default model: the gateway serves it as `auto`
 PORT = 8080
 LATER_TURN_GOAL, NEW_SESSION_GOAL = 30.0, 60.0
+NEW_SESSION_PROMPT = "Say goodbye in one short sentence."
 PROMPTS = ["Say hello in one short sentence.", "Now say goodbye in one short sentence.",
            "Name one colour in one word.", "Name one fruit in one word.", "Count to three."]
 
@@ -105,10 +108,12 @@ def _home(folder: Path, port: int) -> Path:
 def _turn(label: str, timings: list[dict[str, Any]], wall: float) -> dict[str, Any]:
     first = timings[0] if timings else {}
     usage = first.get("usage") or {}
-    row = {"turn": label, "responses": len(timings), "first_stream_s": first.get("first_output_item"),
+    row = {"turn": label, "responses": len(timings), "first_stream_s": first.get("first_delta"),
+           "first_output_item_s": first.get("first_output_item"),
            "first_response_end_s": first.get("end"), "input_tokens": usage.get("input_tokens"),
            "cached_tokens": (usage.get("input_tokens_details") or {}).get("cached_tokens"), "codex_wall_s": wall}
-    print(f"{label}: first output after {row['first_stream_s']} s ({row['input_tokens']} input tokens, "
+    print(f"{label}: first token after {row['first_stream_s']} s (first output item {row['first_output_item_s']} s; "
+          f"{row['input_tokens']} input tokens, "
           f"{row['cached_tokens']} cached), {len(timings)} responses, codex {wall:.1f} s", flush=True)
     return row
 
@@ -118,15 +123,16 @@ def main() -> None:
     parser.add_argument("--model-size", default="large", choices=("small", "medium", "large"))
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--folder", type=Path, default=None,
+                        help="the run's folder (project, Codex home, data dir); reuse one to start from its cache")
     parser.add_argument("--codex", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     codex = args.codex or next((p for p in CODEX_CANDIDATES if p.exists()), None)
     if codex is None or not codex.exists():
         raise SystemExit("Codex CLI not found: `make clients` (npm ci in tests/clients/node) or pass --codex")
-    folder = Path(tempfile.mkdtemp(prefix="codex-session-cache-"))
-    data_dir = args.data_dir or folder / "data"
+    folder = args.folder or Path(tempfile.mkdtemp(prefix="codex-session-cache-"))
+    data_dir = folder / "data"
     netns = _netns()
     rows: list[dict[str, Any]] = []
     try:
@@ -134,7 +140,7 @@ def main() -> None:
         gateway = Gateway(netns, data_dir, record, args.model_size, args.threads)
         # Both sessions in one project folder and one Codex home, as a user starts a new session in the same repo.
         home, work = _home(folder, PORT), folder / "work"
-        work.mkdir()
+        work.mkdir(exist_ok=True)
         try:
             for turn in range(args.turns):
                 before = len(gateway.timings())
@@ -147,7 +153,8 @@ def main() -> None:
         gateway = Gateway(netns, data_dir, record, args.model_size, args.threads)
         try:
             before = len(gateway.timings())
-            wall = _codex(netns, codex, home, work, PROMPTS[0], resume=False)
+            # Another first request than session 1's: only the instructions, tools and project context are shared.
+            wall = _codex(netns, codex, home, work, NEW_SESSION_PROMPT, resume=False)
             rows.append(_turn("session 2 turn 1 (after restart)", gateway.timings()[before:], wall))
         finally:
             gateway.stop()
@@ -155,7 +162,8 @@ def main() -> None:
         subprocess.run(["ip", "netns", "del", netns], check=False)
     later = [r["first_stream_s"] for r in rows[1:-1] if r["first_stream_s"] is not None]
     new_session = rows[-1]["first_stream_s"]
-    summary = {"model_size": args.model_size, "first_ever_turn_s": rows[0]["first_stream_s"],
+    summary = {"model_size": args.model_size,
+               "first_ever_turn_s": rows[0]["first_stream_s"] if args.turns else None,
                "later_turns_max_s": max(later) if later else None,
                "later_turns_goal_met": bool(later) and max(later) <= LATER_TURN_GOAL,
                "new_session_after_restart_s": new_session,
