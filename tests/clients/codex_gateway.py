@@ -8,8 +8,8 @@ Usage: python codex_gateway.py DIALECT PORT RECORD_FILE UPSTREAM [--model-size=S
 model); SIZE and N the embedded model's (UPSTREAM ``embedded``), S the gateway's ``progress_event_seconds``.
 
 Each request's stream is timed too: a ``timing`` line per response (seconds from the request to its first SSE
-event, to its first output item, to its end; the ``keepalive`` events and ``: keep-alive`` comments it carried; its
-text and usage).
+event, to its first output item, to its first delta, to its end; the ``keepalive`` events and ``: keep-alive``
+comments it carried; its text and usage).
 """
 
 from __future__ import annotations
@@ -137,6 +137,8 @@ class _StreamTimer:
             self.marks.setdefault("first_event", now)
             if kind == "response.output_item.added":
                 self.marks.setdefault("first_output_item", now)
+            elif kind.endswith(".delta"):  # the first streamed token (text, reasoning or tool arguments)
+                self.marks.setdefault("first_delta", now)
             elif kind.endswith("keepalive"):  # the keepalive event of a quiet response (progress_events.py)
                 self.keepalive_events += 1
             elif kind == "response.output_text.done":

@@ -94,6 +94,9 @@ FIELDS: dict[str, Claim] = {
         refused=({"stream": True, "stream_options": {"include_obfuscation": True}},
                  "stream_options.include_obfuscation")),
     "background": Claim(ok={"background": True}),
+    "background_options": Claim(ok={"background": True, "background_options": {"completion_window": "2h"}},
+                                refused=({"background": True, "background_options": {"continuation_id": "c1"}},
+                                         "background_options.continuation_id")),
     "max_output_tokens": Claim(ok={"max_output_tokens": 16}),
     "max_tool_calls": Claim(ok={"max_tool_calls": 1}),
     "reasoning": Claim(ok={"reasoning": {"effort": "low"}},
@@ -134,9 +137,6 @@ FIELDS: dict[str, Claim] = {
     "moderation": Claim(refused=({"moderation": {"model": "omni-moderation-latest"}}, "moderation")),
     "multi_agent": Claim(refused=({"multi_agent": {"enabled": True}}, "multi_agent")),
     "image": Claim(refused=({"image": {"context_compression": "auto"}}, "image")),
-    "background_options": Claim(ok={"background": True, "stream": False,
-                                     "background_options": {"completion_window": "2h"}},
-                                skip="background_options is parsed by the deferred-work code on branch `cache`"),
 }
 
 

@@ -56,6 +56,15 @@ class Config:
     # Background generations running at once on this instance; past it a new background request -> 429.
     max_background_responses: int = 64
     max_background_responses_per_key: int = 16  # of those, at once for one API key (past it -> 429)
+    # Deferred background work (background_options.completion_window; responses/deferred.py): this instance runs
+    # at most deferred_concurrency of them at once, starts one only while at most deferred_max_interactive
+    # interactive responses run here, or regardless when its window ends within deferred_urgent_seconds; it looks
+    # at the shared queue every deferred_poll_seconds. `soonest` is a window of deferred_soonest_seconds.
+    deferred_concurrency: int = 1
+    deferred_max_interactive: int = 0
+    deferred_urgent_seconds: float = 600.0
+    deferred_poll_seconds: float = 1.0
+    deferred_soonest_seconds: float = 900.0
     rate_limit_per_minute: float = 0.0  # per API key (or client address when open); 0 = off
     rate_limit_burst: int = 0  # bucket size; 0 = same as rate_limit_per_minute
     # Requests with a wrong API key allowed per client address (token bucket); past it -> 429 (0 = off).
@@ -166,6 +175,11 @@ class Config:
             raise ConfigError("lease_seconds and retention_seconds must be positive")
         if self.slow_reader_timeout_seconds < 0 or self.shutdown_grace_seconds < 0:
             raise ConfigError("slow_reader_timeout_seconds and shutdown_grace_seconds must not be negative")
+        if self.deferred_concurrency < 0 or self.deferred_max_interactive < 0 or self.deferred_urgent_seconds < 0:
+            raise ConfigError("deferred_concurrency, deferred_max_interactive and deferred_urgent_seconds must not "
+                              "be negative")
+        if self.deferred_poll_seconds <= 0 or self.deferred_soonest_seconds <= 0:
+            raise ConfigError("deferred_poll_seconds and deferred_soonest_seconds must be positive")
         if self.upstream_probe_seconds < 0:
             raise ConfigError("upstream_probe_seconds must not be negative")
         for spec in self.upstreams:
@@ -214,7 +228,11 @@ class Config:
         of ``upstream_options`` named exactly like the spec (``[upstream_options."http://127.0.0.1:8000/v1"]``)."""
         shared = {k: v for k, v in self.upstream_options.items() if not (isinstance(v, dict) and k in self.upstreams)}
         own = self.upstream_options.get(spec)
-        return {"model_size": self.model_size, **shared, **(own if isinstance(own, dict) else {})}
+        # The embedded model's prompt-prefix cache lives in the data directory unless configured (other upstream
+        # kinds ignore the option).
+        prefix_cache_dir = str(self.resolved_data_dir() / "prefix-cache")
+        return {"model_size": self.model_size, "prefix_cache_dir": prefix_cache_dir, **shared,
+                **(own if isinstance(own, dict) else {})}
 
     def shared_limits_url(self) -> str:
         """The Redis URL the shared limits use ("" when limits are per instance)."""

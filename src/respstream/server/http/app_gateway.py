@@ -27,9 +27,15 @@ from respstream.server.http.limits import RateLimiter, StreamGate
 from respstream.server.http.peer_limit import client_key
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.fair_share import charge_to
+from respstream.server.inputs.requests import parse_request
+from respstream.server.inputs.response_request import ResponseRequest
+from respstream.server.responses.deferred import DeferredWork
 from respstream.server.responses.responses_service import ResponseService
+from respstream.server.routing.affinity import affinity_key
 from respstream.server.routing.upstream_watch import UpstreamWatch, startup_warnings
 from respstream.server.store.base import Store
+from respstream.server.store.deferred_factory import open_deferred_queue
+from respstream.server.store.deferred_queue import MemoryDeferredQueue
 from respstream.server.store.memory import MemoryStore
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.health import HealthMonitor
@@ -73,6 +79,8 @@ class AppGateway:
         self.service: ResponseService | None = None
         self.components: Components | None = None
         self._expire_task: asyncio.Task[None] | None = None
+        self.deferred: DeferredWork | None = None  # background_options.completion_window (responses/deferred.py)
+        self._deferred_task: asyncio.Task[None] | None = None
         self.watch: UpstreamWatch | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------------------
@@ -96,23 +104,41 @@ class AppGateway:
         self.watch = UpstreamWatch(self.health, comps.store, comps.upstreams, comps.router,
                                    self.config.upstream_probe_seconds)
         self.service.upstream_state = self.watch.state
+        self.deferred = self._deferred_work(self.service, comps.store)
+        self._deferred_task = asyncio.create_task(self.deferred.run())
         await self._report_readiness()
         self.watch.start()
         try:
             yield
         finally:
             self._expire_task.cancel()
+            self._deferred_task.cancel()
             await self.watch.stop()
             await self.service.shutdown()
             for upstream in comps.upstreams:
                 with contextlib.suppress(Exception):
                     await upstream.aclose()
+            with contextlib.suppress(Exception):
+                await self.deferred.queue.aclose()
             if self.given.store is None:
                 await comps.store.aclose()
             if self.shared is not None:
                 with contextlib.suppress(Exception):
                     await self.shared.aclose()
             self.tracing.shutdown()
+
+    def _deferred_work(self, service: ResponseService, store: Store) -> DeferredWork:
+        """The deferred-work scheduler, its queue on the store background responses live in (in memory when the
+        whole store is)."""
+        queue = MemoryDeferredQueue() if isinstance(store, MemoryStore) else open_deferred_queue(
+            self.config.resolved_background_store())
+
+        def parse(body: dict[str, Any]) -> ResponseRequest:
+            req = parse_request(body, server_tool_names=service.tools.names(), dialect=service.dialect.name)
+            req.affinity = affinity_key({}, req.prompt_cache_key)
+            return req
+
+        return DeferredWork(service, queue, self.config, parse)
 
     async def _report_readiness(self) -> None:
         """Probe the store and upstreams once at startup: log what is down, and tell ``on_ready`` (the banner)."""

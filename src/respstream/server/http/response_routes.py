@@ -75,6 +75,13 @@ async def create(gw: AppGateway, request: Request) -> Response | EventStreamResp
     if stream and gw.gate.open >= gw.gate.limit:
         raise HTTPError(503, "too_many_streams", "Too many open streams; retry shortly.",
                         headers={"Retry-After": "1"})
+    if req.options.completion_window is not None and gw.deferred is not None:
+        # Deferred work: queued in the shared store, run by whichever instance has room (responses/deferred.py).
+        record = await gw.deferred.enqueue(body, req, owner)
+        if stream:
+            return await stream_response(gw, record.id, -1, foreground=False,
+                                         headers=[(b"x-response-id", record.id.encode())])
+        return JSONResponse(record.response, headers={"x-response-id": record.id})
     record, _ = await svc.start(req, owner=owner)
     # The id in a header, so a client whose connection drops inside the first event can still resume (or
     # cancel) a background response.
@@ -113,14 +120,16 @@ async def retrieve(gw: AppGateway, request: Request) -> Response | EventStreamRe
 
 async def cancel(gw: AppGateway, request: Request) -> Response:
     record = await gw._record(request)
-    await gw.svc.cancel(record.id)
+    if gw.deferred is None or not await gw.deferred.cancel_queued(record.id):  # (still queued: ended right there)
+        await gw.svc.cancel(record.id)
     final = await gw.svc.store.get(record.id)
     return JSONResponse((final or record).response)
 
 
 async def delete(gw: AppGateway, request: Request) -> Response:
     record = await gw._record(request)
-    await gw.svc.cancel(record.id)
+    if gw.deferred is None or not await gw.deferred.cancel_queued(record.id):
+        await gw.svc.cancel(record.id)
     await gw.svc.store.delete(record.id)
     return JSONResponse({"id": record.id, "object": "response.deleted", "deleted": True})
 

@@ -25,6 +25,7 @@ from respstream.server.inputs.prompt_cache import PromptCache, parse_prompt_cach
 from respstream.server.inputs.structured_output import TextFormat, parse_text_format
 
 __all__ = [
+    "COMPLETION_WINDOWS",
     "INCLUDE_VALUES",
     "REASONING_EFFORTS",
     "SERVICE_TIERS",
@@ -74,6 +75,7 @@ class RequestFields:
     include_obfuscation: bool | None = None
     prompt_cache: PromptCache = field(default_factory=PromptCache)  # read by the caches and provider adapters
     access_programs: dict[str, str] | None = None
+    completion_window: str | None = None  # background_options.completion_window: deferred work (responses/deferred)
 
     @property
     def logprobs(self) -> bool:
@@ -196,6 +198,31 @@ def _include(raw: Any) -> list[str]:
     return values
 
 
+COMPLETION_WINDOWS = ("soonest", "2h", "8h")
+
+
+def _completion_window(body: dict[str, Any]) -> str | None:
+    """``background_options``: ``completion_window`` queues a background response as deferred work (run when
+    interactive load leaves room, before its window ends); it needs ``background: true``, and 2h/8h need
+    ``stream: false`` (as OpenAI). ``continuation_id`` is refused: the gateway has nothing it could continue."""
+    options = _object(body.get("background_options"), "background_options")
+    if not options:
+        return None
+    _only_keys(options, "background_options", ("completion_window",))
+    window = options.get("completion_window")
+    if window is None:
+        return None
+    if not isinstance(window, str) or window not in COMPLETION_WINDOWS:
+        raise _bad(f"background_options.completion_window must be one of {', '.join(COMPLETION_WINDOWS)}",
+                   "background_options.completion_window")
+    if body.get("background") is not True:
+        raise _bad("background_options.completion_window needs background: true", "background_options")
+    if window != "soonest" and body.get("stream") is True:
+        raise _bad(f"background_options.completion_window {window!r} needs stream: false (retrieve the response, "
+                   "or stream it with GET /v1/responses/{id}?stream=true once it runs)", "stream")
+    return window
+
+
 def parse_fields(body: dict[str, Any]) -> RequestFields:
     """Validate the option fields of a decoded request body. Raises :class:`HTTPError` (400) naming the field."""
     if body.get("prompt") is not None:
@@ -239,4 +266,5 @@ def parse_fields(body: dict[str, Any]) -> RequestFields:
         include_obfuscation=obfuscation,
         prompt_cache=parse_prompt_cache(body),
         access_programs=parse_access_programs(body.get("access_programs")),
+        completion_window=_completion_window(body),
     )

@@ -47,9 +47,17 @@ from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.metrics import Metrics
 from respstream.server.telemetry.response import ResponseTelemetry
 
-__all__ = ["ResponseService", "Running"]
+__all__ = ["QueuedStart", "ResponseService", "Running"]
 
 log = logging.getLogger("respstream.server")
+
+@dataclass(slots=True, frozen=True)
+class QueuedStart:
+    """A deferred response starting under its queued id and creation time (its log goes to ``local`` first)."""
+
+    response_id: str
+    created_at: float
+
 
 @dataclass(slots=True)
 class Running:
@@ -89,6 +97,11 @@ class ResponseService:
         # The gateway's last health report of an upstream by name (telemetry/health.py), or None before one.
         self.upstream_state: Callable[[str], dict[str, Any] | None] | None = None
 
+    @property
+    def closing(self) -> bool:
+        """True once shutdown began (new responses get 503)."""
+        return self._closing
+
     # -- create ----------------------------------------------------------------------------------------------------
     async def context(self, req: ResponseRequest, owner: str | None, local: Store | None = None) -> list[InputItem]:
         return await request_context(self.store, self.config, req, owner, local)
@@ -98,22 +111,24 @@ class ResponseService:
         return await route_request(req, router=self.router, catalog=self.catalog, tracing=self.tracing)
 
     async def start(self, req: ResponseRequest, *, owner: str | None,
-                    local: Store | None = None) -> tuple[ResponseRecord, Running]:
+                    local: Store | None = None, queued: QueuedStart | None = None) -> tuple[ResponseRecord, Running]:
         """Create and start a response. Raises :class:`HTTPError` (400 model/previous id, 503 store/shutdown).
 
         ``local``: a WebSocket connection's own store. A ``store: false`` response is written there only (gone
-        when the socket closes) and ``previous_response_id`` is looked up there first."""
-        if req.ignored_fields:
+        when the socket closes) and ``previous_response_id`` is looked up there first. ``queued``: a deferred
+        response taken from the queue (responses/deferred.py) starts under its own id, its log in ``local`` (the
+        scheduler publishes it to the shared store)."""
+        if req.ignored_fields and queued is None:
             self.report_ignored(req, "websocket" if local is not None else "http")
         if self._closing:
             raise HTTPError(503, "server_shutdown", "The server is shutting down.", headers={"Retry-After": "1"})
-        if req.background and self.background_running() >= self.config.max_background_responses:
+        if queued is None and req.background and self.background_running() >= self.config.max_background_responses:
             # Background work outlives its request, so the stream limit does not bound it: this does.
             raise HTTPError(429, "too_many_background_responses",
                             f"{self.config.max_background_responses} background responses are already running "
                             "(max_background_responses); retry when one has finished.", headers={"Retry-After": "5"})
         per_key = self.config.max_background_responses_per_key
-        if req.background and owner is not None and self.background_running(owner) >= per_key:
+        if queued is None and req.background and owner is not None and self.background_running(owner) >= per_key:
             # One key must not take the whole background budget from every other key.
             raise HTTPError(429, "too_many_background_responses",
                             f"This API key already has {per_key} background responses running "
@@ -148,8 +163,8 @@ class ResponseService:
         if compaction is None:  # a compacting response is measured after its compaction
             await check_context(messages, limit=limit, max_output_tokens=req.max_output_tokens,
                                 upstream=decision.upstream, model_id=decision.model_id)
-        created = time.time()
-        rid = self.dialect.new_id("resp")
+        created = time.time() if queued is None else queued.created_at
+        rid = self.dialect.new_id("resp") if queued is None else queued.response_id
         response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
                                 defaults=sampling_defaults_of(getattr(decision, "upstream", None)))
         stored = record_request(parent=parent, base=base, store=req.store,
@@ -164,7 +179,7 @@ class ResponseService:
             request=stored,
             conversation_id=req.conversation_id,
         )
-        if local is not None and not req.store:
+        if local is not None and (not req.store or queued is not None):
             target: Store = local
         else:
             target = self.store.backend_for(record) if isinstance(self.store, SplitStore) else self.store

@@ -88,6 +88,19 @@ class Metrics:
                               registry=reg, **livesum)
         self.upstream_up = Gauge("respstream_upstream_up", "1 when the upstream is healthy, else 0.", ["upstream"],
                                  registry=reg, **livesum)
+        # The deferred-work queue is shared by every instance on the store: each reports the same numbers.
+        livemax: dict[str, Any] = {"multiprocess_mode": "livemax"} if self.multiprocess_dir else {}
+        self.deferred_depth = Gauge("respstream_deferred_queue_depth", "Deferred background responses "
+                                    "(background_options.completion_window) in the shared queue: waiting, or taken "
+                                    "by an instance.", ["state"], registry=reg, **livemax)
+        self.deferred_oldest = Gauge("respstream_deferred_queue_oldest_wait_seconds", "How long the longest-waiting "
+                                     "deferred response has waited (0: none waits).", registry=reg, **livemax)
+        self.deferred_slack = Gauge("respstream_deferred_queue_least_slack_seconds", "Seconds until the nearest "
+                                    "completion window of a waiting deferred response ends (negative: past it).",
+                                    registry=reg, **livemax)
+        self.deferred_runs = Counter("respstream_deferred_runs", "Deferred responses this instance took from the "
+                                     "queue, by outcome (ran, took_over, expired, dropped).", ["outcome"],
+                                     registry=reg)
 
     # -- recording -------------------------------------------------------------------------------------------------
     def _child(self, metric: Any, *labels: str) -> Any:
@@ -166,6 +179,15 @@ class Metrics:
     def set_running(self, n: int) -> None:
         self.running_generations.set(n)
 
+    def set_deferred(self, *, waiting: int, taken: int, oldest_wait: float, least_slack: float | None) -> None:
+        self._child(self.deferred_depth, "waiting").set(waiting)
+        self._child(self.deferred_depth, "taken").set(taken)
+        self.deferred_oldest.set(oldest_wait)
+        self.deferred_slack.set(least_slack if least_slack is not None else 0.0)
+
+    def deferred_run(self, outcome: str) -> None:
+        self._child(self.deferred_runs, outcome).inc()
+
     def set_health(self, *, store_ok: bool | None = None, upstreams: dict[str, bool] | None = None) -> None:
         if store_ok is not None:
             self.store_up.set(1 if store_ok else 0)
@@ -223,6 +245,12 @@ class NoMetrics(Metrics):
         pass
 
     def set_running(self, n: int) -> None:
+        pass
+
+    def set_deferred(self, *, waiting: int, taken: int, oldest_wait: float, least_slack: float | None) -> None:
+        pass
+
+    def deferred_run(self, outcome: str) -> None:
         pass
 
     def set_health(self, *, store_ok: bool | None = None, upstreams: dict[str, bool] | None = None) -> None:

@@ -63,6 +63,7 @@ class _WireChunk(msgspec.Struct):
     choices: list[_WireChoice] | None = None
     usage: dict[str, Any] | None = None
     error: Any = None
+    timings: dict[str, Any] | None = None  # llama.cpp's: cache_n is the prompt tokens it reused from its KV cache
 
 
 # Typed decoding builds only the fields above (no dicts for the ignored ``id``/``model``/``object``...). A chunk of
@@ -136,6 +137,13 @@ def usage_from(usage: Any, input_key: str, output_key: str) -> Usage | None:
     )
 
 
+def _with_cache_n(usage: Usage, timings: dict[str, Any]) -> Usage:
+    """``usage`` with llama.cpp's ``timings.cache_n`` as its cached tokens: llama.cpp builds older than its
+    ``prompt_tokens_details`` report what they reused from the KV cache only there. Never more than the prompt."""
+    cache_n = min(_int(timings.get("cache_n")), usage.input_tokens)
+    return msgspec.structs.replace(usage, cached_tokens=cache_n) if cache_n else usage
+
+
 def map_usage(usage: Any) -> Usage | None:
     """Chat Completions ``usage`` -> :class:`Usage` (prompt -> input, completion -> output, details kept)."""
     return usage_from(usage, "prompt_tokens", "completion_tokens")
@@ -180,6 +188,8 @@ class ChunkTranslator:
         if chunk.usage is not None:
             usage = map_usage(chunk.usage)
             if usage is not None:
+                if not usage.cached_tokens and chunk.timings is not None:
+                    usage = _with_cache_n(usage, chunk.timings)
                 self._usage = usage
         choices = chunk.choices
         if not choices:
@@ -348,9 +358,10 @@ class ChunkTranslator:
                 )
             wire_choices = [_WireChoice(delta=delta, finish_reason=_text(choice.get("finish_reason")),
                                         logprobs=choice.get("logprobs"))]
-        usage = data.get("usage")
+        usage, timings = data.get("usage"), data.get("timings")
         return _WireChunk(
-            choices=wire_choices, usage=usage if isinstance(usage, dict) else None, error=data.get("error")
+            choices=wire_choices, usage=usage if isinstance(usage, dict) else None, error=data.get("error"),
+            timings=timings if isinstance(timings, dict) else None,
         )
 
     def finish(self) -> list[Chunk]:

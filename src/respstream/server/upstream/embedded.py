@@ -26,12 +26,14 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import re
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
-from respstream.server.upstream.base import Chunk, GenerationRequest, UpstreamError
+from respstream.server.upstream.base import Chunk, Finish, GenerationRequest, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat_wire import build_request_body
 from respstream.server.upstream.gguf_meta import model_id_of
 from respstream.server.upstream.model_catalog import (
     DEFAULT_MODEL_SIZE,
@@ -43,9 +45,12 @@ from respstream.server.upstream.model_catalog import (
 from respstream.server.upstream.model_catalog import locate_model as _locate_size
 from respstream.server.upstream.model_ids import readable_model_id
 from respstream.server.upstream.sampling import SamplingDefaults
+from respstream.server.upstream.slot_cache import SlotCache
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
+    "DEFAULT_PREFIX_CACHE_BYTES",
+    "DEFAULT_PREFIX_CACHE_MIN_TOKENS",
     "DEFAULT_SAMPLING",
     "EMBEDDED_MODEL_ID",
     "EmbeddedModelMissing",
@@ -61,6 +66,10 @@ DEFAULT_MAX_OUTPUT_TOKENS = 1024
 # llama.cpp sampling defaults for the embedded model (a request's own temperature wins). A mild repetition penalty
 # over the last 256 tokens keeps small models out of loops without bending facts; low temperature keeps answers close
 # to the tool results they are given.
+# The prompt-prefix cache on disk (slot_cache.py): 2 GiB holds ~12 of Codex's ~6,000-token prompts on the large
+# model (~28 KiB of KV cache a token); prompts shorter than 1,024 tokens read in seconds and are not saved.
+DEFAULT_PREFIX_CACHE_BYTES = 2 << 30
+DEFAULT_PREFIX_CACHE_MIN_TOKENS = 1024
 DEFAULT_SAMPLING: dict[str, Any] = {"temperature": 0.2, "repeat_penalty": 1.1, "repeat_last_n": 256}
 _FALLBACK_IDS = {"small": EMBEDDED_MODEL_ID, "medium": "qwen2.5-coder-0.5b-instruct",
                  "large": "qwen2.5-coder-1.5b-instruct"}
@@ -97,11 +106,13 @@ def embedded_model_id(model_size: str) -> str:
 
 
 def _start_server(
-    model_path: Path, n_ctx: int, n_parallel: int, n_threads: int | None, poll: int | None, aliases: list[str]
+    model_path: Path, n_ctx: int, n_parallel: int, n_threads: int | None, poll: int | None, aliases: list[str],
+    slot_save_path: Path | None = None,
 ) -> tuple[Any, str]:
     """Start llama.cpp's HTTP server in-process (blocking: loads the model). Returns (server, base address).
 
     ``aliases`` are the model ids llama.cpp reports and answers to (it would otherwise use the GGUF file path).
+    ``slot_save_path``: the directory llama.cpp's slot save/restore reads and writes (None: slot files off).
     """
     try:
         import xllamacpp
@@ -116,6 +127,10 @@ def _start_server(
     params.ui = False
     params.model_alias = set(aliases)
     params.verbosity = -1  # llama.cpp logs every request to stderr otherwise
+    params.endpoint_metrics = True  # its own /metrics: prompt tokens and seconds (how fast prompts are read)
+    if slot_save_path is not None:
+        # llama.cpp joins this and the file name by plain concatenation: the separator must be there.
+        params.slot_save_path = str(slot_save_path) + os.sep
     if not n_threads:
         # One core stays free for the gateway's event loop: on a 2-core machine two llama.cpp threads competing with
         # the HTTP side measured 10x slower than one (see docs/benchmarks.md).
@@ -147,7 +162,10 @@ class EmbeddedUpstream:
     request sets none), ``sampling`` (extra llama.cpp body fields, see :data:`DEFAULT_SAMPLING`), ``loop_guard`` and
     ``text_tool_calls`` (see :class:`ChatCompletionsUpstream`); ``offer_server_tools`` (default false: the
     pipeline runs the gateway's tools by grounding instead of offering them to the model); ``list_sources`` (default
-    true: an answer that cites none of its web_search results gets a ``Sources:`` line naming them). Extra API:
+    true: an answer that cites none of its web_search results gets a ``Sources:`` line naming them). Prompt-prefix
+    cache (upstream/slot_cache.py): ``prefix_cache_dir`` (None: off; the gateway's config turns it on under its data
+    directory), ``prefix_cache_max_bytes`` (disk budget, least recently used states deleted past it) and
+    ``prefix_cache_min_tokens`` (shorter prompts are not saved). Extra API:
     ``await start()``, ``available()``,
     ``address`` (the llama.cpp server URL once started).
     """
@@ -181,12 +199,17 @@ class EmbeddedUpstream:
         offer_server_tools: bool = False,
         list_sources: bool = True,
         api: str = "chat",
+        prefix_cache_dir: str | os.PathLike[str] | None = None,
+        prefix_cache_max_bytes: int = DEFAULT_PREFIX_CACHE_BYTES,
+        prefix_cache_min_tokens: int = DEFAULT_PREFIX_CACHE_MIN_TOKENS,
     ) -> None:
         spec = spec_for(model_size)  # ValueError naming the sizes for a typo
         if max_output_tokens is not None and max_output_tokens < 1:
             raise ValueError("max_output_tokens must be at least 1 (or None for no default cap)")
         if api not in ("chat", "responses", "anthropic"):
             raise ValueError(f"api must be 'chat', 'responses' or 'anthropic', not {api!r}")
+        if prefix_cache_max_bytes < 0 or prefix_cache_min_tokens < 1:
+            raise ValueError("prefix_cache_max_bytes must not be negative and prefix_cache_min_tokens must be >= 1")
         # which of llama.cpp's APIs the gateway talks to: /chat/completions, its own /responses or /v1/messages
         self.api = api
         self.name = name
@@ -226,6 +249,12 @@ class EmbeddedUpstream:
             "loop_guard": loop_guard,
             "text_tool_calls": text_tool_calls,
         }
+        # The prompt-prefix cache (upstream/slot_cache.py): llama.cpp slot states saved under this directory (a
+        # folder per model), on the Chat Completions path only (llama.cpp's /v1/responses takes no id_slot).
+        self.prefix_cache_dir = Path(prefix_cache_dir) if prefix_cache_dir and api == "chat" else None
+        self.prefix_cache_max_bytes = prefix_cache_max_bytes
+        self.prefix_cache_min_tokens = prefix_cache_min_tokens
+        self.slots: SlotCache | None = None
         self._server: Any = None
         self._adapter: ChatCompletionsUpstream | None = None  # or its ResponsesNativeUpstream subclass
         self._lock: asyncio.Lock | None = None
@@ -259,9 +288,20 @@ class EmbeddedUpstream:
                     )
             else:
                 path = await asyncio.to_thread(_locate_size, self.model_size)
+            cache_dir = None
+            if self.prefix_cache_dir is not None:
+                cache_dir = self.prefix_cache_dir / re.sub(r"[^A-Za-z0-9._-]", "_", self.models[0])
+                await asyncio.to_thread(cache_dir.mkdir, parents=True, exist_ok=True)
             self._server, self.address = await asyncio.to_thread(
-                _start_server, path, self.n_ctx, self.n_parallel, self.n_threads, self.poll, self.models
+                _start_server, path, self.n_ctx, self.n_parallel, self.n_threads, self.poll, self.models, cache_dir
             )
+            if cache_dir is not None:
+                slots = SlotCache(str(self.address), self.n_parallel, directory=cache_dir,
+                                  max_bytes=self.prefix_cache_max_bytes, min_tokens=self.prefix_cache_min_tokens,
+                                  wait_timeout=self._adapter_options["queue_timeout"]
+                                  + self._adapter_options["idle_timeout"])
+                await slots.open()
+                self.slots = slots
             adapter_class = ChatCompletionsUpstream
             options = self._adapter_options
             if self.api == "responses":
@@ -286,8 +326,22 @@ class EmbeddedUpstream:
         assert self._adapter is not None
         if request.max_output_tokens is None and self.max_output_tokens is not None:
             request.max_output_tokens = self.max_output_tokens
-        async for chunk in self._adapter.generate(request):
-            yield chunk
+        slots = self.slots
+        if slots is None:
+            async for chunk in self._adapter.generate(request):
+                yield chunk
+            return
+        body = build_request_body(request, model=self._adapter.upstream_model_id(request.model))
+        key = request.options.get("prompt_cache_key")
+        lease = await slots.acquire(request, body, key if isinstance(key, str) else None)
+        try:
+            async for chunk in self._adapter.generate(request):
+                if isinstance(chunk, Finish):
+                    lease.usage = chunk.usage
+                yield chunk
+        finally:
+            request.options.pop("id_slot", None)  # (llama.cpp's own field: not for an upstream failed over to)
+            slots.release(lease)
 
     async def count_tokens(self, messages: list[dict[str, Any]], extra_text: str = "") -> int | None:
         """Prompt tokens by the embedded model's own tokenizer (llama.cpp ``/apply-template`` + ``/tokenize``)."""
@@ -296,6 +350,9 @@ class EmbeddedUpstream:
         return await self._adapter.count_tokens(messages, extra_text)
 
     async def aclose(self) -> None:
+        slots, self.slots = self.slots, None
+        if slots is not None:
+            await slots.aclose()  # (pending saves finish first: llama.cpp is still up)
         adapter, self._adapter = self._adapter, None
         if adapter is not None:
             await adapter.aclose()
