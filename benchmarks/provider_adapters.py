@@ -1,17 +1,21 @@
-"""Anthropic Messages upstream vs Chat Completions upstream: CPU per event of the gateway's adapter, in one process.
+"""The provider adapters vs the Chat Completions adapter: CPU per token of the gateway's adapters, in one process.
 
-Both adapters read the same answer (N text tokens, then the stop and usage) from the SIMULATED upstream of
-``native_upstream.py`` (an in-process stand-in for the lean HTTP client handing over one upstream event per
-``read()``, as a live server writes tokens; no network, so only the adapters' own work is timed, interleaved in the
-same run):
+Every adapter reads the same answer (N text tokens, then the stop and usage) from the SIMULATED upstream of
+``native_upstream.py`` (an in-process stand-in for the lean HTTP client handing over K upstream events a ``read()``;
+no network, so only the adapters' own work is timed), on the same event loop, interleaved in the same run, the order
+of the sides reversed every other run:
 
 * ``chat``      — ``ChatCompletionsUpstream.generate`` over ``/chat/completions`` chunks (the named peer);
 * ``anthropic`` — ``AnthropicUpstream.generate`` over a ``/v1/messages`` stream in the API's shapes (``event:``
-                  lines, ``message_start``, ``content_block_*``, ``ping``, ``message_delta``, ``message_stop``).
+                  lines, ``message_start``, ``content_block_*``, ``ping``, ``message_delta``, ``message_stop``);
+* ``gemini``    — ``GeminiUpstream.generate`` over ``streamGenerateContent?alt=sse`` chunks shaped as Gemini writes
+                  them (CRLF framing, ``usageMetadata``, ``modelVersion`` and ``responseId`` in every chunk);
+* ``floor``     — the stand-in handing over the Gemini bytes, nothing parsed.
 
-The goal (issue 39) is ``anthropic / chat <= 1.2``. ``--per-read K`` groups K events to a read.
+Goal (issue 39): ``anthropic / chat <= 1.2`` and ``gemini / chat <= 1.2``. ``--per-read K`` groups K events to a read
+(1: a live model's token a read; 16: a gateway busier than its upstream).
 
-Run: ``.venv/bin/python benchmarks/provider_adapters.py [--events N] [--runs R] [--per-read K]``.
+Run: ``.venv/bin/python benchmarks/provider_adapters.py [--events N] [--runs R] [--per-read K] [--sides ...]``.
 """
 
 from __future__ import annotations
@@ -21,12 +25,16 @@ import asyncio
 import json
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from native_upstream import _attach, _generate, chat_reads, grouped
+from native_upstream import _attach, _generate, _ReplayHTTP, chat_reads, grouped  # (the same folder: the stand-in)
 
 from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.gemini import GeminiUpstream
+
+SIDES = ("floor", "chat", "anthropic", "gemini")
 
 
 def messages_reads(n: int) -> list[bytes]:
@@ -49,36 +57,74 @@ def messages_reads(n: int) -> list[bytes]:
     return out
 
 
-async def measure(events: int, runs: int, per_read: int = 1) -> dict[str, float]:
+def gemini_reads(n: int) -> list[bytes]:
+    """A Gemini stream of ``n`` text tokens (`` w0``, `` w1``...), one chunk a read, cumulative usage in each."""
+    reads = []
+    for i in range(n + 1):
+        candidate: dict[str, object] = {"content": {"parts": [{"text": f" w{i}"}] if i < n else [{"text": ""}],
+                                                    "role": "model"}, "index": 0}
+        if i == n:
+            candidate["finishReason"] = "STOP"
+        chunk = {"candidates": [candidate], "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": i,
+                                                              "totalTokenCount": 5 + i},
+                 "modelVersion": "gemini-2.5-flash", "responseId": "EXCPatOAKMrQjMcPteHVmQo"}
+        reads.append(b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\r\n\r\n")
+    return reads
+
+
+async def measure(events: int, runs: int, per_read: int = 1, sides: tuple[str, ...] = SIDES) -> dict[str, float]:
+    """Median CPU per token of each side (microseconds)."""
     chat = ChatCompletionsUpstream("http://replay.invalid/v1", name="chat", models=["m"])
     _attach(chat, grouped(chat_reads(events), per_read))
     anthropic = AnthropicUpstream("http://replay.invalid", name="anthropic", models=["m"], api_key="unused")
     _attach(anthropic, grouped(messages_reads(events), per_read))
-    runners = {"chat": lambda: _generate(chat), "anthropic": lambda: _generate(anthropic)}
+    gemini = GeminiUpstream("http://replay.invalid", name="gemini", models=["m"], api_key="unused")
+    _attach(gemini, grouped(gemini_reads(events), per_read))
+    floor_client = _ReplayHTTP(grouped(gemini_reads(events), per_read))
+
+    async def floor() -> int:
+        response = await floor_client.post("http://replay.invalid/x", b"{}", {})
+        while await response.read():
+            pass
+        return 0
+
+    every: dict[str, Callable[[], Awaitable[int]]] = {
+        "floor": floor, "chat": lambda: _generate(chat), "anthropic": lambda: _generate(anthropic),
+        "gemini": lambda: _generate(gemini)}
+    runners = {name: every[name] for name in sides}
     for run in runners.values():  # warm up
         await run()
     cpu: dict[str, list[float]] = {name: [] for name in runners}
-    for n in range(runs):
-        order = list(runners.items()) if n % 2 == 0 else list(reversed(runners.items()))  # alternate the sides
+    for turn in range(runs):
+        order = list(runners.items()) if turn % 2 == 0 else list(reversed(runners.items()))  # sides alternate
         for name, run in order:
             started = time.process_time()
             await run()
             cpu[name].append(time.process_time() - started)
-    for upstream in (chat, anthropic):
+    for upstream in (chat, anthropic, gemini):
         await upstream.aclose()
     return {name: statistics.median(values) * 1e6 / events for name, values in cpu.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--events", type=int, default=2000)
+    parser.add_argument("--events", type=int, default=2000, help="text tokens per answer")
     parser.add_argument("--runs", type=int, default=15)
-    parser.add_argument("--per-read", type=int, default=1)
+    parser.add_argument("--per-read", type=int, default=1,
+                        help="upstream events a read (1: a live model's token a read; 16: a busy gateway's reads)")
+    parser.add_argument("--sides", default=",".join(SIDES), help=f"which sides (default {','.join(SIDES)})")
     args = parser.parse_args()
-    result = asyncio.run(measure(args.events, args.runs, args.per_read))
-    for name, micros in result.items():
-        print(f"{name:10s} {micros:7.2f} us CPU/event")
-    print(f"anthropic / chat = {result['anthropic'] / result['chat']:.2f}x")
+    sides = tuple(side for side in args.sides.split(",") if side)
+    if "chat" not in sides or not set(sides) <= set(SIDES):
+        parser.error(f"--sides: a comma-separated subset of {','.join(SIDES)} with chat (the peer)")
+    per = asyncio.run(measure(args.events, args.runs, args.per_read, sides))
+    print(f"{args.events} text tokens per answer, {args.per_read} events a read, {args.runs} runs, "
+          "CPU per token (median run):")
+    for name, micros in per.items():
+        print(f"  {name:10s} {micros:6.2f} us")
+    for name in ("anthropic", "gemini"):
+        if name in per:
+            print(f"{name} / chat = {per[name] / per['chat']:.2f}   (goal <= 1.20)")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,11 @@
 
 How this works: a read made only of whole ``data: {json}`` events in Gemini's CRLF framing (nearly every read: one
 chunk a read) is split directly. A chunk that is only answer text (one candidate, bare text parts, no finish: the
-bulk of a stream) is decoded into small typed structs that refuse anything else, its usage kept undecoded until the
-end (:meth:`~.stream.GeminiStream.feed_text`); any other chunk is decoded as JSON and fed whole. Anything else (a
-read cut inside an event, LF or CR framing, comments, multi-line data) goes through the protocol core's WHATWG SSE
-decoder, which keeps the unfinished event for the next read. The state machine names what is wrong with an event.
+bulk of a stream) is decoded into small typed structs that refuse anything else (every value decoded, none skipped:
+the lane accepts exactly what the full path accepts; :meth:`~.stream.GeminiStream.feed_text`); any other chunk is
+decoded as JSON and fed whole. Anything else (a read cut inside an event, LF or CR framing, comments, multi-line
+data) goes through the protocol core's WHATWG SSE decoder, which keeps the unfinished event for the next read. The
+state machine names what is wrong with an event.
 """
 
 from __future__ import annotations
@@ -23,9 +24,6 @@ __all__ = ["GeminiBody"]
 _EVENT_END: Final = b"\r\n\r\n"
 _BETWEEN: Final = b"\r\n\r\ndata: "
 _decode = msgspec.json.decode
-
-
-_ABSENT: Final = msgspec.Raw(b"")
 
 
 class _TextPart(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -46,9 +44,11 @@ class _TextChunk(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A chunk of answer text only; any other field (a finish, a thought, a call, an error) refuses it."""
 
     candidates: list[_TextCandidate]
-    usageMetadata: msgspec.Raw = _ABSENT
-    modelVersion: msgspec.Raw = _ABSENT  # (named so the struct takes chunks that carry them; not used, not decoded)
-    responseId: msgspec.Raw = _ABSENT
+    # Decoded, never skipped as msgspec.Raw: skipping a value checks neither its UTF-8 nor its numbers' range, and
+    # this lane must refuse exactly what the full decoder refuses (tests/providers/gemini/test_lanes.py).
+    usageMetadata: Any = None
+    modelVersion: Any = None  # (named so the struct takes chunks that carry them; not used)
+    responseId: Any = None
 
 
 _text_chunk = msgspec.json.Decoder(_TextChunk).decode
@@ -60,7 +60,7 @@ def _feed_all(stream: GeminiStream, payloads: list[bytes]) -> list[Chunk]:
     event decoded and fed whole."""
     out: list[Chunk] = []
     texts: list[str] = []
-    usage: msgspec.Raw | None = None
+    usage: dict[str, Any] | None = None
     taken = 0
     for payload in payloads:
         if stream.text_lane:
@@ -72,7 +72,8 @@ def _feed_all(stream: GeminiStream, payloads: list[bytes]) -> list[Chunk]:
                 for part in chunk.candidates[0].content.parts:
                     if part.text:
                         texts.append(part.text)
-                usage = chunk.usageMetadata or usage
+                if chunk.usageMetadata.__class__ is dict:  # (as feed: a usage that is no object is ignored)
+                    usage = chunk.usageMetadata
                 taken += 1
                 continue
         if taken:

@@ -87,8 +87,7 @@ class GeminiStream:
         self._keys = 0
         self._reasoning: _Reasoning | None = None
         self._calls = 0
-        # the last usageMetadata (read at the end: it is cumulative); as undecoded JSON from feed_text
-        self._usage: dict[str, Any] | msgspec.Raw | None = None
+        self._usage: dict[str, Any] | None = None  # the last usageMetadata (read at the end: it is cumulative)
         self._chunks = 0
 
     # -- the API ---------------------------------------------------------------------------------------------------
@@ -137,10 +136,10 @@ class GeminiStream:
         """Whether :meth:`feed_text` may take the next chunk (no thought item open, not ended)."""
         return self._reasoning is None and not self.done
 
-    def feed_text(self, texts: list[str], usage: msgspec.Raw | None, events: int = 1) -> list[Chunk]:
+    def feed_text(self, texts: list[str], usage: dict[str, Any] | None, events: int = 1) -> list[Chunk]:
         """What :meth:`feed` gives for ``events`` chunks of bare text parts and no finish (gemini/reads.py decodes
-        those typed, the last usage left undecoded), as one :class:`TextRun` when they hold several texts: only when
-        :attr:`text_lane`."""
+        those typed; ``usage``: the last usage object among them), as one :class:`TextRun` when they hold several
+        texts: only when :attr:`text_lane`."""
         self._chunks += events
         if usage is not None:
             self._usage = usage
@@ -247,12 +246,7 @@ class GeminiStream:
             self._fail(f"the model stopped with finishReason {reason}")
             return out
         usage = self._usage
-        if usage.__class__ is msgspec.Raw:
-            try:
-                usage = msgspec.json.decode(usage)  # type: ignore[arg-type]
-            except msgspec.DecodeError:
-                usage = None
-        out.append(Finish(finish, usage=_usage(usage) if isinstance(usage, dict) else None))
+        out.append(Finish(finish, usage=_usage(usage) if usage is not None else None))
         return out
 
     def fail_input(self, message: str) -> None:
