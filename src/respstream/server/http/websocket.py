@@ -35,6 +35,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from respstream.server.endpoints.gateway import Gateway
 from respstream.server.events.frames import reader_terminal_data
+from respstream.server.http import socket_reclaim
 from respstream.server.http.sse_response import COALESCE_BYTES, EventStreamResponse
 from respstream.server.http.web_security import check_open_websocket
 from respstream.server.http.websocket_limits import (
@@ -76,6 +77,7 @@ def _socket_stream_fields(body: dict[str, Any]) -> None:
                         "on the socket streams); send true or leave it out.", param="stream")
     raise HTTPError(400, "invalid_type", "stream must be a boolean", param="stream")
 _CLOSED = object()  # queued by the reader when the peer went away
+_RECLAIMED = object()  # queued when the connection guard needs this idle socket's slot (socket_reclaim.py)
 # Why a connection that queued too much is closed (code, reason), by the limit it broke.
 _QUEUE_FULL = {
     "count": (1008, "too many messages queued (websocket_max_queued_messages)"),
@@ -209,11 +211,18 @@ class _Connection:
         try:
             while True:
                 wait, expired = wait_limit(self.gw.config, time.monotonic() - self.opened)
+                if self.queue.empty():  # idle: the connection guard may reclaim it under pressure
+                    socket_reclaim.idle(self.ws.scope, lambda: self.queue.put_nowait(_RECLAIMED))
                 try:
                     async with asyncio.timeout(wait):
                         raw = await self.queue.get()
                 except TimeoutError:  # idle too long, or too old while idle: close it, saying why
                     await self._close_with(expired, 1000)
+                    return
+                finally:
+                    socket_reclaim.busy(self.ws.scope)
+                if raw is _RECLAIMED:
+                    await self._close_with(socket_reclaim.reclaimed_error(), socket_reclaim.RECLAIM_CODE)
                     return
                 if raw is _CLOSED or self.gone:
                     return
