@@ -112,15 +112,20 @@ def _probe(url: str, seconds: float) -> tuple[int, int]:
     return answered, failed
 
 
-@pytest.mark.parametrize("stack", ["pure", "auto"])
-def test_healthz_answers_while_a_thousand_addresses_hold_one_slow_head_each(tmp_path: Path, stack: str) -> None:
-    with Gateway(tmp_path, max_connections=100, http_stack=stack) as gw, SpreadSlowloris(gw.port) as attack:
+@pytest.mark.parametrize("case", ["pure", "auto", "workers"])
+def test_healthz_answers_while_a_thousand_addresses_hold_one_slow_head_each(tmp_path: Path, case: str) -> None:
+    settings: dict[str, Any] = {"max_connections": 100, "http_stack": "auto" if case == "workers" else case}
+    args: tuple[str, ...] = ()
+    if case == "workers":  # each worker has its own pool and its own fairness
+        args = ("--workers", "2")
+        settings.update(store=f"sqlite:///{tmp_path}/responses.db", data_dir=str(tmp_path / "data"))
+    with Gateway(tmp_path, *args, **settings) as gw, SpreadSlowloris(gw.port) as attack:
         deadline = time.monotonic() + 20
         while attack.opened < 300 and time.monotonic() < deadline:  # the pool is full of half-sent heads
             time.sleep(0.1)
         answered, failed = _probe(gw.url, 5.0)
         opened = attack.opened
-    print(f"{stack}: /healthz {answered} answered, {failed} failed; the attackers opened {opened}")
+    print(f"{case}: /healthz {answered} answered, {failed} failed; the attackers opened {opened}")
     assert opened >= 300, opened
     assert answered >= 5 and failed == 0, (answered, failed)
 
