@@ -211,6 +211,24 @@ def test_fair_share_rules() -> None:
     assert [capped.enter("a", i, pool_full=False)[0] for i in range(3)] == [True, True, False]
 
 
+def test_an_authenticated_websocket_counts_for_its_key() -> None:
+    peers = PeerConnections(capacity=8)
+    for n in range(4):  # four clients, one connection each, waiting longest (idle keep-alive connections)
+        peers.enter(f"192.0.2.{n}", f"c{n}", pool_full=False)
+        peers.waiting(f"192.0.2.{n}", f"c{n}")
+    for n in range(4):  # one key's idle sockets from four addresses...
+        peers.enter(f"10.0.0.{n}", f"ws{n}", pool_full=False)
+        peers.waiting(f"10.0.0.{n}", f"ws{n}")
+        peers.rekey(f"ws{n}", f"10.0.0.{n}", "key:k1")  # ...its session knew its key
+    assert len(peers._open["key:k1"]) == 4 and "10.0.0.1" not in peers._open
+    # The key holds 4 of 8 slots with 5 clients (fair share 1.6): its longest-idle socket gives way first, before
+    # the connections of smaller clients that have waited longer (by address alone, c0 would have).
+    assert peers.enter("198.51.100.1", "new", pool_full=True) == (True, "ws0")
+    peers.leave("key:k1", "ws0")
+    peers.rekey("ws1", "key:k1", "key:k1")  # idempotent
+    assert len(peers._open["key:k1"]) == 3 and list(peers._waiting)[:5] == ["c0", "c1", "c2", "c3", "ws1"]
+
+
 def test_ipv6_is_aggregated_by_48_when_crowded() -> None:
     peers = PeerConnections(capacity=100, ipv6_subnets=4)
     keys = [peers.key_for(f"2001:db8:0:{n:x}::1") for n in range(10)]

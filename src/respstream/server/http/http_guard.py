@@ -87,8 +87,7 @@ class _ReadDeadline:
         socket_reclaim.track(peername, self, key, peers)  # its session says when it idles (reclaimable)
 
         def connection_lost(exc: Exception | None) -> None:
-            socket_reclaim.forget(peername)
-            peers.leave(key, self)
+            peers.leave(socket_reclaim.forget(peername) or key, self)  # its API key's client, once its session knew
             ended(exc)
 
         protocol.connection_lost = connection_lost  # type: ignore[method-assign]

@@ -22,7 +22,8 @@ A client is its IPv4 address; an IPv6 address is counted by its /64 (one host ro
 its /48 once ``ipv6_subnets`` /64s of that /48 hold connections (a /48 is 65,536 /64s: one site, one client).
 Addresses in ``trusted_proxies`` are not counted: behind a reverse proxy every client arrives from the proxy's
 address, and the proxy is the one to limit them. Connections are accepted before any request is read, so a
-client is an address block here, never an API key (the per-key limits act on requests: docs/security.md).
+client is an address block, until an upgraded WebSocket's session knows its API key: from then on the socket
+counts for its key (:meth:`PeerConnections.rekey`), so one key's sockets from many addresses are one client.
 """
 
 from __future__ import annotations
@@ -162,8 +163,22 @@ class PeerConnections:
     def is_waiting(self, conn: Hashable) -> bool:
         return conn in self._waiting
 
+    def rekey(self, conn: Hashable, old: str, new: str) -> None:
+        """Count ``conn`` for client ``new`` from now on, keeping its place in the line of waiting connections
+        (an upgraded WebSocket once its session knows its API key: a key's sockets are one client, whatever their
+        addresses)."""
+        if old == new or not old or not new or conn not in self._open.get(old, ()):
+            return
+        self._drop(old, conn)
+        self._open.setdefault(new, {})[conn] = None
+        if conn in self._waiting:
+            self._waiting[conn] = new  # an existing key keeps its place in the dict's order
+
     def leave(self, key: str, conn: Hashable) -> None:
         self._waiting.pop(conn, None)
+        self._drop(key, conn)
+
+    def _drop(self, key: str, conn: Hashable) -> None:
         mine = self._open.get(key)
         if mine is None:
             return

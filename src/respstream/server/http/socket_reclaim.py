@@ -7,11 +7,12 @@ failing, for as long as the sockets lived (300 s) and again when they re-opened.
 How: the connection guard (http_guard.py), which counts the slots, knows a socket by its transport; the WebSocket
 session (http/websocket.py), which knows when its socket is idle, knows it by its ASGI scope. Both know the peer's
 ``(host, port)``. After an upgrade the guard :func:`track`\\ s the connection under it; while the session waits for
-its next message with nothing queued or running it is :func:`idle` (and gives the guard a way to close it),
-otherwise :func:`busy`. An idle socket is one of the connections making no progress in
-:class:`~respstream.server.http.peer_limit.PeerConnections`; when the pool is full and it is chosen to make room,
-:func:`reclaim` asks its session to close it: the spec's error event ``connection_reclaimed`` and close code 1013
-(try again later), so the client knows why and may reconnect. One process, one event loop: plain dicts.
+its next message with nothing queued or running it is :func:`idle` (and gives the guard a way to close it, and
+its API key: from then on the socket counts for the key, not its address), otherwise :func:`busy`. An idle socket
+is one of the connections making no progress in :class:`~respstream.server.http.peer_limit.PeerConnections`; when
+the pool is full and it is chosen to make room, :func:`reclaim` asks its session to close it: the spec's error
+event ``connection_reclaimed`` and close code 1013 (try again later), so the client knows why and may reconnect.
+One process, one event loop: plain dicts.
 """
 
 from __future__ import annotations
@@ -53,20 +54,26 @@ def track(peername: Any, conn: Hashable, key: str, peers: PeerConnections) -> No
         _by_conn[conn] = tracked
 
 
-def forget(peername: Any) -> None:
-    """The guard: the upgraded connection ended."""
+def forget(peername: Any) -> str | None:
+    """The guard: the upgraded connection ended. Returns the client it counted for last (None: not tracked)."""
     peer = _peer(peername)
     tracked = _by_peer.pop(peer, None) if peer is not None else None
-    if tracked is not None:
-        _by_conn.pop(tracked.conn, None)
+    if tracked is None:
+        return None
+    _by_conn.pop(tracked.conn, None)
+    return tracked.key
 
 
-def idle(scope: Mapping[str, Any], close: Callable[[], None]) -> None:
-    """The session: the socket waits for its next message with nothing to do; ``close()`` makes it close itself."""
+def idle(scope: Mapping[str, Any], close: Callable[[], None], owner: str | None = None) -> None:
+    """The session: the socket waits for its next message with nothing to do; ``close()`` makes it close itself.
+    ``owner``: the API key's owner id it authenticated with (from then on it counts for that key)."""
     peer = _peer(scope.get("client"))
     tracked = _by_peer.get(peer) if peer is not None else None
     if tracked is not None:
         tracked.close = close
+        if owner is not None and tracked.key != (by_key := f"key:{owner}"):
+            tracked.peers.rekey(tracked.conn, tracked.key, by_key)
+            tracked.key = by_key
         tracked.peers.waiting(tracked.key, tracked.conn)
 
 

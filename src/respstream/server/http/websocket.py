@@ -212,7 +212,7 @@ class _Connection:
             while True:
                 wait, expired = wait_limit(self.gw.config, time.monotonic() - self.opened)
                 if self.queue.empty():  # idle: the connection guard may reclaim it under pressure
-                    socket_reclaim.idle(self.ws.scope, lambda: self.queue.put_nowait(_RECLAIMED))
+                    socket_reclaim.idle(self.ws.scope, lambda: self.queue.put_nowait(_RECLAIMED), self.owner)
                 try:
                     async with asyncio.timeout(wait):
                         raw = await self.queue.get()
