@@ -211,6 +211,29 @@ def test_fair_share_rules() -> None:
     assert [capped.enter("a", i, pool_full=False)[0] for i in range(3)] == [True, True, False]
 
 
+def test_a_client_that_wasted_a_slot_takes_nobody_else_s_for_a_while() -> None:
+    peers = PeerConnections(capacity=3, penalty_seconds=30)
+    peers.enter("slow", "s0", pool_full=False, now=0)
+    peers.waiting("slow", "s0", fresh=True)  # a new connection whose head never comes
+    peers.enter("kept", "k0", pool_full=False, now=0)
+    peers.waiting("kept", "k0")  # an idle keep-alive connection: it served a request before
+    peers.enter("busy", "b0", pool_full=False, now=0)
+    assert peers.enter("new", "n0", pool_full=True, now=1) == (True, "s0")
+    peers.leave("slow", "s0")
+    # The slow client re-opens at once: while the pool is full it may not take anybody's slot...
+    assert peers.enter("slow", "s1", pool_full=True, now=2) == (False, None)
+    assert peers.enter("slow", "s1", pool_full=False, now=2) == (True, None)  # ...free room it still gets
+    peers.leave("slow", "s1")
+    assert peers.enter("other", "o0", pool_full=True, now=3) == (True, "k0")  # an idle keep-alive gives way...
+    peers.leave("kept", "k0")
+    peers.waiting("new", "n0", fresh=True)
+    assert peers.enter("kept", "k1", pool_full=True, now=4) == (True, "n0")  # ...and costs its client nothing
+    peers.leave("new", "n0")
+    assert peers.enter("slow", "s2", pool_full=True, now=31.5)[0] is False  # nobody waiting to replace
+    peers.waiting("other", "o0")
+    assert peers.enter("slow", "s2", pool_full=True, now=31.5) == (True, "o0")  # the penalty is over
+
+
 def test_an_authenticated_websocket_counts_for_its_key() -> None:
     peers = PeerConnections(capacity=8)
     for n in range(4):  # four clients, one connection each, waiting longest (idle keep-alive connections)

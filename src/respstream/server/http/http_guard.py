@@ -55,14 +55,14 @@ class _ReadDeadline:
         peer = transport.get_extra_info("peername")
         key = self.peers.key_for(peer[0] if isinstance(peer, tuple) and peer else None)
         admitted, victim = self.peers.enter(key, self, pool_full=len(self.connections) > self.max_connections,
-                                            replaceable=_not_closing)
+                                            replaceable=_not_closing, now=self.loop.time())
         if not admitted:
             transport.abort()  # over the cap (or this client's share): no request is read, nothing is logged
             return
         self._peer_key = key
         if isinstance(victim, _ReadDeadline):
             _make_room(victim, self.loop)
-        self._arm()
+        self._arm(fresh=True)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -92,12 +92,13 @@ class _ReadDeadline:
 
         protocol.connection_lost = connection_lost  # type: ignore[method-assign]
 
-    def _arm(self) -> None:
+    def _arm(self, *, fresh: bool = False) -> None:
+        """Arm the deadlines for the next request (``fresh``: the connection's first, nothing sent yet)."""
         self._disarm()
         if self.request_timeout > 0:
             self._read_deadline = self.loop.call_later(self.request_timeout, self._read_timed_out)
         self._reading_head = True
-        self.peers.waiting(self._peer_key, self)  # no progress until its head is in: it may make room for others
+        self.peers.waiting(self._peer_key, self, fresh=fresh)  # no progress until its head is in: it may give way
         if self.header_timeout > 0:
             self._head_deadline = self.loop.call_later(self.header_timeout, self._head_timed_out)
 

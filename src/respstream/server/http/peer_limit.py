@@ -16,6 +16,12 @@ WebSockets, which were never replaceable, blocked it too (M8). The rules now:
   lone client (a load test) can still use the whole pool, a well-behaved newcomer (it sends its head at once and
   then waits for nobody) is served, and a request or a WebSocket turn in progress is never cut. Only the
   ``SCAN`` longest-waiting connections are looked at, so a newcomer costs a bounded amount of work.
+- A client whose new connection was closed because its head never came (it wasted a slot: slowloris) may not take
+  anybody's slot for ``penalty_seconds`` (it is refused while the pool is full; it still gets room that is free).
+  Without this, 1,000 attacker addresses re-opening what was closed replaced the waiting line every ~0.1 s, and a
+  newcomer on a loaded machine could be replaced before its head arrived; now the line turns over at most once per
+  attacker address per ``penalty_seconds``. An idle keep-alive connection or WebSocket that gives way (it served a
+  request before) costs its client nothing.
 - ``max_connections_per_client`` (0: off): a hard cap per client, pool full or not.
 
 A client is its IPv4 address; an IPv6 address is counted by its /64 (one host routinely owns a whole /64), and by
@@ -30,11 +36,13 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 
 __all__ = ["PeerConnections", "client_key"]
 
 SCAN = 512  # longest-waiting connections looked at for a newcomer (a bounded cost per accepted connection)
+PENALIZED_CLIENTS = 65_536  # clients remembered as having wasted a slot (the longest ago forgotten first)
 
 
 @functools.lru_cache(maxsize=4096)  # parsing an address was 7 of 8.6 us a connection; 1.6 us with this
@@ -68,16 +76,20 @@ class PeerConnections:
     """Open connections per client: at most ``limit`` each (0: no cap), none counted for ``exempt`` (CIDRs);
     ``capacity``: the pool's size (``max_connections``), for the fair share."""
 
-    __slots__ = ("_exempt", "_open", "_sites", "_waiting", "capacity", "counting", "ipv6_subnets", "limit")
+    __slots__ = ("_exempt", "_fresh", "_open", "_penalized", "_sites", "_waiting", "capacity", "counting",
+                 "ipv6_subnets", "limit", "penalty_seconds")
 
     def __init__(self, limit: int = 0, exempt: Iterable[str] = (), *, counting: bool = True, capacity: int = 0,
-                 ipv6_subnets: int = 8) -> None:
+                 ipv6_subnets: int = 8, penalty_seconds: float = 30.0) -> None:
         self.limit = limit
+        self.penalty_seconds = penalty_seconds
         self.capacity = capacity
         self.ipv6_subnets = ipv6_subnets
         self.counting = counting  # False: no bookkeeping at all (a protocol class built without these limits)
         self._open: dict[str, dict[Hashable, None]] = {}  # client -> its connections, oldest first
         self._waiting: dict[Hashable, str] = {}  # connection making no progress -> its client, longest first
+        self._fresh: set[Hashable] = set()  # waiting connections that never made progress (no request head yet)
+        self._penalized: OrderedDict[str, float] = OrderedDict()  # client -> when it last wasted a slot
         self._sites: dict[str, set[str]] = {}  # IPv6 /48 -> its /64 clients holding connections
         self._exempt: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
         for cidr in exempt:
@@ -108,21 +120,30 @@ class PeerConnections:
             return site  # a crowded /48: its further /64s are one client
         return key
 
-    def enter(self, key: str, conn: Hashable, *, pool_full: bool,
-              replaceable: Callable[[Hashable], bool] = _always) -> tuple[bool, Hashable | None]:
+    def enter(self, key: str, conn: Hashable, *, pool_full: bool, replaceable: Callable[[Hashable], bool] = _always,
+              now: float = 0.0) -> tuple[bool, Hashable | None]:
         """Admit ``conn`` of client ``key``? Returns (admitted, a connection to close to make room or None).
         ``pool_full``: the pool has no room left; ``replaceable(c)``: whether a waiting ``c`` may still be closed
-        (it is not closing already)."""
+        (it is not closing already); ``now``: a monotonic clock's seconds (for the penalty)."""
         mine = self._open.get(key) if key else None
         held = len(mine) if mine else 0
         if key and self.limit and held >= self.limit:
             return False, None
         victim: Hashable | None = None
         if pool_full:
+            wasted = self._penalized.get(key) if key else None
+            if wasted is not None and now - wasted < self.penalty_seconds:
+                return False, None  # it wasted a slot lately: it takes nobody's
             victim = self._victim(held, replaceable) if key else None
             if victim is None:
                 return False, None
-            self._waiting.pop(victim, None)  # chosen once: it is being closed
+            victim_key = self._waiting.pop(victim)  # chosen once: it is being closed
+            if victim in self._fresh:  # its head never came: its client wasted a slot
+                self._fresh.discard(victim)
+                self._penalized[victim_key] = now
+                self._penalized.move_to_end(victim_key)
+                if len(self._penalized) > PENALIZED_CLIENTS:
+                    self._penalized.popitem(last=False)
         if key:
             if mine is None:
                 mine = self._open[key] = {}
@@ -149,16 +170,20 @@ class PeerConnections:
                 fallback = conn
         return fallback
 
-    def waiting(self, key: str, conn: Hashable) -> None:
+    def waiting(self, key: str, conn: Hashable, *, fresh: bool = False) -> None:
         """``conn`` of client ``key`` stopped making progress (it waits for a request head or, upgraded, idles):
-        it may make room for a newcomer. Its place in the line is now (the end)."""
+        it may make room for a newcomer. Its place in the line is now (the end). ``fresh``: a new connection that
+        has sent nothing yet (closing it for a newcomer penalises its client)."""
         if key and conn in self._open.get(key, ()):
             self._waiting.pop(conn, None)
             self._waiting[conn] = key
+            if fresh:
+                self._fresh.add(conn)
 
     def working(self, conn: Hashable) -> None:
         """``conn`` made progress (a whole request head, a WebSocket message): it is not closed for others."""
         self._waiting.pop(conn, None)
+        self._fresh.discard(conn)
 
     def is_waiting(self, conn: Hashable) -> bool:
         return conn in self._waiting
@@ -176,6 +201,7 @@ class PeerConnections:
 
     def leave(self, key: str, conn: Hashable) -> None:
         self._waiting.pop(conn, None)
+        self._fresh.discard(conn)
         self._drop(key, conn)
 
     def _drop(self, key: str, conn: Hashable) -> None:
