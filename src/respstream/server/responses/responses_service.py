@@ -201,6 +201,8 @@ class ResponseService:
         try:
             with self.tracing.span("store create", {"gen_ai.response.id": rid}):
                 await target.create(record)
+                if getattr(target, "keeps_request_apart", False):  # stored encoded; its updates never need it
+                    record.request = {}  # a running response holds no second copy (issue 42 H4v)
                 await writer.flush()
         except StoreUnavailable as exc:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",

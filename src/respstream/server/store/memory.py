@@ -109,6 +109,9 @@ class MemoryStore:
     """One process, nothing survives a restart. Bounded by ``retention_seconds``, ``max_responses`` and
     ``max_bytes``."""
 
+    # The request is kept encoded at create and :meth:`update` never reads it: the caller may drop its own copy.
+    keeps_request_apart = True
+
     def __init__(self, *, retention_seconds: float = 24 * 3600, max_responses: int = 10_000, history_limit: int = 1000,
                  max_bytes: int = DEFAULT_MAX_BYTES):
         self._records: OrderedDict[str, ResponseRecord] = OrderedDict()
