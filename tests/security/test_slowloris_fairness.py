@@ -121,18 +121,20 @@ def test_healthz_answers_while_one_client_holds_every_connection(tmp_path: Path,
 
 def test_fairness_rules() -> None:
     peers = PeerConnections()
-    never = lambda conn: True  # noqa: E731 - every connection is still reading its head
     for i in range(5):
-        assert peers.enter("a", f"a{i}", pool_full=False, replaceable=never) == (True, None)
-    assert peers.enter("a", "a5", pool_full=True, replaceable=never) == (False, None)  # the biggest: refused
-    assert peers.enter("b", "b0", pool_full=True, replaceable=never) == (True, "a0")  # takes a's oldest
+        assert peers.enter("a", f"a{i}", pool_full=False) == (True, None)
+        peers.waiting("a", f"a{i}")  # every connection is still reading its head
+    assert peers.enter("a", "a5", pool_full=True) == (False, None)  # the biggest: refused
+    assert peers.enter("b", "b0", pool_full=True) == (True, "a0")  # takes a's oldest
     peers.leave("a", "a0")  # its connection_lost
     assert peers.enter("b", "b1", pool_full=True, replaceable=lambda c: c != "a1") == (True, "a2")
     peers.leave("a", "a2")
     assert peers.open("127.0.0.1") == 0 and len(peers._open["a"]) == 3 and len(peers._open["b"]) == 2
-    assert peers.enter("c", "c0", pool_full=True, replaceable=lambda c: False) == (False, None)  # all busy
+    for conn in ("a1", "a3", "a4"):
+        peers.working(conn)  # all busy: nobody to replace
+    assert peers.enter("c", "c0", pool_full=True) == (False, None)
     capped = PeerConnections(2)
-    assert [capped.enter("a", i, pool_full=False, replaceable=never)[0] for i in range(3)] == [True, True, False]
+    assert [capped.enter("a", i, pool_full=False)[0] for i in range(3)] == [True, True, False]
     assert client_key("2001:db8::1") == client_key("2001:db8::ffff") == "2001:db8::/64"
     assert client_key("::ffff:10.0.0.1") == "10.0.0.1"
     exempt = PeerConnections(1, ["10.0.0.0/8"])

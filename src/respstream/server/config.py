@@ -112,9 +112,10 @@ class Config:
     # new connection is closed at once.
     request_timeout_seconds: float = 10.0
     max_connections: int = 1000
-    # ...and the request head alone within header_timeout_seconds. When the pool is full, a client's new connection
-    # takes the place of a head-less one of the client holding the most (server/http/peer_limit.py); one client address
-    # (IPv6: its /64) may also be capped at max_connections_per_client (0 = no cap; trusted_proxies are exempt).
+    # ...and the request head alone within header_timeout_seconds. When the pool is full, a new connection takes the
+    # place of one making no progress (a head that has not come, an idle keep-alive or WebSocket), by fair share
+    # across clients (server/http/peer_limit.py); one client address (IPv6: its /64, or /48 when crowded) may also be
+    # capped at max_connections_per_client (0 = no cap; trusted_proxies are exempt).
     header_timeout_seconds: float = 5.0
     max_connections_per_client: int = 0
     keep_alive_seconds: float = 5.0  # idle keep-alive connections are closed after this

@@ -32,6 +32,10 @@ class WorkLimits:
     file_urls_per_request: int = 16
     file_urls_max_total_bytes: int = 16 << 20
     file_urls_fetch_seconds: float = 60.0
+    # Bytes the fetched files of all requests hold at once (reserved before fetching, held until the response ends;
+    # inputs/fetch_budget.py): for the whole gateway (past it 503) and for one API key's requests (past it 429).
+    file_urls_inflight_bytes: int = 256 << 20
+    file_urls_inflight_bytes_per_key: int = 128 << 20
     # previous_response_id: records read and bytes of items collected when the history is rebuilt from its chain.
     history_max_depth: int = 256
     history_max_bytes: int = 8 << 20

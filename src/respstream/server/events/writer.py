@@ -121,7 +121,9 @@ class ResponseWriter(DeltaWriting, ToolCallItems, LogFlushing):
     def _emit(self, event_type: str, fields: dict[str, Any], *, terminal: bool = False) -> None:
         if self._closed:
             raise WriterClosed(f"{event_type} after the terminal event")
-        data = _encode({"type": event_type, "sequence_number": self._seq, **fields})
+        # A copy of exactly its size: the encoder's buffer is up to 1.5x the bytes, and the memory store keeps (and
+        # charges) the event for the response's lifetime (store/memory.py).
+        data = bytes(memoryview(_encode({"type": event_type, "sequence_number": self._seq, **fields})))
         self._queue(event_type, data, terminal)
 
     def _queue(self, event_type: str, data: bytes, terminal: bool, event: Any = None) -> None:

@@ -10,9 +10,11 @@ when a response completes; it is cleared only once the whole request (head and b
 that misses it is closed, silently. A shorter deadline, ``header_timeout_seconds``, holds for the request head
 alone. Past ``max_connections`` open connections, or ``max_connections_per_client`` from one client address
 (peer_limit.py: one slowloris client filled the whole pool and ``/healthz`` failed for everybody), a new connection
-is closed at once (it costs no request, no log line). A connection upgraded to a WebSocket keeps its client's slot
-until it closes. :func:`quiet_accept_errors` rate-limits asyncio's accept-error log to one line per
-interval, so an exhausted descriptor table cannot fill the disk.
+is closed at once (it costs no request, no log line), unless it can take the place of a connection that makes no
+progress (peer_limit.py: a head that does not come, an idle keep-alive connection, an idle WebSocket). A connection
+upgraded to a WebSocket keeps its client's slot until it closes; while idle it may be reclaimed under pressure
+(socket_reclaim.py: its session closes it with code 1013, saying why). :func:`quiet_accept_errors` rate-limits
+asyncio's accept-error log to one line per interval, so an exhausted descriptor table cannot fill the disk.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from respstream.server.http import socket_reclaim
 from respstream.server.http.peer_limit import PeerConnections
 
 __all__ = ["GuardedH11Protocol", "GuardedHttpToolsProtocol", "guarded_protocol", "quiet_accept_errors"]
@@ -52,14 +55,14 @@ class _ReadDeadline:
         peer = transport.get_extra_info("peername")
         key = self.peers.key_for(peer[0] if isinstance(peer, tuple) and peer else None)
         admitted, victim = self.peers.enter(key, self, pool_full=len(self.connections) > self.max_connections,
-                                            replaceable=_reading_head)
+                                            replaceable=_not_closing, now=self.loop.time())
         if not admitted:
             transport.abort()  # over the cap (or this client's share): no request is read, nothing is logged
             return
         self._peer_key = key
         if isinstance(victim, _ReadDeadline):
-            victim.transport.abort()  # the biggest client's connection that sent nothing yet makes room
-        self._arm()
+            _make_room(victim, self.loop)
+        self._arm(fresh=True)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
@@ -80,18 +83,22 @@ class _ReadDeadline:
         protocol = self.transport.get_protocol()
         ended = protocol.connection_lost
         peers = self.peers
+        peername = self.transport.get_extra_info("peername")
+        socket_reclaim.track(peername, self, key, peers)  # its session says when it idles (reclaimable)
 
         def connection_lost(exc: Exception | None) -> None:
-            peers.leave(key, self)
+            peers.leave(socket_reclaim.forget(peername) or key, self)  # its API key's client, once its session knew
             ended(exc)
 
         protocol.connection_lost = connection_lost  # type: ignore[method-assign]
 
-    def _arm(self) -> None:
+    def _arm(self, *, fresh: bool = False) -> None:
+        """Arm the deadlines for the next request (``fresh``: the connection's first, nothing sent yet)."""
         self._disarm()
         if self.request_timeout > 0:
             self._read_deadline = self.loop.call_later(self.request_timeout, self._read_timed_out)
         self._reading_head = True
+        self.peers.waiting(self._peer_key, self, fresh=fresh)  # no progress until its head is in: it may give way
         if self.header_timeout > 0:
             self._head_deadline = self.loop.call_later(self.header_timeout, self._head_timed_out)
 
@@ -103,6 +110,7 @@ class _ReadDeadline:
 
     def _head_done(self) -> None:
         self._reading_head = False
+        self.peers.working(self)
         if self._head_deadline is not None:
             self._head_deadline.cancel()
             self._head_deadline = None
@@ -121,8 +129,21 @@ class _ReadDeadline:
             self.transport.abort()
 
 
-def _reading_head(conn: object) -> bool:
-    return isinstance(conn, _ReadDeadline) and conn._reading_head and not conn.transport.is_closing()
+def _not_closing(conn: object) -> bool:
+    return isinstance(conn, _ReadDeadline) and not conn.transport.is_closing()
+
+
+RECLAIM_GRACE_SECONDS = 5.0  # an idle WebSocket asked to close that has not closed by then is cut
+
+
+def _make_room(victim: _ReadDeadline, loop: asyncio.AbstractEventLoop) -> None:
+    """Close ``victim`` for a newcomer: an idle WebSocket through its session (a close frame saying why), any other
+    connection (its head has not come) at once."""
+    transport = victim.transport
+    if socket_reclaim.reclaim(victim):
+        loop.call_later(RECLAIM_GRACE_SECONDS, lambda: None if transport.is_closing() else transport.abort())
+    else:
+        transport.abort()
 
 
 class GuardedH11Protocol(_ReadDeadline, H11Protocol):  # type: ignore[misc]
@@ -203,7 +224,8 @@ def guarded_protocol(*, request_timeout: float, max_connections: int, http: str 
     return type("GatewayHttpProtocol", (base,), {"request_timeout": request_timeout,
                                                  "header_timeout": header_timeout,
                                                  "max_connections": max_connections,
-                                                 "peers": PeerConnections(max_connections_per_client, exempt)})
+                                                 "peers": PeerConnections(max_connections_per_client, exempt,
+                                                                          capacity=max_connections)})
 
 
 class _RateLimitedRecords(logging.Filter):

@@ -25,6 +25,7 @@ from respstream.server.events.response_object import new_response, sampling_defa
 from respstream.server.events.writer import ResponseWriter, WriterClosed
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.context_limit import check_context, context_limit
+from respstream.server.inputs.fetch_budget import FetchBudget, FetchHold
 from respstream.server.inputs.history import items_to_messages, output_to_items
 from respstream.server.inputs.input_files import resolve_file_urls
 from respstream.server.inputs.input_parts import check_modalities
@@ -93,7 +94,10 @@ class ResponseService:
         self._closing = False
         self.catalog = ModelCatalog.from_config(config.models)
         self._forgetting: set[asyncio.Task[None]] = set()  # store: false responses waiting to be deleted
-        self.quota = KeyQuota(config.work_limits().store_max_bytes_per_key, config.retention_seconds)
+        caps = config.work_limits()
+        self.quota = KeyQuota(caps.store_max_bytes_per_key, config.retention_seconds)
+        self.fetch_budget = FetchBudget(total=caps.file_urls_inflight_bytes,
+                                        per_key=caps.file_urls_inflight_bytes_per_key)
         # The gateway's last health report of an upstream by name (telemetry/health.py), or None before one.
         self.upstream_state: Callable[[str], dict[str, Any] | None] | None = None
 
@@ -149,20 +153,6 @@ class ResponseService:
         if req.media:
             check_modalities(req.media, decision.model_id, self.catalog.modalities(decision.model_id,
                                                                                    decision.upstream))
-            await resolve_file_urls(req.media, self.tools)  # file_url -> file_data, through the network policy
-        messages = items_to_messages(req.instructions, items)
-        check_upstream_accepts(req, decision, messages)
-        limit = context_limit(decision.model_id, decision.upstream, self.catalog)
-        if limit is not None and req.options.truncation == "auto":
-            # Drops the oldest turns by the rough estimate; what cannot be made to fit is left to the check below.
-            with contextlib.suppress(HTTPError):
-                messages = fit_context(messages, window=limit.tokens, max_output_tokens=req.max_output_tokens,
-                                       truncation="auto", model=decision.model_id)
-        compaction = await plan_compaction(req, items, messages, limit=limit, upstream=decision.upstream,
-                                           model_id=decision.model_id)
-        if compaction is None:  # a compacting response is measured after its compaction
-            await check_context(messages, limit=limit, max_output_tokens=req.max_output_tokens,
-                                upstream=decision.upstream, model_id=decision.model_id)
         created = time.time() if queued is None else queued.created_at
         rid = self.dialect.new_id("resp") if queued is None else queued.response_id
         response = new_response(rid, req, created=created, model=decision.model_id, dialect=self.dialect,
@@ -183,6 +173,42 @@ class ResponseService:
             target: Store = local
         else:
             target = self.store.backend_for(record) if isinstance(self.store, SplitStore) else self.store
+        check_room = getattr(target, "check_room", None)
+        if check_room is not None:
+            try:
+                check_room(record)  # a full memory store refuses now, before anything is fetched
+            except StoreUnavailable as exc:
+                raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
+                                headers={"Retry-After": "1"}) from exc
+        # The cheap checks (quota, store room) came first; what the fetched files hold is reserved before any
+        # fetch, kept until the response ends (inputs/fetch_budget.py).
+        files = await resolve_file_urls(req.media, self.tools, budget=self.fetch_budget, owner=owner)
+        try:
+            return await self._begin(req, record, target, decision, pinned=pinned, items=items, mcp=mcp,
+                                     began=began, files=files, charged=charged, request_bytes=request_bytes)
+        except BaseException:
+            if files is not None:
+                files.release()
+            raise
+
+    async def _begin(self, req: ResponseRequest, record: ResponseRecord, target: Store, decision: Any, *,
+                     pinned: bool, items: list[InputItem], mcp: Any, began: float, files: FetchHold | None,
+                     charged: str | None, request_bytes: int) -> tuple[ResponseRecord, Running]:
+        """The rest of :meth:`start` once the request's files are in: the prompt, the log, the pipeline task."""
+        rid, response = record.id, record.response
+        messages = items_to_messages(req.instructions, items)
+        check_upstream_accepts(req, decision, messages)
+        limit = context_limit(decision.model_id, decision.upstream, self.catalog)
+        if limit is not None and req.options.truncation == "auto":
+            # Drops the oldest turns by the rough estimate; what cannot be made to fit is left to the check below.
+            with contextlib.suppress(HTTPError):
+                messages = fit_context(messages, window=limit.tokens, max_output_tokens=req.max_output_tokens,
+                                       truncation="auto", model=decision.model_id)
+        compaction = await plan_compaction(req, items, messages, limit=limit, upstream=decision.upstream,
+                                           model_id=decision.model_id)
+        if compaction is None:  # a compacting response is measured after its compaction
+            await check_context(messages, limit=limit, max_output_tokens=req.max_output_tokens,
+                                upstream=decision.upstream, model_id=decision.model_id)
         writer = ResponseWriter(record, dialect=self.dialect, store=target, response=response,
                                 check=self.config.check_events, on_flush=self.metrics.count_events,
                                 max_event_bytes=self.config.max_event_bytes,
@@ -197,6 +223,8 @@ class ResponseService:
         try:
             with self.tracing.span("store create", {"gen_ai.response.id": rid}):
                 await target.create(record)
+                if getattr(target, "keeps_request_apart", False):  # stored encoded; its updates never need it
+                    record.request = {}  # a running response holds no second copy (issue 42 H4v)
                 await writer.flush()
         except StoreUnavailable as exc:
             raise HTTPError(503, "store_unavailable", f"The response store is unavailable: {exc}",
@@ -210,11 +238,13 @@ class ResponseService:
         pipeline.progress_seconds = self.config.progress_event_seconds
         if compaction is not None:
             plan = compaction
-            pipeline.prelude = lambda p: compact_step(p, self, plan, owner)
+            pipeline.prelude = lambda p: compact_step(p, self, plan, record.owner)
         pipeline.telemetry = ResponseTelemetry(metrics=self.metrics, tracing=self.tracing, started=began,
                                                observation=obs)
         task = asyncio.create_task(self._run(pipeline, record, req, target), name=f"response {rid}")
-        running = Running(task, pipeline, req.background, target, owner)
+        if files is not None:  # the fetched files live in the prompt until the response ends
+            task.add_done_callback(lambda _: files.release())
+        running = Running(task, pipeline, req.background, target, record.owner)
         self.running[rid] = running
         self.metrics.set_running(len(self.running))
         return record, running

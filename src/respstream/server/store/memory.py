@@ -6,7 +6,14 @@ append, so every reader waiting wakes once per batch, not once per event. ``tail
 the next wakeup. Finished responses are kept for ``retention_seconds``, at most ``max_responses`` of them and at most
 ``max_bytes`` of stored data (the request context, the Response snapshot and the log's event bytes), the oldest
 finished first. A count alone let 10,000 responses of 1 MiB each take ~10 GB. When running responses alone fill the
-byte budget, ``create`` raises ``StoreUnavailable`` (the gateway answers 503 with Retry-After) instead of growing.
+byte budget, ``create`` raises ``StoreUnavailable`` (the gateway answers 503 with Retry-After) instead of growing;
+:meth:`MemoryStore.check_room` asks the same question before the work that precedes ``create`` (fetching files).
+
+Bytes are what the objects really take (issue 42, H4v: counting JSON length charged a record of 30,000 tiny input
+items 4.3 MB while it held 17.4 MB): a record's request (which nothing changes once it is created) is kept as its
+compact JSON bytes, so its charge is exact (and the memory a quarter of the objects'), and decoded by :meth:`get`;
+the Response snapshot, which the writer keeps as live objects, is measured by
+:func:`~respstream.server.store.object_size.deep_size`; each record and log entry adds its calibrated overhead.
 
 Text deltas may be appended as :class:`~respstream.server.store.base.DeltaEntry` (the delta and its part's
 template, ~90 bytes instead of ~270): :meth:`MemoryStore.read` hands every other reader real ``LogEntry`` objects;
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -40,22 +48,37 @@ from respstream.server.store.base import (
     SequenceGap,
     StoreUnavailable,
 )
+from respstream.server.store.object_size import DELTA_ENTRY_BYTES, DICT_ENTRY_BYTES, LOG_ENTRY_BYTES, deep_size
 
 __all__ = ["MemoryStore"]
 
 _FINISHED = frozenset({"completed", "incomplete", "failed", "cancelled"})
-_ENTRY_OVERHEAD = 64  # bytes an entry costs besides its JSON: the object and its list slot
 DEFAULT_MAX_BYTES = 256 << 20
+_APART: dict[str, Any] = {}  # a stored record's ``request`` field: the request itself is kept encoded, apart
+# An entry besides its payload's bytes: the struct, its list slot and the bytes object's header.
+_LOG_ENTRY = LOG_ENTRY_BYTES + sys.getsizeof(b"")
+_DELTA_ENTRY = DELTA_ENTRY_BYTES + sys.getsizeof(b"")
 
 
-def _record_bytes(record: ResponseRecord) -> int:
-    return len(msgspec.json.encode(record.request)) + len(msgspec.json.encode(record.response)) + 512
+def encoded_request(record: ResponseRecord) -> bytes:
+    """The request as the memory store keeps it: compact JSON in a bytes object of exactly its size (the encoder's
+    own buffer is over-allocated by up to half, and ``getsizeof`` would not show it)."""
+    return bytes(memoryview(msgspec.json.encode(record.request)))
+
+
+def _record_bytes(record: ResponseRecord, request: bytes) -> int:
+    """What a record kept as (``request`` encoded) takes: the request's bytes, the live Response snapshot, the
+    record and its (still empty) log with their dict slots."""
+    return (_RECORD_OVERHEAD + sys.getsizeof(record.id) + sys.getsizeof(request) + deep_size(record.response))
 
 
 def _entry_bytes(entries: Sequence[Entry]) -> int:
     total = 0
     for e in entries:
-        total += _ENTRY_OVERHEAD + (len(e.data) if e.__class__ is LogEntry else len(e.piece))  # type: ignore[union-attr]
+        if e.__class__ is LogEntry:
+            total += _LOG_ENTRY + len(e.data)
+        else:  # the delta's JSON string as the encoder made it: a buffer of at least 32 bytes, grown by half
+            total += _DELTA_ENTRY + max(32, 3 * len(e.piece) // 2)  # type: ignore[union-attr]
     return total
 
 
@@ -77,14 +100,23 @@ class _Log:
                     fut.set_result(None)
 
 
+# The record object, its log (with its three lists) and its slots in the store's four dicts.
+_RECORD_OVERHEAD = (sys.getsizeof(ResponseRecord(id="", status="", created_at=0.0)) + sys.getsizeof(_Log())
+                    + 3 * sys.getsizeof([]) + 4 * DICT_ENTRY_BYTES + sys.getsizeof(0))
+
+
 class MemoryStore:
     """One process, nothing survives a restart. Bounded by ``retention_seconds``, ``max_responses`` and
     ``max_bytes``."""
+
+    # The request is kept encoded at create and :meth:`update` never reads it: the caller may drop its own copy.
+    keeps_request_apart = True
 
     def __init__(self, *, retention_seconds: float = 24 * 3600, max_responses: int = 10_000, history_limit: int = 1000,
                  max_bytes: int = DEFAULT_MAX_BYTES):
         self._records: OrderedDict[str, ResponseRecord] = OrderedDict()
         self._record_sizes: dict[str, int] = {}
+        self._requests: dict[str, bytes] = {}  # each record's request, encoded (see the module's docstring)
         self._max_bytes = max_bytes
         self.bytes = 0  # stored bytes now (records + logs), for metrics and tests
         self._logs: dict[str, _Log] = {}
@@ -95,15 +127,27 @@ class MemoryStore:
         self._history_limit = history_limit
 
     # -- records ---------------------------------------------------------------------------------------------------
-    async def create(self, record: ResponseRecord) -> None:
-        size = _record_bytes(record)
+    def check_room(self, record: ResponseRecord) -> None:
+        """Raise ``StoreUnavailable`` now when :meth:`create` would (finished responses are dropped to make room)."""
+        self._room_for(_record_bytes(record, encoded_request(record)))
+
+    def _room_for(self, size: int) -> None:
         self._evict(room=1, room_bytes=size)
         if self.bytes + size > self._max_bytes:
             raise StoreUnavailable(
                 f"the memory store is full ({self.bytes} of max {self._max_bytes} bytes held by running responses; "
-                "setting memory_store_max_bytes)"
+                f"a new one needs {size}; setting memory_store_max_bytes)"
             )
-        self._records[record.id] = replace(record)
+
+    async def create(self, record: ResponseRecord) -> None:
+        request = encoded_request(record)
+        size = _record_bytes(record, request)
+        self._room_for(size)
+        self._store(record, request, size)
+
+    def _store(self, record: ResponseRecord, request: bytes, size: int) -> None:
+        self._records[record.id] = replace(record, request=_APART)
+        self._requests[record.id] = request
         self._record_sizes[record.id] = size
         self.bytes += size
         self._logs[record.id] = _Log()
@@ -114,12 +158,16 @@ class MemoryStore:
 
     async def get(self, response_id: str) -> ResponseRecord | None:
         record = self._records.get(response_id)
-        return None if record is None else replace(record)
+        if record is None:
+            return None
+        return replace(record, request=msgspec.json.decode(self._requests[response_id]))
 
     async def update(self, record: ResponseRecord) -> None:
-        if record.id in self._records:
-            self._records[record.id] = replace(record)
-            size = _record_bytes(record)
+        """Store the record's new status and Response; its request is the one it was created with."""
+        request = self._requests.get(record.id)
+        if request is not None:
+            self._records[record.id] = replace(record, request=_APART)
+            size = _record_bytes(record, request)
             self.bytes += size - self._record_sizes.get(record.id, 0)
             self._record_sizes[record.id] = size
             if self.bytes > self._max_bytes:
@@ -133,6 +181,7 @@ class MemoryStore:
     def _forget(self, response_id: str) -> None:
         """Drop the log and the byte count of a response whose record is gone; readers see the end."""
         self.bytes -= self._record_sizes.pop(response_id, 0)
+        self._requests.pop(response_id, None)
         log = self._logs.pop(response_id, None)
         if log is not None:
             self.bytes -= log.size

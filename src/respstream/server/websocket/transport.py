@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from respstream.server.endpoints.gateway import Gateway
+from respstream.server.http import socket_reclaim
 from respstream.server.http.web_security import check_open_websocket
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.requests import parse_request
@@ -61,6 +62,7 @@ __all__ = ["serve_websocket"]
 log = logging.getLogger("respstream.server")
 
 _CLOSED = object()  # queued by the reader when the peer went away
+_RECLAIMED = object()  # queued when the connection guard needs this idle socket's slot (http/socket_reclaim.py)
 # Why a connection that queued too much is closed (code, reason), by the limit it broke.
 _QUEUE_FULL = {
     "count": (1008, "too many messages queued (websocket_max_queued_messages)"),
@@ -135,6 +137,7 @@ class _Connection:
         try:
             while True:
                 wait, expired = wait_limit(self.gw.config, time.monotonic() - self.opened)
+                self._offer_idle()
                 try:
                     async with asyncio.timeout(wait):
                         raw = await self.inbox.get()
@@ -142,6 +145,11 @@ class _Connection:
                     if self.session.busy and expired.code == "websocket_idle_timeout":
                         continue  # not idle: its responses are streaming
                     await self._close_with(expired, 1000)
+                    return
+                finally:
+                    socket_reclaim.busy(self.ws.scope)
+                if raw is _RECLAIMED:
+                    await self._close_with(socket_reclaim.reclaimed_error(), socket_reclaim.RECLAIM_CODE)
                     return
                 if raw is _CLOSED or self.gone:
                     return
@@ -163,6 +171,12 @@ class _Connection:
                 await asyncio.gather(*self.tasks, return_exceptions=True)
             self.queued.adjust(self, -self.queued.held(self))  # what still waits is dropped with the socket
             await self.local.aclose()
+
+    def _offer_idle(self) -> None:
+        """Nothing queued, nothing running: the connection guard may reclaim this socket under pressure (issue 42,
+        M8), with the spec's error event and close code 1013; from now on it counts for its API key."""
+        if not self.gone and self.inbox.empty() and not self.session.busy:
+            socket_reclaim.idle(self.ws.scope, lambda: self.inbox.put_nowait(_RECLAIMED), self.owner)
 
     async def execute(self, actions: list[Action]) -> None:
         """Do what the session asked, in order."""
@@ -205,6 +219,7 @@ class _Connection:
             log.exception("websocket response failed")
             actions = self.session.refused(start.ticket, HTTPError(500, "internal_error", "Internal server error."))
         await self.execute(actions)
+        self._offer_idle()  # its last response ended: idle until the next message
 
     async def _run_response(self, start: Start) -> list[Action]:
         gw = self.gw
