@@ -163,9 +163,15 @@ class MemoryStore:
         return replace(record, request=msgspec.json.decode(self._requests[response_id]))
 
     async def update(self, record: ResponseRecord) -> None:
-        """Store the record's new status and Response; its request is the one it was created with."""
+        """Store the record's new status and Response; its request is the one it was created with, plus the keys the
+        caller's copy sets (a running response's copy is emptied at create: see ``keeps_request_apart``)."""
         request = self._requests.get(record.id)
         if request is not None:
+            if record.request and record.request is not _APART:
+                # The caller's copy holds what changed after create (a compaction's request["context"], which the
+                # next turn of a previous_response_id chain starts from; or a whole request read back by get()).
+                request = bytes(memoryview(msgspec.json.encode({**msgspec.json.decode(request), **record.request})))
+                self._requests[record.id] = request
             self._records[record.id] = replace(record, request=_APART)
             size = _record_bytes(record, request)
             self.bytes += size - self._record_sizes.get(record.id, 0)
