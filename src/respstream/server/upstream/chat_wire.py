@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from respstream.server.upstream.base import GenerationRequest
+from respstream.server.upstream.cache_hints import strip_cache_marks
 from respstream.server.upstream.provider_tools import REASONING_KEY
 
 __all__ = ["build_request_body", "error_message", "parse_retry_after", "simple_data_events"]
@@ -22,6 +23,7 @@ def build_request_body(
     messages = request.messages
     if any(REASONING_KEY in m for m in messages):  # (a provider's signed reasoning: nothing a Chat server takes)
         messages = [{k: v for k, v in m.items() if k != REASONING_KEY} for m in messages]
+    messages = strip_cache_marks(messages)
     body: dict[str, Any] = {"model": model or request.model, "messages": messages, "stream": True}
     if include_usage:
         body["stream_options"] = {"include_usage": True}
