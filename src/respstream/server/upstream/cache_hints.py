@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["BREAKPOINT_TTLS", "CACHE_BREAKPOINT_KEY", "CacheHints", "breakpoint_ttl_seconds", "strip_cache_marks"]
+__all__ = ["BREAKPOINT_TTLS", "CACHE_BREAKPOINT_KEY", "CacheHints", "breakpoint_ttl_seconds", "marked_content",
+           "strip_cache_marks"]
 
 # On a message: the breakpoint object as the client gave it ({"mode": "explicit", "ttl"?: "30m" | "12h"}).
 CACHE_BREAKPOINT_KEY: Final = "prompt_cache_breakpoint"
@@ -45,3 +46,13 @@ def strip_cache_marks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not any(CACHE_BREAKPOINT_KEY in m for m in messages):
         return messages
     return [{k: v for k, v in m.items() if k != CACHE_BREAKPOINT_KEY} for m in messages]
+
+
+def marked_content(content: Any, mark: dict[str, Any], text_type: str) -> Any:
+    """An OpenAI-shaped message ``content`` with ``prompt_cache_breakpoint: mark`` on its last part (a string becomes
+    one ``text_type`` part); content with no part to mark is returned as it is."""
+    if isinstance(content, str) and content:
+        return [{"type": text_type, "text": content, "prompt_cache_breakpoint": mark}]
+    if isinstance(content, list) and content and isinstance(content[-1], dict):
+        return [*content[:-1], {**content[-1], "prompt_cache_breakpoint": mark}]
+    return content
