@@ -114,3 +114,18 @@ def test_through_the_gateway(gateway: ServerThread, sim: SimulatedAnthropic) -> 
     plain = [{"type": "message", "role": "user", "content": "A long document."}, *history[1:]]
     body, _ = sent(gateway, sim, {"instructions": "Be brief.", "input": plain, "prompt_cache_key": "k"})
     assert [m for _, m in marks(body)] == [{"type": "ephemeral"}] * 2  # system, last stable; the default lifetime
+
+
+def test_the_simulated_provider_holds_the_cache_rules() -> None:
+    from .simulated_anthropic import cache_problems
+
+    user = {"role": "user", "content": [{"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}] * 5}
+    assert cache_problems({"messages": [user]})[0].startswith("A maximum of 4")
+    late = {"role": "user", "content": [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}},
+                                        {"type": "text", "text": "b", "cache_control": {"type": "ephemeral",
+                                                                                        "ttl": "1h"}}]}
+    assert cache_problems({"messages": [late]}) == [
+        "a ttl='1h' cache_control block must not come after a ttl='5m' one"]
+    # every body the gateway builds passes: the longest mix (a 12h breakpoint after automatic ones)
+    body = build(conversation(2, 4, ttl="12h"), CacheHints(asked=True), tools=[TOOL])
+    assert cache_problems(body) == [] and len(marks(body)) == 4
