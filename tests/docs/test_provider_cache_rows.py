@@ -1,7 +1,7 @@
 """docs/compatibility.md's per-provider rows for the prompt-cache fields and compaction, held to the code: a column
 that says a field is "not sent" is checked by sending a request with and without the field through the gateway to a
 SIMULATED upstream of that kind (the Chat Completions fake, the SIMULATED Anthropic and Gemini providers) and
-comparing what each received; the Anthropic column's claim about ``cache_control`` is checked on the body; and every
+comparing what each received; the Anthropic column's claims about ``cache_control`` are checked on the body; and every
 compaction row names the test file that covers it, which must exist and exercise that upstream kind."""
 
 from __future__ import annotations
@@ -95,9 +95,10 @@ def _sent(upstreams: dict[str, Any], kind: str, body: dict[str, Any]) -> dict[st
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_not_sent_cache_column_sends_the_same_body(upstreams: dict[str, Any], kind: str) -> None:
     cell = _provider_rows()[CACHE_ROW][kind]
-    plain = {"input": [{"role": "user", "content": [{"type": "input_text", "text": "Hi there."}]}]}
+    plain = {"instructions": "Be brief.", "input": [{"role": "user", "content": [{"type": "input_text",
+                                                                                    "text": "Hi there."}]}]}
     without = _sent(upstreams, kind, plain)
-    for fields in (CACHE_FIELDS, {**plain, "prompt_cache_retention": "24h"}):
+    for fields in ({**plain, **CACHE_FIELDS}, {**plain, "prompt_cache_retention": "24h"}):
         with_fields = _sent(upstreams, kind, fields)
         if cell.startswith("not sent"):
             assert with_fields == without, f"docs say {kind} is not sent {sorted(fields)}, but it was"
@@ -105,13 +106,18 @@ def test_a_not_sent_cache_column_sends_the_same_body(upstreams: dict[str, Any], 
             assert with_fields != without, f"docs say {kind} maps {sorted(fields)} ({cell!r}), but nothing changed"
 
 
-def test_anthropic_cache_control_comes_from_prompt_cache_key_alone(upstreams: dict[str, Any]) -> None:
+def test_anthropic_cache_control_follows_the_cache_fields(upstreams: dict[str, Any]) -> None:
     cell = _provider_rows()[CACHE_ROW]["anthropic"]
-    assert "`cache_control` comes from `prompt_cache_key` alone" in cell and "5-minute" in cell
+    assert "`mode: explicit` writes only the client's breakpoints" in cell and '`ttl: "1h"`' in cell
+    # explicit mode, 12h: only the client's breakpoint, one hour (the system block is not marked)
     sent = _sent(upstreams, "anthropic", {**CACHE_FIELDS, "instructions": "Be brief.", "prompt_cache_key": "k-1"})
-    marks = re.findall(r"'cache_control': (\{[^}]*\})", repr(sent))
-    assert marks and set(marks) == {"{'type': 'ephemeral'}"}, marks  # no ttl: Anthropic's default lifetime
-    assert re.findall(r"'cache_control'", repr(_sent(upstreams, "anthropic", CACHE_FIELDS))) == []
+    assert sent["messages"][0]["content"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert re.findall(r"'cache_control': (\{[^}]*\})", repr(sent)) == ["{'type': 'ephemeral', 'ttl': '1h'}"]
+    # prompt_cache_key alone: the automatic ones, Anthropic's default lifetime
+    plain = {"input": [{"role": "user", "content": [{"type": "input_text", "text": "Hi there."}]}]}
+    sent = _sent(upstreams, "anthropic", {**plain, "instructions": "Be brief.", "prompt_cache_key": "k-1"})
+    assert re.findall(r"'cache_control': (\{[^}]*\})", repr(sent)) == ["{'type': 'ephemeral'}"]
+    assert re.findall(r"'cache_control'", repr(_sent(upstreams, "anthropic", plain))) == []
 
 
 @pytest.mark.parametrize("row", ["`context_management` past `compact_threshold`", "`compaction_trigger` input item",

@@ -1,8 +1,9 @@
 """A SIMULATED Anthropic Messages API on loopback (not Anthropic): ``POST /v1/messages`` answers each request with the
 next queued :class:`Reply` (a recorded body), written in random chunk sizes so UTF-8 characters and CRLF pairs are
 split across reads; ``GET /v1/models`` lists its models. Every request is kept (headers and JSON body) and its body
-checked against the official ``anthropic`` SDK's request types (sdk_shapes.py): a body they refuse is answered with
-Anthropic's own 400 ``invalid_request_error`` naming what is wrong, and listed in ``problems``."""
+checked against the official ``anthropic`` SDK's request types (sdk_shapes.py) and the API's cache rules the types
+cannot say (:func:`cache_problems`): a body they refuse is answered with Anthropic's own 400 ``invalid_request_error``
+naming what is wrong, and listed in ``problems``."""
 
 from __future__ import annotations
 
@@ -22,7 +23,25 @@ from fakes.server_thread import ServerThread
 
 from .sdk_shapes import request_problems
 
-__all__ = ["Reply", "Seen", "SimulatedAnthropic"]
+__all__ = ["Reply", "Seen", "SimulatedAnthropic", "cache_problems"]
+
+
+def cache_problems(body: dict[str, Any]) -> list[str]:
+    """The Messages API's ``cache_control`` rules beyond its types: at most 4 blocks marked, and in prompt order
+    (tools, system, messages) no ``1h`` lifetime after a default (5 minute) one."""
+    system = body.get("system")
+    blocks = [*(body.get("tools") or ()), *(system if isinstance(system, list) else ())]
+    for turn in body.get("messages") or ():
+        content = turn.get("content") if isinstance(turn, dict) else None
+        blocks += content if isinstance(content, list) else []
+    ttls = [b["cache_control"].get("ttl", "5m") for b in blocks
+            if isinstance(b, dict) and isinstance(b.get("cache_control"), dict)]
+    problems = [f"A maximum of 4 blocks with cache_control may be provided. Found {len(ttls)}."] if len(ttls) > 4 \
+        else []
+    first_default = ttls.index("5m") if "5m" in ttls else len(ttls)
+    if "1h" in ttls[first_default:]:
+        problems.append("a ttl='1h' cache_control block must not come after a ttl='5m' one")
+    return problems
 
 
 @dataclass
@@ -95,7 +114,8 @@ class SimulatedAnthropic:
             body = json.loads(raw)
         except ValueError:
             body = None
-        problems = request_problems(body) if isinstance(body, dict) else ["body: not a JSON object"]
+        problems = request_problems(body) + cache_problems(body) if isinstance(body, dict) \
+            else ["body: not a JSON object"]
         self.requests.append(Seen(dict(request.headers), body if isinstance(body, dict) else {}, problems))
         if problems:
             return JSONResponse({"type": "error", "error": {"type": "invalid_request_error",

@@ -14,6 +14,7 @@ from respstream.server.events.client_tool_kinds import CALL_KINDS, base_kind, ca
 from respstream.server.inputs.compaction_item import SUMMARY_PREFIX, decode_compaction, summary_item
 from respstream.server.inputs.input_parts import MEDIA_PART_TYPES, media_part
 from respstream.server.inputs.response_request import InputItem
+from respstream.server.upstream.cache_hints import CACHE_BREAKPOINT_KEY
 from respstream.server.upstream.provider_tools import REASONING_KEY
 
 __all__ = ["items_from_json", "items_to_messages", "kept_reasoning", "output_to_items", "reasoning_item"]
@@ -150,6 +151,8 @@ def _add_message(messages: list[dict[str, Any]], item: InputItem, answered: set[
             messages.append({"role": role, "content": text_part + item.parts})
         else:
             messages.append({"role": role, "content": item.text})
+        if item.cache_breakpoint is not None:  # (upstream/cache_hints.py: what each adapter makes of it)
+            messages[-1][CACHE_BREAKPOINT_KEY] = item.cache_breakpoint
     elif item.type == "function_call":
         if item.call_id not in answered:
             return  # a call without its output confuses most chat templates

@@ -63,6 +63,13 @@ def _content_text(content: Any, param: str, media: list[tuple[str, dict[str, Any
     return "".join(texts)
 
 
+def _breakpoint_of(content: Any) -> dict[str, Any] | None:
+    """The last ``prompt_cache_breakpoint`` object on a part of ``content`` (its checks: inputs/prompt_cache.py)."""
+    marks = [p["prompt_cache_breakpoint"] for p in content if isinstance(p, dict)
+             and isinstance(p.get("prompt_cache_breakpoint"), dict)] if isinstance(content, list) else []
+    return dict(marks[-1]) if marks else None
+
+
 def parse_input_items(raw: Any, param: str = "input",
                       media: list[tuple[str, dict[str, Any]]] | None = None,
                       mcp: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None) -> list[InputItem]:
@@ -89,7 +96,8 @@ def parse_input_items(raw: Any, param: str = "input",
             assert role is not None
             found: list[tuple[str, dict[str, Any]]] = []
             text = _content_text(item["content"], f"{where}.content", found if media is not None else None)
-            items.append(InputItem("message", role=role, text=text, parts=[p for _, p in found] or None))
+            items.append(InputItem("message", role=role, text=text, parts=[p for _, p in found] or None,
+                                   cache_breakpoint=_breakpoint_of(item["content"])))
             if media is not None:
                 media.extend(found)
         elif kind == "function_call" or kind in CALL_KINDS:

@@ -34,6 +34,9 @@ class InputItem:
     # returned to it unchanged; ``summarized``: the item had summary parts (``text`` is their text)
     encrypted_content: str | None = None
     summarized: bool = False
+    # message: the last ``prompt_cache_breakpoint`` on one of its content parts, as given (validated by
+    # inputs/prompt_cache.py); it marks the end of this message as the end of a cacheable prefix, for this request only
+    cache_breakpoint: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         if self.type == "message":

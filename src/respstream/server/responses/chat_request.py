@@ -28,9 +28,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from respstream.server.inputs.prompt_cache import CACHE_TTLS
 from respstream.server.inputs.response_request import ResponseRequest
+from respstream.server.upstream.cache_hints import CacheHints
 
-__all__ = ["chat_options"]
+__all__ = ["cache_hints", "chat_options"]
 
 
 def chat_options(request: ResponseRequest, *, tools_offered: bool) -> dict[str, Any]:
@@ -60,3 +62,17 @@ def chat_options(request: ResponseRequest, *, tools_offered: bool) -> dict[str, 
         if value is not None:
             body[key] = value
     return body
+
+
+def cache_hints(request: ResponseRequest) -> CacheHints:
+    """What ``request`` asked of prompt caching, for the adapters (upstream/cache_hints.py). A lifetime counts as
+    asked for when ``prompt_cache_options.ttl`` or ``prompt_cache_retention: 24h`` gave it (``in_memory`` names the
+    default policy, so the upstream's own default applies)."""
+    o = request.options
+    cache = o.prompt_cache
+    ttl = CACHE_TTLS[cache.ttl] if cache.ttl is not None else (24 * 3600 if cache.retention == "24h" else None)
+    wire = cache.echo() if cache.options_given or cache.retention is not None else {}
+    if cache.options_given and cache.ttl is None:  # (forwarded as sent: the upstream applies its own default ttl)
+        wire["prompt_cache_options"] = {"mode": cache.mode}
+    asked = bool(o.prompt_cache_key) or cache.options_given or cache.retention is not None
+    return CacheHints(asked=asked, mode=cache.mode, ttl_seconds=ttl, wire=wire)

@@ -39,7 +39,7 @@ from respstream.server.events.progress_events import start_progress_events
 from respstream.server.events.writer import ResponseDeleted, ResponseWriter, WriterClosed
 from respstream.server.inputs.response_request import ResponseRequest
 from respstream.server.inputs.structured_output import check_output
-from respstream.server.responses.chat_request import chat_options
+from respstream.server.responses.chat_request import cache_hints, chat_options
 from respstream.server.responses.citations import CitationSources, Source, find_citations, with_source_list
 from respstream.server.responses.collaborators import RewriterLike, RouteDecisionLike, RouterLike, ToolsLike
 from respstream.server.responses.ground_first_step import GroundFirst
@@ -313,6 +313,7 @@ class Pipeline(GroundFirst, ToolRounds, TurnControl):
             max_output_tokens=self._output_cap(upstream),
             temperature=self.request.temperature,
             options=chat_options(self.request, tools_offered=bool(specs)),
+            cache=cache_hints(self.request),
         )
         self.round_output_from = len(w.response.get("output", []))  # (this round's items: tool_rounds.py)
         collector = RoundCollector(w, self._first_chunk)

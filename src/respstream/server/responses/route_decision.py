@@ -11,7 +11,7 @@ from typing import Any
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.response_request import ResponseRequest
 from respstream.server.model_catalog import ModelCatalog
-from respstream.server.responses.chat_request import chat_options
+from respstream.server.responses.chat_request import cache_hints, chat_options
 from respstream.server.responses.collaborators import RouterLike
 from respstream.server.telemetry import Tracing
 from respstream.server.upstream.base import GenerationRequest
@@ -31,7 +31,7 @@ def check_upstream_accepts(req: ResponseRequest, decision: Any, messages: list[d
     check(GenerationRequest(model=decision.model_id, messages=messages, tools=tools,
                             tool_choice=req.tool_policy.chat_tool_choice() if tools else None,
                             max_output_tokens=req.max_output_tokens, temperature=req.temperature,
-                            options=chat_options(req, tools_offered=bool(tools))))
+                            options=chat_options(req, tools_offered=bool(tools)), cache=cache_hints(req)))
 
 
 async def route_request(req: ResponseRequest, *, router: RouterLike, catalog: ModelCatalog,

@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 import msgspec
 
+from respstream.server.upstream.cache_hints import CacheHints
+
 __all__ = [
     "Chunk",
     "Finish",
@@ -157,6 +159,8 @@ class GenerationRequest:
     # response_format, reasoning_effort, logprobs...; see server/responses/chat_request.py). Backends that are not
     # Chat Completions read the ones they implement.
     options: dict[str, Any] = field(default_factory=dict)
+    # What the request asked of prompt caching (upstream/cache_hints.py); breakpoints are on the messages
+    cache: CacheHints = field(default_factory=CacheHints)
 
 
 class UpstreamError(Exception):

@@ -73,6 +73,8 @@ class ChatCompletionsUpstream:
     ``queue_timeout`` to wait for one of ``max_concurrency`` slots.
     """
 
+    forward_cache_fields = True  # the client's prompt-cache fields go upstream (chat_wire.py); embedded.py: off
+
     def __init__(
         self,
         base_url: str,
@@ -317,7 +319,8 @@ class ChatCompletionsUpstream:
         text to ``sink`` when there is one."""
         loop = asyncio.get_running_loop()
         model = self.upstream_model_id(request.model)
-        fields = build_request_body(request, include_usage=self.include_usage, model=model)
+        fields = build_request_body(request, include_usage=self.include_usage, model=model,
+                                    cache_fields=self.forward_cache_fields)
         body = msgspec.json.encode({**self.extra_body, **fields} if self.extra_body else fields)
         deadline = self._deadline(deadline_at)
         response = await self._open("/chat/completions", body, deadline.at)

@@ -10,18 +10,27 @@ from typing import Any
 import msgspec
 
 from respstream.server.upstream.base import GenerationRequest
+from respstream.server.upstream.cache_hints import CACHE_BREAKPOINT_KEY, marked_content, strip_cache_marks
 from respstream.server.upstream.provider_tools import REASONING_KEY
 
 __all__ = ["build_request_body", "error_message", "parse_retry_after", "simple_data_events"]
 
 
 def build_request_body(
-    request: GenerationRequest, *, include_usage: bool = True, model: str | None = None
+    request: GenerationRequest, *, include_usage: bool = True, model: str | None = None, cache_fields: bool = True
 ) -> dict[str, Any]:
-    """The JSON body for a streaming Chat Completions call (``model`` overrides ``request.model``)."""
+    """The JSON body for a streaming Chat Completions call (``model`` overrides ``request.model``). ``cache_fields``:
+    send the client's ``prompt_cache_options`` / ``prompt_cache_retention`` as given and its breakpoints as
+    ``prompt_cache_breakpoint`` on the marked message's last content part (OpenAI's Chat Completions takes all three;
+    the embedded model, whose prefix cache is the gateway's own, gets none)."""
     messages = request.messages
     if any(REASONING_KEY in m for m in messages):  # (a provider's signed reasoning: nothing a Chat server takes)
         messages = [{k: v for k, v in m.items() if k != REASONING_KEY} for m in messages]
+    if cache_fields and any(CACHE_BREAKPOINT_KEY in m for m in messages):
+        messages = [{**strip_cache_marks([m])[0], "content": marked_content(m.get("content"), m[CACHE_BREAKPOINT_KEY],
+                                                                              "text")}
+                    if CACHE_BREAKPOINT_KEY in m else m for m in messages]
+    messages = strip_cache_marks(messages)
     body: dict[str, Any] = {"model": model or request.model, "messages": messages, "stream": True}
     if include_usage:
         body["stream_options"] = {"include_usage": True}
@@ -35,6 +44,8 @@ def build_request_body(
         body["temperature"] = request.temperature
     if request.options:
         body.update(request.options)
+    if cache_fields:
+        body.update(request.cache.wire)
     return body
 
 

@@ -315,6 +315,9 @@ class EmbeddedUpstream:
                 # (llama.cpp takes temperature and top_p there, and any thinking budget below its output cap)
                 options = {**options, "sampling": True, "least_thinking_budget": 1}
             adapter = adapter_class(f"{self.address}/v1", name=self.name, models=self.models, **options)
+            if isinstance(adapter, ChatCompletionsUpstream):  # (and the native one, a subclass)
+                # llama.cpp has no OpenAI prompt-cache fields: the gateway's slot cache keeps its prefixes instead
+                adapter.forward_cache_fields = False
             # llama.cpp reports one alias (the first id): every id of ours is sent as that one.
             adapter._upstream_ids = dict.fromkeys(self.models, self.models[0])
             await adapter.start()  # builds its HTTP client now, not on the first request
@@ -331,7 +334,7 @@ class EmbeddedUpstream:
             async for chunk in self._adapter.generate(request):
                 yield chunk
             return
-        body = build_request_body(request, model=self._adapter.upstream_model_id(request.model))
+        body = build_request_body(request, model=self._adapter.upstream_model_id(request.model), cache_fields=False)
         key = request.options.get("prompt_cache_key")
         lease = await slots.acquire(request, body, key if isinstance(key, str) else None)
         try:

@@ -34,6 +34,7 @@ from typing import Any, Final
 import msgspec
 
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
+from respstream.server.upstream.cache_hints import CACHE_BREAKPOINT_KEY, marked_content
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.generation_deadline import untimed_margin
 from respstream.server.upstream.http_stream import HTTPStreamError
@@ -58,12 +59,15 @@ def _text(content: Any) -> str:
     return ""
 
 
-def build_responses_body(request: GenerationRequest, *, model: str | None = None) -> dict[str, Any]:
+def build_responses_body(request: GenerationRequest, *, model: str | None = None,
+                         cache_fields: bool = True) -> dict[str, Any]:
     """The JSON body for a streaming ``POST /responses`` from the pipeline's Chat-style request.
 
     Messages become input items (system/user/assistant messages with string content, ``function_call`` and
     ``function_call_output`` items); Chat ``tools`` become Responses function tools; ``max_tokens`` is
-    ``max_output_tokens``. ``store: false``: the gateway owns the history.
+    ``max_output_tokens``. ``store: false``: the gateway owns the history. ``cache_fields``: the client's
+    ``prompt_cache_key``, ``prompt_cache_options`` / ``prompt_cache_retention`` (as given: OpenAI's Responses API
+    takes both) and its breakpoints (``prompt_cache_breakpoint`` on the marked message's ``input_text`` part).
     """
     items: list[dict[str, Any]] = []
     for message in request.messages:
@@ -74,8 +78,9 @@ def build_responses_body(request: GenerationRequest, *, model: str | None = None
             continue
         text = _text(message.get("content"))
         if text or not message.get("tool_calls"):
+            mark = message.get(CACHE_BREAKPOINT_KEY) if cache_fields else None
             items.append({"type": "message", "role": role if role in ("system", "assistant") else "user",
-                          "content": text})
+                          "content": text if mark is None else marked_content(text, mark, "input_text")})
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
             items.append({"type": "function_call", "call_id": str(call.get("id") or ""),
@@ -89,6 +94,11 @@ def build_responses_body(request: GenerationRequest, *, model: str | None = None
         body["max_output_tokens"] = request.max_output_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    key = request.options.get("prompt_cache_key")
+    if cache_fields and key:
+        body["prompt_cache_key"] = key
+    if cache_fields:
+        body.update(request.cache.wire)
     return body
 
 
@@ -193,7 +203,8 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
         """One request; one list of chunks per read of the body, the reads of plain text to ``sink`` when there is
         one (taken from the socket's callback while this waits: responses_reads.py)."""
         loop = asyncio.get_running_loop()
-        body = msgspec.json.encode(build_responses_body(request, model=self.upstream_model_id(request.model)))
+        body = msgspec.json.encode(build_responses_body(request, model=self.upstream_model_id(request.model),
+                                                        cache_fields=self.forward_cache_fields))
         deadline = self._deadline(deadline_at)
         response = await self._open("/responses", body, deadline.at)
         reader = ResponsesBodyReader(translator, sink) if sink is not None else None

@@ -15,6 +15,7 @@ import re
 from typing import Any, Final
 
 from respstream.server.upstream.base import GenerationRequest
+from respstream.server.upstream.cache_hints import CACHE_BREAKPOINT_KEY, CacheHints, breakpoint_ttl_seconds
 from respstream.server.upstream.provider_tools import (
     REASONING_KEY,
     RefusedField,
@@ -34,7 +35,9 @@ _OUTPUT_CAPS: Final = (("claude-3-5-", 8192), ("claude-3-opus", 4096), ("claude-
 # reasoning.effort -> thinking budget_tokens ("none"/"minimal": no thinking)
 THINKING_BUDGETS: Final = {"low": 2048, "medium": 8192, "high": 24576, "xhigh": 32000}
 _NAME_RULE: Final = re.compile(r"[a-zA-Z0-9_-]{1,128}")
-_MAX_BREAKPOINTS: Final = 4
+_MAX_BREAKPOINTS: Final = 4  # cache_control blocks per request (the Messages API refuses a fifth)
+_DEFAULT_LIFETIME: Final = 5 * 60  # a cache_control without "ttl" ("5m"); the only longer one is "1h"
+_MARK: Final = "_respstream_cache_ttl"  # on a block while the body is built: a client breakpoint (0: default ttl)
 # Anthropic's "auto" uses Priority Tier capacity where the account has it, "standard_only" never does
 _SERVICE_TIERS: Final = {"auto": "auto", "default": "standard_only", "priority": "auto"}
 # text.verbosity has no Anthropic setting: the gateway asks for it in the system prompt (medium: the model's own)
@@ -63,7 +66,7 @@ def build_messages_body(request: GenerationRequest, *, model: str, names: ToolNa
             raise RefusedField(_REFUSED[key], "Anthropic has no such setting")
         if key not in _HANDLED:
             raise RefusedField(key, "Anthropic has no such setting")
-    system, turns = _turns(request.messages, names)
+    system, turns = _turns(request.messages, names, request.cache)
     body: dict[str, Any] = {"model": model, "messages": turns, "stream": True}
     verbosity = options.get("verbosity")
     if verbosity is not None and verbosity not in (*_VERBOSITY, "medium"):
@@ -93,8 +96,7 @@ def build_messages_body(request: GenerationRequest, *, model: str, names: ToolNa
     stop = options.get("stop")
     if stop:
         body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
-    if options.get("prompt_cache_key"):
-        _cache_breakpoints(body)
+    _cache_breakpoints(body, request.cache, asked=request.cache.asked or bool(options.get("prompt_cache_key")))
     return body
 
 
@@ -166,26 +168,46 @@ def _output_format(body: dict[str, Any], response_format: Any) -> None:
     body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
 
 
-def _cache_breakpoints(body: dict[str, Any]) -> None:
-    """``cache_control`` on the last system block, the last tool and the last block of the last stable turn (the one
-    before the newest), at most :data:`_MAX_BREAKPOINTS` in all (prompt_cache_key asked for caching)."""
-    marks: list[dict[str, Any]] = []
-    if body.get("tools"):
-        marks.append(body["tools"][-1])
-    if body.get("system"):
-        marks.append(body["system"][-1])
-    turns = body["messages"]
-    if len(turns) >= 2:
-        blocks = [b for b in turns[-2]["content"] if b.get("type") not in ("thinking", "redacted_thinking")]
-        if blocks:
-            marks.append(blocks[-1])
-    for block in marks[:_MAX_BREAKPOINTS]:
-        block["cache_control"] = {"type": "ephemeral"}
+def _cache_breakpoints(body: dict[str, Any], hints: CacheHints, *, asked: bool) -> None:
+    """``cache_control`` on the client's breakpoints and, unless ``mode`` is ``explicit``, the automatic ones (the
+    last tool, the last system block, the last block of the last stable turn: the one before the newest) when
+    caching was asked for; at most :data:`_MAX_BREAKPOINTS` in all.
+
+    What is dropped first past four: in ``implicit`` mode the automatic ones keep at least one place (OpenAI's rule:
+    one implicit breakpoint plus the latest three explicit ones), so the client's earliest breakpoint goes first;
+    then automatic ones in the order tools, system, last stable turn, because a later breakpoint's prefix holds the
+    earlier ones' (Anthropic reads the longest cached prefix ending at any breakpoint). The Messages API wants a
+    longer lifetime before a shorter one in prompt order, so a breakpoint before a ``1h`` one is written ``1h``
+    too."""
+    blocks = [*body.get("tools", ()), *body.get("system", ())] + [
+        b for turn in body["messages"] for b in turn["content"]]
+    explicit = [b for b in blocks if _MARK in b]
+    automatic: list[dict[str, Any]] = []
+    if asked and hints.mode != "explicit":
+        turns = body["messages"]
+        stable = [b for b in turns[-2]["content"] if b.get("type") not in ("thinking", "redacted_thinking")] \
+            if len(turns) >= 2 else []
+        candidates = [stable[-1] if stable else None, (body.get("system") or [None])[-1],
+                      (body.get("tools") or [None])[-1]]  # (most useful first)
+        automatic = [b for b in candidates if b is not None and all(b is not e for e in explicit)]
+    if automatic:
+        explicit = explicit[-(_MAX_BREAKPOINTS - 1):]
+    chosen = explicit + automatic[:_MAX_BREAKPOINTS - len(explicit)]
+    lifetime = {id(b): b.get(_MARK, hints.ttl_seconds or 0) for b in chosen}
+    longest_after = 0
+    for block in reversed(blocks):  # (prompt order, back to front: a breakpoint takes the longest lifetime after it)
+        block.pop(_MARK, None)
+        if id(block) not in lifetime:
+            continue
+        longest_after = max(longest_after, lifetime[id(block)])
+        block["cache_control"] = {"type": "ephemeral", "ttl": "1h"} if longest_after > _DEFAULT_LIFETIME \
+            else {"type": "ephemeral"}
 
 
 # -- messages --------------------------------------------------------------------------------------------------------
 
-def _turns(messages: list[dict[str, Any]], names: ToolNames) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _turns(messages: list[dict[str, Any]], names: ToolNames, hints: CacheHints
+           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     called: dict[str, int] = {}  # tool_use id -> its assistant turn's index
@@ -193,13 +215,16 @@ def _turns(messages: list[dict[str, Any]], names: ToolNames) -> tuple[list[dict[
         role = message.get("role")
         where = f"input (message {n})"
         if role in ("system", "developer"):
-            system += [b for b in _blocks(message.get("content"), where) if b["type"] == "text"]
+            texts = [b for b in _blocks(message.get("content"), where) if b["type"] == "text"]
+            system += texts
+            _mark(texts, message, hints)
         elif role == "tool":
             result = {"type": "tool_result", "tool_use_id": str(message.get("tool_call_id") or ""),
                       "content": _text(message.get("content"))}
             _place_result(turns, called, result)
         elif role == "assistant":
             blocks = _assistant_blocks(message, names, where)
+            _mark([b for b in blocks if b["type"] not in ("thinking", "redacted_thinking")], message, hints)
             if blocks:
                 turn = _append(turns, "assistant", blocks)
                 for block in blocks:
@@ -207,6 +232,7 @@ def _turns(messages: list[dict[str, Any]], names: ToolNames) -> tuple[list[dict[
                         called[block["id"]] = turn
         else:
             blocks = _blocks(message.get("content"), where)
+            _mark(blocks, message, hints)
             if blocks:
                 _append(turns, "user", blocks)
     if not turns:
@@ -214,6 +240,13 @@ def _turns(messages: list[dict[str, Any]], names: ToolNames) -> tuple[list[dict[
     for each in turns:
         _fold_blank_text(each["content"])
     return system, turns
+
+
+def _mark(blocks: list[dict[str, Any]], message: dict[str, Any], hints: CacheHints) -> None:
+    """A client's breakpoint on ``message`` (server/inputs/history.py) goes on its last block: the gateway joins a
+    message's text parts, so the cached prefix ends with the message."""
+    if blocks and CACHE_BREAKPOINT_KEY in message:
+        blocks[-1][_MARK] = breakpoint_ttl_seconds(message[CACHE_BREAKPOINT_KEY], hints) or 0
 
 
 def _fold_blank_text(blocks: list[dict[str, Any]]) -> None:
