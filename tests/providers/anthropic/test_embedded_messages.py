@@ -57,3 +57,40 @@ def test_tool_turn(gateway: tuple[ServerThread, str]) -> None:
     assert violations == []
     assert got["status"] in ("completed", "incomplete"), got["error"]
     assert got["output_text"].strip() or got["tool_calls"]
+
+
+# -- structured output and forced tools: what llama.cpp's /v1/messages cannot do is refused up front ----------------
+# Measured on loopback (xllamacpp 2026.10.11549, SmolLM2-135M and Qwen2.5-Coder-1.5B): its /v1/messages answers free
+# text whatever output_config.format says, and a tool_choice of {"type": "any"} or a named tool still gets text (no
+# tool_use block). Sending them would drop them silently, so the gateway answers 400 naming the field.
+
+CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "sunny": {"type": "boolean"}},
+               "required": ["city", "sunny"], "additionalProperties": False}
+
+
+def test_structured_output_is_refused_naming_text_format(gateway: tuple[ServerThread, str]) -> None:
+    server, model = gateway
+    _, _, response = post(server, {"model": model, "input": "Is it sunny in Paris?", "max_output_tokens": 24,
+                                   "text": {"format": {"type": "json_schema", "name": "weather",
+                                                       "schema": CITY_SCHEMA, "strict": True}}})
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["param"] == "text.format" and error["code"] == "unsupported_parameter", error
+    assert "output_config.format" in error["message"] and "embedded" in error["message"], error
+
+
+@pytest.mark.parametrize("choice", ["required", {"type": "function", "name": "weather"}])
+def test_a_forced_tool_is_refused_naming_tool_choice(gateway: tuple[ServerThread, str], choice: object) -> None:
+    server, model = gateway
+    _, _, response = post(server, {"model": model, "input": "What is the weather in Paris?", "tools": [WEATHER],
+                                   "tool_choice": choice, "max_output_tokens": 16})
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["param"] == "tool_choice", response.text
+
+
+def test_plain_text_format_still_streams(gateway: tuple[ServerThread, str]) -> None:
+    server, model = gateway
+    got, violations, response = post(server, {"model": model, "input": "Say hi.", "max_output_tokens": 8,
+                                              "text": {"format": {"type": "text"}}})
+    assert response.status_code == 200, response.text
+    assert violations == [] and got["status"] in ("completed", "incomplete"), got["error"]

@@ -71,6 +71,9 @@ DEFAULT_MAX_OUTPUT_TOKENS = 1024
 DEFAULT_PREFIX_CACHE_BYTES = 2 << 30
 DEFAULT_PREFIX_CACHE_MIN_TOKENS = 1024
 DEFAULT_SAMPLING: dict[str, Any] = {"temperature": 0.2, "repeat_penalty": 1.1, "repeat_last_n": 256}
+# The Anthropic adapter's settings for llama.cpp's /v1/messages: it takes temperature and top_p, any thinking budget
+# below its output cap, and applies neither output_config.format nor a forced tool_choice (so those are refused)
+_LLAMA_MESSAGES: dict[str, Any] = {"sampling": True, "least_thinking_budget": 1, "constrained": False}
 _FALLBACK_IDS = {"small": EMBEDDED_MODEL_ID, "medium": "qwen2.5-coder-0.5b-instruct",
                  "large": "qwen2.5-coder-1.5b-instruct"}
 
@@ -312,8 +315,7 @@ class EmbeddedUpstream:
                 from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
 
                 adapter_class = AnthropicUpstream
-                # (llama.cpp takes temperature and top_p there, and any thinking budget below its output cap)
-                options = {**options, "sampling": True, "least_thinking_budget": 1}
+                options = {**options, **_LLAMA_MESSAGES}
             adapter = adapter_class(f"{self.address}/v1", name=self.name, models=self.models, **options)
             if isinstance(adapter, ChatCompletionsUpstream):  # (and the native one, a subclass)
                 # llama.cpp has no OpenAI prompt-cache fields: the gateway's slot cache keeps its prefixes instead
@@ -322,6 +324,23 @@ class EmbeddedUpstream:
             adapter._upstream_ids = dict.fromkeys(self.models, self.models[0])
             await adapter.start()  # builds its HTTP client now, not on the first request
             self._adapter = adapter
+
+    def check_request(self, request: GenerationRequest) -> None:
+        """Before streaming, on the Anthropic path (``anthropic+embedded``): what the adapter cannot send to
+        llama.cpp's ``/v1/messages`` is a 400 naming the field (the model need not be loaded). Raises
+        :class:`HTTPError`."""
+        if self.api != "anthropic":
+            return
+        from respstream.server.upstream.anthropic.adapter import check_unconstrained
+        from respstream.server.upstream.anthropic.request import build_messages_body, tool_names
+        from respstream.server.upstream.provider_tools import RefusedField, refused_as_http
+
+        try:
+            check_unconstrained(request)
+            build_messages_body(request, model=self.models[0], names=tool_names(), sampling=True,
+                                least_thinking_budget=_LLAMA_MESSAGES["least_thinking_budget"])
+        except RefusedField as exc:
+            raise refused_as_http(exc, f"the embedded model's llama.cpp /v1/messages ({self.name})") from None
 
     async def generate(self, request: GenerationRequest) -> AsyncGenerator[Chunk, None]:
         """Stream from the embedded model. Raises :class:`UpstreamError` (``upstream_unavailable`` if not installed)."""

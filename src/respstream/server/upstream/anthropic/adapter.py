@@ -6,7 +6,9 @@ The key (``api_key`` option, else ``ANTHROPIC_API_KEY``) goes as ``x-api-key`` w
 never logged or echoed (``repr`` leaves it out). Failures: 401/403 -> ``upstream_auth``; a prompt too long ->
 ``context_length_exceeded``; 429 (``retry-after`` up to ``max_retry_after`` seconds), 529 overloaded, 5xx and an
 overloaded ``error`` event before any output -> retried ``retries`` times, then the router fails over to the route's
-next upstream. See docs/gateway.md#anthropic.
+next upstream. With ``constrained=False`` (llama.cpp's ``/v1/messages``, which reads neither ``output_config`` nor a
+forced ``tool_choice``: measured on loopback) ``text.format`` json_schema and a forced tool are refused with a 400
+instead of being sent and dropped. See docs/gateway.md#anthropic.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ from respstream.server.upstream.chat_wire import error_message
 from respstream.server.upstream.generation_deadline import untimed_margin
 from respstream.server.upstream.http_failures import status_failure
 from respstream.server.upstream.http_stream import HTTPStreamError, StreamResponse
-from respstream.server.upstream.provider_tools import RefusedField, ToolNames, refused_as_http
+from respstream.server.upstream.provider_tools import RefusedField, ToolNames, refused_as_http, tool_choice_of
 
-__all__ = ["ANTHROPIC_VERSION", "AnthropicUpstream", "anthropic_base_url"]
+__all__ = ["ANTHROPIC_VERSION", "AnthropicUpstream", "anthropic_base_url", "check_unconstrained"]
 
 ANTHROPIC_VERSION: Final = "2023-06-01"
 _RETRY_STATUSES: Final = frozenset({500, 502, 503, 504, 529})
@@ -47,16 +49,32 @@ def anthropic_base_url(url: str) -> str:
     return url if url.endswith("/v1") else f"{url}/v1"
 
 
+def check_unconstrained(request: GenerationRequest) -> None:
+    """For a server that applies neither ``output_config.format`` nor a forced ``tool_choice`` (llama.cpp's
+    ``/v1/messages`` drops both: its answer is free text either way), what would be silently dropped is refused.
+    Raises :class:`RefusedField`."""
+    fmt = request.options.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type", "text") != "text":
+        raise RefusedField("text.format", "this server (llama.cpp's /v1/messages) ignores output_config.format, so "
+                           "the answer would not follow the schema; use the embedded or responses+embedded upstream "
+                           "kind, whose llama.cpp endpoints turn the schema into a grammar")
+    if request.tools and tool_choice_of(request.tool_choice).mode in ("required", "named"):
+        raise RefusedField("tool_choice", "this server (llama.cpp's /v1/messages) does not force a tool call; use "
+                           "auto (or none)")
+
+
 class AnthropicUpstream(ChatCompletionsUpstream):
     """Streams from ``{base_url}/messages`` (see the module docstring). Options as
     :class:`ChatCompletionsUpstream` plus ``anthropic_version``, ``default_max_tokens`` (``max_tokens`` when the
     request sets no ``max_output_tokens``), ``max_retry_after`` (the longest 429 ``retry-after`` waited here) and
     ``sampling`` (forward ``temperature``/``top_p``: for servers that take them, such as llama.cpp's) and
-    ``least_thinking_budget`` (the smallest ``budget_tokens``: the API's 1024; 1 for llama.cpp)."""
+    ``least_thinking_budget`` (the smallest ``budget_tokens``: the API's 1024; 1 for llama.cpp) and ``constrained``
+    (the server honours ``output_config.format`` and a forced ``tool_choice``; false for llama.cpp: see
+    :func:`check_unconstrained`)."""
 
     provider = "anthropic"
     OWN_OPTIONS: Final = frozenset({"anthropic_version", "default_max_tokens", "max_retry_after", "sampling",
-                                    "least_thinking_budget"})
+                                    "least_thinking_budget", "constrained"})
     input_modalities = ("text", "image", "file")
     takes_read_sink = False
     # Claude's text is passed as written: the rewriter's clean-up steps for small local models (leaked markup,
@@ -67,7 +85,8 @@ class AnthropicUpstream(ChatCompletionsUpstream):
     def __init__(self, base_url: str, *, name: str, api_key: str | None = None,
                  anthropic_version: str = ANTHROPIC_VERSION, default_max_tokens: int = DEFAULT_MAX_TOKENS,
                  max_retry_after: float = 10.0, sampling: bool = False,
-                 least_thinking_budget: int = LEAST_THINKING_BUDGET, **options: Any) -> None:
+                 least_thinking_budget: int = LEAST_THINKING_BUDGET, constrained: bool = True,
+                 **options: Any) -> None:
         super().__init__(anthropic_base_url(base_url), name=name, **options)
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         self._headers["anthropic-version"] = anthropic_version
@@ -77,6 +96,7 @@ class AnthropicUpstream(ChatCompletionsUpstream):
         self.max_retry_after = max_retry_after
         self.sampling = sampling
         self.least_thinking_budget = least_thinking_budget
+        self.constrained = constrained
 
     def __repr__(self) -> str:
         return f"AnthropicUpstream({self.base_url!r}, name={self.name!r})"
@@ -86,6 +106,8 @@ class AnthropicUpstream(ChatCompletionsUpstream):
     def body(self, request: GenerationRequest, names: ToolNames | None = None) -> dict[str, Any]:
         """The ``POST /v1/messages`` body (``names``: the request's tool names, to restore them in its stream).
         Raises :class:`RefusedField`."""
+        if not self.constrained:
+            check_unconstrained(request)
         return build_messages_body(request, model=self.upstream_model_id(request.model),
                                    names=names if names is not None else tool_names(),
                                    default_max_tokens=self.default_max_tokens, sampling=self.sampling,
