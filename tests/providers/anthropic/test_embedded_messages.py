@@ -1,7 +1,8 @@
 """The Anthropic adapter on a real Anthropic-shaped server: llama.cpp's own ``POST /v1/messages`` (the embedded
 SmolLM2-135M through ``xllamacpp``, spec ``anthropic+embedded:small``) behind the gateway. A text turn and a tool
 turn (the call and its result sent back as Anthropic tool_use / tool_result blocks) end cleanly with zero
-violations. Needs the embedded model (``make install-model``)."""
+violations; structured output (text.format json_schema) and a forced tool, which llama.cpp's /v1/messages would drop,
+are refused with a 400 naming the field. Needs the embedded model (``make install-model``)."""
 
 from __future__ import annotations
 

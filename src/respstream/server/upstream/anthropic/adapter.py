@@ -56,8 +56,8 @@ def check_unconstrained(request: GenerationRequest) -> None:
     fmt = request.options.get("response_format")
     if isinstance(fmt, dict) and fmt.get("type", "text") != "text":
         raise RefusedField("text.format", "this server (llama.cpp's /v1/messages) ignores output_config.format, so "
-                           "the answer would not follow the schema; use the embedded or responses+embedded upstream "
-                           "kind, whose llama.cpp endpoints turn the schema into a grammar")
+                           "the answer would not follow the schema; use the embedded upstream kind, whose llama.cpp "
+                           "Chat Completions endpoint turns the schema into a grammar")
     if request.tools and tool_choice_of(request.tool_choice).mode in ("required", "named"):
         raise RefusedField("tool_choice", "this server (llama.cpp's /v1/messages) does not force a tool call; use "
                            "auto (or none)")
