@@ -13,6 +13,7 @@ loopback. Memory is Python's own allocation peak (tracemalloc) in this process, 
 from __future__ import annotations
 
 import json
+import time
 import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -156,3 +157,32 @@ def test_the_budget_is_per_key_settled_and_released() -> None:
     for hold in (first, second, third, first):
         hold.release()
     assert memory.bytes.used == 0
+
+
+def test_websocket_creates_waiting_on_a_lane_keep_their_reservation() -> None:
+    """Creates queued behind a running turn are decoded objects: they stay charged until they start (then their
+    turn's own reservation takes over), and everything is given back when the turns end."""
+    config = Config(upstreams=["scripted:6?delay_ms=200"], dialect="openai")
+    app = create_app(config)
+    with ServerThread(app, ws="websockets-sansio") as gw:
+        memory = app.state.gateway.request_memory.bytes
+        with connect(f"ws://127.0.0.1:{gw.port}/v1/responses", max_size=None) as ws:
+            small = {"type": "response.create", "stream": True, "store": False, "input": "hi"}
+            ws.send(json.dumps(small))  # runs about a second
+            ws.send(json.dumps({**small, "input": [{"role": "user", "content": "x"}] * 5000}))  # waits on the lane
+            ws.send(json.dumps({**small, "input": [{"role": "user", "content": "y"}] * 5000}))
+            seen, ended = 0, 0
+            while ended < 3:
+                event = json.loads(ws.recv(timeout=60))
+                seen = max(seen, memory.used)
+                ended += event["type"] in TERMINALS or event["type"] == "error"
+                assert event["type"] != "error", event
+        held_while_running = seen
+        deadline = time.monotonic() + 5
+        while memory.used and time.monotonic() < deadline:  # the last turn's task ends just after its terminal
+            time.sleep(0.1)
+    # Two waiting creates of 5,000 items: each reserved at least its decoded size while it waited. Without that,
+    # one lane runs one turn at a time and at most that turn was charged (twice its decoded size).
+    assert held_while_running > 3 * deep_size(msgspec.json.decode(json.dumps(
+        [{"role": "user", "content": "x"}] * 5000))), held_while_running
+    assert memory.used == 0

@@ -13,8 +13,9 @@ is reserved (per key: 429, gateway-wide: 503, both with ``Retry-After`` and a me
 decoded the hold is settled (checked again when it grows) to :func:`held_bytes`: the decoded JSON's measured size
 (``deep_size``) twice (the parsed request and the upstream's messages built from it took 0.2-0.9x more, measured),
 plus the body's length (the upstream's encoded request). It is released when the response ends (or the request is
-refused). A WebSocket turn reserves its decoded message's measured size again before it is parsed (a message is
-decoded when it arrives and may wait on its lane, charged there to the queue's byte budget).
+refused). A WebSocket message is decoded when it arrives; a create that waits on its lane keeps its decode
+reservation until it leaves the lane (websocket/transport.py), and its turn reserves its measured size again before
+it is parsed.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from respstream.server.endpoints.gateway import Gateway
 from respstream.server.http import socket_reclaim
 from respstream.server.http.web_security import check_open_websocket
 from respstream.server.http_errors import HTTPError
-from respstream.server.inputs.request_memory import RequestMemory, decoded_bound, held_bytes
+from respstream.server.inputs.request_memory import RequestHold, RequestMemory, decoded_bound, held_bytes
 from respstream.server.inputs.requests import parse_request
 from respstream.server.responses.turn_control import STEERED
 from respstream.server.routing.affinity import affinity_key
@@ -106,6 +106,9 @@ class _Connection:
         self.opened = time.monotonic()
         self.tasks: set[asyncio.Task[None]] = set()
         self.gone = False
+        # Reservations of decoded creates that wait on a lane (their decode reservations, kept): given back, the
+        # largest last, as the session's count of waiting creates drops (see _settle_waiting).
+        self.waiting_holds: list[RequestHold] = []
         self.writer = FrameWriter.for_send(ws.scope.get("state", {}).get("raw_send"))
 
     async def send_text(self, text: str) -> None:
@@ -175,6 +178,8 @@ class _Connection:
             if self.tasks:
                 await asyncio.gather(*self.tasks, return_exceptions=True)
             self.queued.adjust(self, -self.queued.held(self))  # what still waits is dropped with the socket
+            for hold in self.waiting_holds:
+                hold.release()
             await self.local.aclose()
 
     async def _receive(self, raw: str | bytes, size: int) -> None:
@@ -187,9 +192,15 @@ class _Connection:
             self.queued.adjust(self, -min(size, self.queued.held(self)))  # the session never saw it
             await self.execute([Send(error_event(exc))])
             return
+        waiting = self.session.waiting
         try:
             actions = self.session.receive(raw, size)
-        finally:  # decoded: a create that starts reserves its measured size (_run_response)
+        except BaseException:
+            hold.release()
+            raise
+        if self.session.waiting > waiting:  # a create now waits on its lane, decoded: it keeps its reservation
+            self.waiting_holds.append(hold)
+        else:  # a create that starts reserves its measured size (_start); anything else is done with
             hold.release()
         await self.execute(actions)
 
@@ -199,8 +210,18 @@ class _Connection:
         if not self.gone and self.inbox.empty() and not self.session.busy:
             socket_reclaim.idle(self.ws.scope, lambda: self.inbox.put_nowait(_RECLAIMED), self.owner)
 
+    def _settle_waiting(self) -> None:
+        """Give back reservations of waiting creates that no longer wait (started or dropped). Which create left
+        the lanes is the session's business: the smallest reservations go first, so what is held never falls
+        below what waits."""
+        if len(self.waiting_holds) > self.session.waiting:
+            self.waiting_holds.sort(key=lambda hold: hold.bytes)
+            while len(self.waiting_holds) > self.session.waiting:
+                self.waiting_holds.pop(0).release()
+
     async def execute(self, actions: list[Action]) -> None:
         """Do what the session asked, in order."""
+        self._settle_waiting()
         for action in actions:
             if isinstance(action, Send):
                 if not self.gone:
