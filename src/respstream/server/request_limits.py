@@ -36,6 +36,10 @@ class WorkLimits:
     # inputs/fetch_budget.py): for the whole gateway (past it 503) and for one API key's requests (past it 429).
     file_urls_inflight_bytes: int = 256 << 20
     file_urls_inflight_bytes_per_key: int = 128 << 20
+    # Memory requests in flight hold (the decoded JSON, the parsed request, the upstream's messages; reserved before
+    # decoding, held until the response ends; inputs/request_memory.py): gateway-wide (past it 503), per API key (429).
+    requests_inflight_bytes: int = 256 << 20
+    requests_inflight_bytes_per_key: int = 128 << 20
     # previous_response_id: records read and bytes of items collected when the history is rebuilt from its chain.
     history_max_depth: int = 256
     history_max_bytes: int = 8 << 20

@@ -27,6 +27,7 @@ from respstream.server.http.limits import RateLimiter, StreamGate
 from respstream.server.http.peer_limit import client_key
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.fair_share import charge_to
+from respstream.server.inputs.request_memory import RequestMemory
 from respstream.server.inputs.requests import parse_request
 from respstream.server.inputs.response_request import ResponseRequest
 from respstream.server.responses.deferred import DeferredWork
@@ -68,6 +69,9 @@ class AppGateway:
         self.auth_failures = RateLimiter(config.auth_failures_per_minute, config.auth_failures_burst)
         self.gate = StreamGate(config.max_concurrent_streams)
         self.websocket_budgets = WebSocketBudgets.from_config(config)  # shared by every WebSocket connection
+        caps = config.work_limits()  # what requests in flight hold, HTTP and WebSocket (inputs/request_memory.py)
+        self.request_memory = RequestMemory(total=caps.requests_inflight_bytes,
+                                            per_key=caps.requests_inflight_bytes_per_key)
         self.shared: SharedLimits | None = None
         if config.shared_limits_url() and (config.rate_limit_per_minute > 0 or config.shared_max_concurrent_streams):
             from respstream.server.http.shared_limits import SharedLimits
@@ -217,7 +221,8 @@ class AppGateway:
             raise HTTPError(429, "rate_limited", f"Rate limit exceeded; retry in {seconds} s.",
                             headers={"Retry-After": str(seconds)})
 
-    async def read_json(self, request: Request) -> Any:
+    async def read_json(self, request: Request, before_decode: Callable[[bytes], None] | None = None) -> Any:
+        """The JSON body (``before_decode(body)`` is called with its bytes first: a memory reservation)."""
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype and ctype != "application/json" and not ctype.endswith("+json"):
             raise HTTPError(415, "unsupported_media_type",
@@ -237,6 +242,8 @@ class AppGateway:
         body = await decoded_body(request.headers.get("content-encoding"), b"".join(chunks), limit)
         if not body.strip():
             raise HTTPError(400, "invalid_json", "The request body is empty; send a JSON object.")
+        if before_decode is not None:
+            before_decode(body)
         try:
             return msgspec.json.decode(body)
         except msgspec.DecodeError as exc:

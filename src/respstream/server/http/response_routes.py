@@ -8,6 +8,8 @@ its :class:`~respstream.server.http.sse_response.EventStreamResponse` is made.
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -15,6 +17,7 @@ from respstream.server.http.app_gateway import AppGateway
 from respstream.server.http.sse_response import EventStreamResponse
 from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.field_policy import IGNORED_FIELDS_HEADER
+from respstream.server.inputs.request_memory import RequestHold, decoded_bound, held_bytes
 from respstream.server.inputs.requests import parse_request
 from respstream.server.responses.log_ending import TERMINAL_STATUSES
 from respstream.server.routing.affinity import affinity_key
@@ -63,7 +66,36 @@ async def stream_response(gw: AppGateway, rid: str, after: int, *, foreground: b
 async def create(gw: AppGateway, request: Request) -> Response | EventStreamResponse:
     owner = gw.authenticate(request)
     await gw.limit_rate(request, owner)
-    body = await gw.read_json(request)
+    body, hold = await _read_reserved(gw, request, owner)
+    try:
+        answer = await _create(gw, request, owner, body, hold)
+    except BaseException:
+        hold.release()
+        raise
+    return answer
+
+
+async def _read_reserved(gw: AppGateway, request: Request, owner: str | None) -> tuple[Any, RequestHold]:
+    """The body, decoded under a reservation of the memory it can take, settled to what it takes
+    (inputs/request_memory.py: 503/429 ``request_memory_budget_exceeded`` before decoding)."""
+    holds: list[tuple[RequestHold, int]] = []
+
+    def reserve(raw: bytes) -> None:
+        holds.append((gw.request_memory.reserve(owner, decoded_bound(raw)), len(raw)))
+
+    try:
+        body = await gw.read_json(request, before_decode=reserve)
+    except BaseException:
+        for hold, _ in holds:
+            hold.release()
+        raise
+    hold, length = holds[0]
+    hold.settle(held_bytes(body, length))
+    return body, hold
+
+
+async def _create(gw: AppGateway, request: Request, owner: str | None, body: Any,
+                  hold: RequestHold) -> Response | EventStreamResponse:
     svc = gw.svc
     req = parse_request(body, server_tool_names=svc.tools.names(), dialect=svc.dialect.name,
                         strict_fields=gw.config.strict_fields)
@@ -78,11 +110,13 @@ async def create(gw: AppGateway, request: Request) -> Response | EventStreamResp
     if req.options.completion_window is not None and gw.deferred is not None:
         # Deferred work: queued in the shared store, run by whichever instance has room (responses/deferred.py).
         record = await gw.deferred.enqueue(body, req, owner)
+        hold.release()  # queued (in the store): what runs it later is another request's work
         if stream:
             return await stream_response(gw, record.id, -1, foreground=False,
                                          headers=[(b"x-response-id", record.id.encode())])
         return JSONResponse(record.response, headers={"x-response-id": record.id})
-    record, _ = await svc.start(req, owner=owner)
+    record, running = await svc.start(req, owner=owner)
+    running.task.add_done_callback(lambda _: hold.release())  # the prompt lives until the response ends
     # The id in a header, so a client whose connection drops inside the first event can still resume (or
     # cancel) a background response.
     id_header = {"x-response-id": record.id}

@@ -3,8 +3,8 @@
 Why: ``GET /v1/conversations/{id}/items?after=<cursor>`` read windows growing 4x from one end and decoded each whole
 until the cursor turned up, so a cursor deep in a 147 MB conversation cost +241-387 MB per request (issue 42, M5).
 :func:`conversation_after` asks the store for the cursor's position (SQLite: an index on the item id; Redis: a list of
-the ids kept beside the items) and reads only the page from there. A store without such a lookup (memory: its items
-are objects already, a window is a slice of references and nothing is decoded) is read in growing windows.
+the ids kept beside the items; memory: an id -> position index kept with the items, store/memory_conversations.py)
+and reads only the page from there. A store without such a lookup is read in growing windows.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ async def conversation_after(store: _Conversations, conversation_id: str, item_i
     if seek is not None:
         found: list[dict[str, Any]] | None = await seek(conversation_id, item_id, count=count, newer=newer)
         return found
-    # No lookup (the memory store, whose items are objects already: a window is a slice of references, nothing is
-    # decoded): windows from the end the page starts at, growing 4x until one holds the cursor and `count` past it.
+    # No lookup (every store of the gateway has one; a store written elsewhere may not): windows from the end the
+    # page starts at, growing 4x until one holds the cursor and `count` past it.
     size = max(2 * count, 2)
     while True:
         items = await (store.conversation(conversation_id, oldest=size) if newer else

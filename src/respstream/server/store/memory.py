@@ -4,10 +4,11 @@ How this works: each response has a ``_Log`` (a list of entries whose index equa
 writer numbers from 0 by +1) and a list of waiting readers' futures, all resolved (and the list emptied) on every
 append, so every reader waiting wakes once per batch, not once per event. ``tail`` reads what exists, then waits for
 the next wakeup. Finished responses are kept for ``retention_seconds``, at most ``max_responses`` of them and at most
-``max_bytes`` of stored data (the request context, the Response snapshot and the log's event bytes), the oldest
-finished first. A count alone let 10,000 responses of 1 MiB each take ~10 GB. When running responses alone fill the
-byte budget, ``create`` raises ``StoreUnavailable`` (the gateway answers 503 with Retry-After) instead of growing;
-:meth:`MemoryStore.check_room` asks the same question before the work that precedes ``create`` (fetching files).
+``max_bytes`` of stored data (the request context, the Response snapshot, the log's event bytes, the conversations'
+items), the oldest finished first. A count alone let 10,000 responses of 1 MiB each take ~10 GB. When running
+responses alone fill the byte budget, ``create`` raises ``StoreUnavailable`` (the gateway answers 503 with
+Retry-After) instead of growing; :meth:`MemoryStore.check_room` asks the same question before the work that
+precedes ``create`` (fetching files).
 
 Bytes are what the objects really take (issue 42, H4v: counting JSON length charged a record of 30,000 tiny input
 items 4.3 MB while it held 17.4 MB): a record's request (which nothing changes once it is created) is kept as its
@@ -48,6 +49,7 @@ from respstream.server.store.base import (
     SequenceGap,
     StoreUnavailable,
 )
+from respstream.server.store.memory_conversations import MemoryConversations, item_bytes
 from respstream.server.store.object_size import DELTA_ENTRY_BYTES, DICT_ENTRY_BYTES, LOG_ENTRY_BYTES, deep_size
 
 __all__ = ["MemoryStore"]
@@ -120,11 +122,10 @@ class MemoryStore:
         self._max_bytes = max_bytes
         self.bytes = 0  # stored bytes now (records + logs), for metrics and tests
         self._logs: dict[str, _Log] = {}
-        self._conversations: dict[str, list[dict[str, Any]]] = {}
+        self._conversations = MemoryConversations(history_limit)
         self._conversation_objects: dict[str, ConversationRecord] = {}
         self._retention = retention_seconds
         self._max_responses = max_responses
-        self._history_limit = history_limit
 
     # -- records ---------------------------------------------------------------------------------------------------
     def check_room(self, record: ResponseRecord) -> None:
@@ -313,19 +314,25 @@ class MemoryStore:
                 continue
             await self.wait_beyond(response_id, after)
 
-    # -- conversations ---------------------------------------------------------------------------------------------
+    # -- conversations (memory_conversations.py: items indexed by id, counted in ``bytes`` at their real size) -----
     async def conversation(self, conversation_id: str, *, newest: int | None = None,
                            oldest: int | None = None) -> list[dict[str, Any]]:
-        items = self._conversations.get(conversation_id, [])
-        if newest is not None:
-            return items[-newest:] if newest > 0 else []
-        return list(items if oldest is None else items[:oldest])
+        return self._conversations.items(conversation_id, newest=newest, oldest=oldest)
+
+    async def conversation_after(self, conversation_id: str, item_id: str, *, count: int,
+                                 newer: bool) -> list[dict[str, Any]] | None:
+        return self._conversations.after(conversation_id, item_id, count=count, newer=newer)
 
     async def extend_conversation(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
-        history = self._conversations.setdefault(conversation_id, [])
-        history.extend(items)
-        if len(history) > self._history_limit:
-            del history[: len(history) - self._history_limit]
+        """Add items, refused (``StoreUnavailable``) when they do not fit ``max_bytes`` once finished responses
+        were dropped to make room."""
+        sizes = item_bytes(items)
+        self._evict(room_bytes=sum(sizes))
+        if self.bytes + sum(sizes) > self._max_bytes:
+            raise StoreUnavailable(
+                f"the memory store is full ({self.bytes} of max {self._max_bytes} bytes held by conversations and "
+                f"running responses; new conversation items need {sum(sizes)}; setting memory_store_max_bytes)")
+        self.bytes += self._conversations.extend(conversation_id, items, sizes)
 
     async def create_conversation(self, record: ConversationRecord) -> None:
         self._conversation_objects[record.id] = replace(record, metadata=dict(record.metadata))
@@ -339,20 +346,17 @@ class MemoryStore:
             self._conversation_objects[record.id] = replace(record, metadata=dict(record.metadata))
 
     async def delete_conversation(self, conversation_id: str) -> bool:
-        self._conversations.pop(conversation_id, None)
+        self.bytes -= self._conversations.drop(conversation_id)
         return self._conversation_objects.pop(conversation_id, None) is not None
 
     async def conversation_item(self, conversation_id: str, item_id: str) -> dict[str, Any] | None:
-        found = next((i for i in self._conversations.get(conversation_id, []) if i.get("id") == item_id), None)
+        found = self._conversations.item(conversation_id, item_id)
         return None if found is None else dict(found)
 
     async def delete_conversation_item(self, conversation_id: str, item_id: str) -> bool:
-        history = self._conversations.get(conversation_id, [])
-        for index, item in enumerate(history):
-            if item.get("id") == item_id:
-                del history[index]
-                return True
-        return False
+        freed = self._conversations.delete_item(conversation_id, item_id)
+        self.bytes -= freed or 0
+        return freed is not None
 
     def hold_lease(self, response_id: str) -> AbstractAsyncContextManager[None]:
         # One process: the generator and every reader die together, so there is nothing to lease.

@@ -18,7 +18,7 @@ from typing import Any
 
 from respstream.server.store.base import DeltaEntry, LogEntry
 
-__all__ = ["DELTA_ENTRY_BYTES", "DICT_ENTRY_BYTES", "LOG_ENTRY_BYTES", "SLOT_BYTES", "deep_size"]
+__all__ = ["DELTA_ENTRY_BYTES", "DICT_ENTRY_BYTES", "LOG_ENTRY_BYTES", "SLOT_BYTES", "deep_size", "deep_sizes"]
 
 SLOT_BYTES = 8  # a list slot or half a dict slot's pointers; dict tables also keep a hash and a spare third
 # One more key in a dict: (hash, key, value) and the index slot, the table kept at most 2/3 full.
@@ -33,7 +33,17 @@ _ATOMS = (str, bytes, int, float)
 
 def deep_size(value: Any) -> int:
     """Bytes ``value`` and everything it holds take (dicts, lists, tuples followed; each object counted once)."""
+    return _walk(value, set())
+
+
+def deep_sizes(values: list[Any]) -> list[int]:
+    """:func:`deep_size` of each value, an object shared by several (the keys every item repeats) counted once, with
+    the first value that holds it: the sizes add up to what the values take together."""
     seen: set[int] = set()
+    return [_walk(value, seen) for value in values]
+
+
+def _walk(value: Any, seen: set[int]) -> int:
     total = 0
     stack = [value]
     while stack:

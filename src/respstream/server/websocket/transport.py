@@ -32,6 +32,7 @@ from respstream.server.endpoints.gateway import Gateway
 from respstream.server.http import socket_reclaim
 from respstream.server.http.web_security import check_open_websocket
 from respstream.server.http_errors import HTTPError
+from respstream.server.inputs.request_memory import RequestHold, RequestMemory, decoded_bound, held_bytes
 from respstream.server.inputs.requests import parse_request
 from respstream.server.responses.turn_control import STEERED
 from respstream.server.routing.affinity import affinity_key
@@ -55,6 +56,9 @@ from respstream.server.websocket.session import Session
 if TYPE_CHECKING:
     from respstream.server.http.auth import KeyStore
     from respstream.server.http.limits import StreamGate
+    from respstream.server.inputs.response_request import ResponseRequest
+    from respstream.server.responses.responses_service import Running
+    from respstream.server.store.base import ResponseRecord
     from respstream.server.telemetry.metrics import Metrics
 
 __all__ = ["serve_websocket"]
@@ -79,6 +83,7 @@ class _WebSocketGateway(Gateway, Protocol):
     gate: StreamGate
     metrics: Metrics
     websocket_budgets: WebSocketBudgets
+    request_memory: RequestMemory
 
 
 class _Connection:
@@ -101,6 +106,9 @@ class _Connection:
         self.opened = time.monotonic()
         self.tasks: set[asyncio.Task[None]] = set()
         self.gone = False
+        # Reservations of decoded creates that wait on a lane (their decode reservations, kept): given back, the
+        # largest last, as the session's count of waiting creates drops (see _settle_waiting).
+        self.waiting_holds: list[RequestHold] = []
         self.writer = FrameWriter.for_send(ws.scope.get("state", {}).get("raw_send"))
 
     async def send_text(self, text: str) -> None:
@@ -160,7 +168,7 @@ class _Connection:
                 if self.owner is not None and not self.gw.keys.active(self.owner):
                     await self._close_with(revoked_error(), 1008)  # revoked while the socket was open
                     return
-                await self.execute(self.session.receive(raw, size))
+                await self._receive(raw, size)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -170,7 +178,31 @@ class _Connection:
             if self.tasks:
                 await asyncio.gather(*self.tasks, return_exceptions=True)
             self.queued.adjust(self, -self.queued.held(self))  # what still waits is dropped with the socket
+            for hold in self.waiting_holds:
+                hold.release()
             await self.local.aclose()
+
+    async def _receive(self, raw: str | bytes, size: int) -> None:
+        """Decode and act on one message under a reservation of what its decoded JSON can take (issue 42, H4v:
+        inputs/request_memory.py); refused, it is dropped with an error event naming the limit."""
+        try:
+            hold = self.gw.request_memory.reserve(self.owner, decoded_bound(raw.encode() if isinstance(raw, str)
+                                                                            else raw))
+        except HTTPError as exc:
+            self.queued.adjust(self, -min(size, self.queued.held(self)))  # the session never saw it
+            await self.execute([Send(error_event(exc))])
+            return
+        waiting = self.session.waiting
+        try:
+            actions = self.session.receive(raw, size)
+        except BaseException:
+            hold.release()
+            raise
+        if self.session.waiting > waiting:  # a create now waits on its lane, decoded: it keeps its reservation
+            self.waiting_holds.append(hold)
+        else:  # a create that starts reserves its measured size (_start); anything else is done with
+            hold.release()
+        await self.execute(actions)
 
     def _offer_idle(self) -> None:
         """Nothing queued, nothing running: the connection guard may reclaim this socket under pressure (issue 42,
@@ -178,8 +210,18 @@ class _Connection:
         if not self.gone and self.inbox.empty() and not self.session.busy:
             socket_reclaim.idle(self.ws.scope, lambda: self.inbox.put_nowait(_RECLAIMED), self.owner)
 
+    def _settle_waiting(self) -> None:
+        """Give back reservations of waiting creates that no longer wait (started or dropped). Which create left
+        the lanes is the session's business: the smallest reservations go first, so what is held never falls
+        below what waits."""
+        if len(self.waiting_holds) > self.session.waiting:
+            self.waiting_holds.sort(key=lambda hold: hold.bytes)
+            while len(self.waiting_holds) > self.session.waiting:
+                self.waiting_holds.pop(0).release()
+
     async def execute(self, actions: list[Action]) -> None:
         """Do what the session asked, in order."""
+        self._settle_waiting()
         for action in actions:
             if isinstance(action, Send):
                 if not self.gone:
@@ -221,11 +263,14 @@ class _Connection:
         await self.execute(actions)
         self._offer_idle()  # its last response ended: idle until the next message
 
-    async def _run_response(self, start: Start) -> list[Action]:
-        gw = self.gw
+    async def _start(self, start: Start) -> tuple[ResponseRequest, ResponseRecord, Running]:
+        """Parse and start one turn: (request, record, running). What it holds is reserved first and given back
+        when the response ends (inputs/request_memory.py)."""
+        gw, svc = self.gw, self.gw.svc
+        await gw.limit_rate(self.ws, self.owner)
+        # Its decoded message (measured) and what is parsed and built from it, reserved before the parse.
+        hold = gw.request_memory.reserve(self.owner, held_bytes(start.body, 0))
         try:
-            svc = gw.svc
-            await gw.limit_rate(self.ws, self.owner)
             req = parse_request(dict(start.body), server_tool_names=svc.tools.names(), dialect=svc.dialect.name,
                                 prewarm=not start.generate, strict_fields=gw.config.strict_fields)
             req.generate = start.generate
@@ -239,6 +284,17 @@ class _Connection:
                 gw.gate.leave()
                 gw.metrics.set_open_streams(gw.gate.open)
                 raise
+        except BaseException:
+            hold.release()
+            raise
+        running.task.add_done_callback(lambda _: hold.release())
+        return req, record, running
+
+    async def _run_response(self, start: Start) -> list[Action]:
+        gw = self.gw
+        svc = gw.svc
+        try:
+            req, record, running = await self._start(start)
         except HTTPError as exc:
             return self.session.refused(start.ticket, exc)
         except StoreUnavailable as exc:
