@@ -17,7 +17,8 @@ def test_steer_a_streaming_response(page: Any, gateway: Gateway) -> None:
     with gateway("scripted:300?delay_ms=20", dialect="openai") as url:
         open_page(page, url)
         page.check("#websocket")
-        assert page.is_visible("#steer")
+        # shown by the page's script once WebSocket mode is on: wait for it (a loaded machine runs that script late)
+        page.wait_for_selector("#steer", state="visible", timeout=10_000)
         page.click("#send")
         page.wait_for_function("window.__playground && window.__playground.events > 5 "
                                "&& !document.getElementById('steer').disabled", timeout=15_000)
