@@ -145,8 +145,12 @@ def write_outputs(report: dict[str, Any], stem: Path, *, plots: bool = False) ->
     return text
 
 
-def update_docs(report: dict[str, Any], text: str, docs: Path) -> None:
-    """Replace the board section of docs/benchmarks.md (between the markers) with this run's table."""
+def update_docs(report: dict[str, Any], text: str, docs: Path, docs_json: str = "board-results.json") -> None:
+    """Replace the board section of docs/benchmarks.md (between the markers) with this run's table (the run's JSON is
+    written beside it as ``docs_json``)."""
+    import json
+
+    (docs.parent / docs_json).write_text(json.dumps(report, indent=1) + "\n")
     machine, versions = report.get("machine", {}), report.get("versions", {})
     section = "\n".join([
         START,
@@ -158,6 +162,8 @@ def update_docs(report: dict[str, Any], text: str, docs: Path) -> None:
         text,
         "",
         *(f"![{p}](img/{p})" for p in report.get("plots", [])),
+        "",
+        f"The JSON of this run: [{docs_json}]({docs_json}).",
         END,
     ])
     current = docs.read_text()
