@@ -10,7 +10,8 @@ upstream to core 1) and per repeat, in an order that reverses every repeat:
 
 - added latency against the direct upstream (benchmarks/added_latency.py), 1 and 64 clients: streaming (first event
   and last byte) and non-streaming;
-- server CPU per 1,000 events and events/s with 64 streams in flight (10-delta responses: per-request costs in);
+- server CPU per 1,000 events and events/s with 64 streams in flight, on 10-delta responses (per-request costs in)
+  and on 200-delta ones (a fresh process in front of the upstream's ``/long/`` answers: the per-event cost);
 then once per system: RSS per idle SSE connection (the upstream goes quiet after one frame) and, for respstream, per
 idle WebSocket connection; and ``respstream check`` on one captured stream, normal and with the upstream cut
 mid-stream. Ratios are taken within a repeat (against respstream and against the floor) and their median reported.
@@ -118,11 +119,12 @@ async def run_board(args: argparse.Namespace) -> dict[str, Any]:
                               "rounds": [], "memory": {}, "correctness": {}}
     frames_file = tmp / "frames.json"
     try:
-        proc, _ = start_system(SYSTEMS["respstream"], upstream, "normal", tmp, frames_file)
-        try:
-            frames_file.write_text(json.dumps(await capture_frames(proc.url)))
-        finally:
-            proc.stop()
+        for variant, file in (("normal", frames_file), ("long", frames_file.with_name("frames-long.json"))):
+            proc, _ = start_system(SYSTEMS["respstream"], upstream, variant, tmp, frames_file)
+            try:
+                file.write_text(json.dumps(await capture_frames(proc.url)))
+            finally:
+                proc.stop()
         live = []
         for name in names:
             system = SYSTEMS[name]
@@ -152,9 +154,17 @@ async def run_board(args: argparse.Namespace) -> dict[str, Any]:
                     if repeat == 0:
                         report["correctness"][system.name] = {"normal": await check_stream(
                             proc.url, headers, system.upstream_api)}
-                    print(f"  {json.dumps(rows[system.name])[:400]}", flush=True)
                 finally:
                     proc.stop()
+                # CPU per event on 200-delta responses: the per-event cost, where per-request work weighs little.
+                proc, headers = start_system(system, upstream, "long", tmp, frames_file)
+                try:
+                    rows[system.name]["cpu_long"] = await cpu_per_events(
+                        proc.proc.pid, proc.url, headers, system.upstream_api, clients=sizes["clients"],
+                        total=max(8, sizes["cpu_requests"] // 10), time_limit=sizes["time"])
+                finally:
+                    proc.stop()
+                print(f"  {json.dumps(rows[system.name])[:400]}", flush=True)
             report["rounds"].append(rows)
         for system in live:
             if system.name in report["skipped"]:

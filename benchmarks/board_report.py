@@ -32,6 +32,8 @@ FIGURES = {
     "stream_64_p99": "latency_64_stream.last_byte.added_p99_ms",
     "cpu_per_1000": "cpu.cpu_ms_per_1000_events",
     "events_per_s": "cpu.events_per_s",
+    "cpu_long_per_1000": "cpu_long.cpu_ms_per_1000_events",
+    "events_long_per_s": "cpu_long.events_per_s",
 }
 
 
@@ -73,13 +75,18 @@ def _fmt(value: Any, suffix: str = "") -> str:
     return f"{value}{suffix}"
 
 
+def _whole(value: float | None) -> str:
+    return "-" if value is None else f"{round(value):,}"
+
+
 def table(report: dict[str, Any]) -> str:
     summary = summarize(report)
     lines = [
         "| system | added last byte, 1 client p50 / p99 ms (x respstream) | first event p50 ms | non-streaming "
-        "p50 / p99 ms | added last byte, 64 clients p50 / p99 ms | CPU ms / 1,000 events (x floor, x respstream) "
+        "p50 / p99 ms | added last byte, 64 clients p50 / p99 ms | CPU ms / 1,000 events, 10-delta responses "
+        "(x floor, x respstream) | events/s | CPU ms / 1,000 events, 200-delta responses (x floor, x respstream) "
         "| events/s | idle SSE KiB / conn | idle WS KiB / conn | check: normal / cut violations |",
-        "|---|---|---:|---|---|---|---:|---:|---:|---|",
+        "|---|---|---:|---|---|---|---:|---|---:|---:|---:|---|",
     ]
     for name, s in summary.items():
         cut = "-" if s["check_cut"] is None else f"{s['check_cut']} ({', '.join(s['check_cut_codes'] or []) or 'ok'})"
@@ -88,10 +95,12 @@ def table(report: dict[str, Any]) -> str:
             f"({_fmt(s.get('stream_1_p50_vs_respstream'), 'x')}) | {_fmt(s['first_1_p50'])} "
             f"| {_fmt(s['json_1_p50'])} / {_fmt(s['json_1_p99'])} | {_fmt(s['stream_64_p50'])} / "
             f"{_fmt(s['stream_64_p99'])} | {_fmt(s['cpu_per_1000'])} ({_fmt(s.get('cpu_per_1000_vs_floor'), 'x')}, "
-            f"{_fmt(s.get('cpu_per_1000_vs_respstream'), 'x')}) | {_fmt(s['events_per_s'])} "
+            f"{_fmt(s.get('cpu_per_1000_vs_respstream'), 'x')}) | {_whole(s['events_per_s'])} "
+            f"| {_fmt(s['cpu_long_per_1000'])} ({_fmt(s.get('cpu_long_per_1000_vs_floor'), 'x')}, "
+            f"{_fmt(s.get('cpu_long_per_1000_vs_respstream'), 'x')}) | {_whole(s['events_long_per_s'])} "
             f"| {_fmt(s['idle_sse_kib'])} | {_fmt(s['idle_ws_kib'])} | {_fmt(s['check_normal'])} / {cut} |")
     for name, why in report.get("skipped", {}).items():
-        lines.append(f"| {name} | skipped: {why} | | | | | | | | |")
+        lines.append(f"| {name} | skipped: {why} | | | | | | | | | | |")
     return "\n".join(lines)
 
 
@@ -122,12 +131,16 @@ def draw_plots(report: dict[str, Any], prefix: str) -> list[Path]:
     fig.savefig(path, dpi=90)
     written.append(path)
     plt.close(fig)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.bar(names, [summary[n]["cpu_per_1000"] or 0 for n in names])
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.38
+    for i, (key, label) in enumerate((("cpu_per_1000", "10-delta responses"),
+                                      ("cpu_long_per_1000", "200-delta responses"))):
+        ax.bar([x + i * width for x in range(len(names))], [summary[n][key] or 0 for n in names], width, label=label)
+    ax.set_xticks([x + width / 2 for x in range(len(names))], names, rotation=25, ha="right")
     ax.set_ylabel("server CPU ms per 1,000 events (log)")
     ax.set_yscale("log")
-    ax.set_title("CPU per 1,000 events, 64 streams (10-delta responses)")
-    plt.setp(ax.get_xticklabels(), rotation=25, ha="right")
+    ax.set_title("CPU per 1,000 events, 64 streams")
+    ax.legend()
     fig.tight_layout()
     path = IMG / f"{prefix}_cpu.png"
     fig.savefig(path, dpi=90)

@@ -117,14 +117,16 @@ def _portkey() -> Proc:
 
 def start_system(system: System, upstream: str, variant: str, tmp: Path,
                  frames_file: Path) -> tuple[Proc, dict[str, str]]:
-    """Start ``system`` in front of ``upstream`` (``http://127.0.0.1:P``) for ``variant``: ``normal``, ``cut``
-    (the upstream dies mid-stream) or ``stall`` (the upstream sends one frame and then nothing). Returns the process
+    """Start ``system`` in front of ``upstream`` (``http://127.0.0.1:P``) for ``variant``: ``normal``, ``long``
+    (200 deltas a response), ``cut`` (the upstream dies mid-stream) or ``stall`` (the upstream sends one frame and
+    then nothing; the floor: its first frame, then nothing for an hour). Returns the process
     and the extra request headers. Raises FileNotFoundError / RuntimeError when it cannot run here."""
     prefix = "" if variant == "normal" else f"/{variant}"
     upstream_v1 = f"{upstream}{prefix}/v1"
     headers = dict(system.headers)
     if system.name == "floor":
-        return _floor(frames_file, 3_600_000 if variant == "stall" else 0), headers
+        frames = frames_file.with_name("frames-long.json") if variant == "long" else frames_file
+        return _floor(frames, 3_600_000 if variant == "stall" else 0), headers
     if system.name.startswith("respstream"):
         return _respstream(system, upstream_v1, tmp, granian=system.name.endswith("granian")), headers
     if system.name == "litellm":

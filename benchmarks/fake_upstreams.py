@@ -15,6 +15,8 @@ Routes (any prefix before them is ignored, so ``/v1/chat/completions`` and ``/ch
 - A path containing ``/cut/`` (e.g. an upstream base URL ``http://127.0.0.1:P/cut/v1``): the stream stops after
   half its deltas and the connection is closed without the chunked body's last chunk (an upstream that died
   mid-stream).
+- A path containing ``/long/``: the same answers with ``LONG_DELTAS`` (200) deltas (the CPU-per-event figure, as
+  benchmarks/server_throughput.py's 200-delta responses).
 - A path containing ``/stall/``: the stream's head and first frame, then nothing until the client goes away (an idle
   stream: the memory-per-connection figures hold thousands of these).
 
@@ -30,9 +32,10 @@ import signal
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MODEL", "UpstreamBodies", "serve_forever", "start_upstream"]
+__all__ = ["LONG_DELTAS", "MODEL", "UpstreamBodies", "serve_forever", "start_upstream"]
 
 MODEL = "fake-model"
+LONG_DELTAS = 200
 _WORDS = ("The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "and", "runs", "far", "away.")
 
 
@@ -141,7 +144,9 @@ class UpstreamBodies:
 class _Connection(asyncio.Protocol):
     """One client connection: parse request heads (content-length or chunked bodies), answer each at once."""
 
-    def __init__(self, bodies: UpstreamBodies) -> None:
+    def __init__(self, bodies: UpstreamBodies, long: UpstreamBodies) -> None:
+        self.short = bodies
+        self.long = long
         self.bodies = bodies
         self.buffer = b""
         self.transport: asyncio.Transport | None = None
@@ -175,6 +180,7 @@ class _Connection(asyncio.Protocol):
     def _answer(self, method: str, target: str, body: bytes) -> None:
         assert self.transport is not None
         path = target.split("?", 1)[0]
+        self.bodies = self.long if "/long/" in path else self.short
         if method == "GET" and path.endswith("/models"):
             self.transport.write(self.bodies.models)
             return
@@ -211,8 +217,8 @@ def _unchunk(data: bytes) -> bytes:
 
 async def start_upstream(deltas: int, port: int = 0) -> asyncio.Server:
     """The SIMULATED upstream on 127.0.0.1 (``port`` 0: a free one) in the running loop."""
-    bodies = UpstreamBodies(deltas)
-    return await asyncio.get_running_loop().create_server(lambda: _Connection(bodies), "127.0.0.1", port)
+    bodies, long = UpstreamBodies(deltas), UpstreamBodies(LONG_DELTAS)
+    return await asyncio.get_running_loop().create_server(lambda: _Connection(bodies, long), "127.0.0.1", port)
 
 
 async def serve_forever(deltas: int, port_file: str) -> None:

@@ -38,6 +38,7 @@ def _measured(report: dict[str, Any], name: str) -> None:
         assert row[key]["last_byte"]["n"] > 0
     assert row["cpu"]["events"] > 0 and row["cpu"]["errors"] == {}, row["cpu"]
     assert row["cpu"]["cpu_ms_per_1000_events"] >= 0  # (a tiny load may take under one clock tick of CPU)
+    assert row["cpu_long"]["events"] > 0 and row["cpu_long"]["errors"] == {}, row["cpu_long"]
     memory = report["memory"][name]["sse"]
     assert memory["failures"] == 0 and memory["connections"] > 0, memory
 
@@ -74,6 +75,8 @@ async def test_the_simulated_upstream_answers_each_route() -> None:
     try:
         chat = await _raw(port, "/v1/chat/completions", b'{"stream": true}')
         assert chat.count(b'"delta":{"content":') == 10 and chat.endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n")
+        long = await _raw(port, "/long/v1/chat/completions", b'{"stream": true}')
+        assert long.count(b'"delta":{"content":') == fake.LONG_DELTAS
         native = await _raw(port, "/v1/responses", b'{"stream": true}')
         assert native.count(b"response.output_text.delta") == 2 * 10 and b"response.completed" in native
         cut = await _raw(port, "/cut/v1/chat/completions", b'{"stream": true}')
