@@ -32,11 +32,13 @@ class Target:
     url: str
     body: bytes
     headers: tuple[tuple[str, str], ...] = ()
+    method: str = "POST"
 
     def request(self) -> tuple[str, int, bytes]:
         parts = urlsplit(self.url)
         host, port = parts.hostname or "127.0.0.1", parts.port or 80
-        lines = [f"POST {parts.path or '/'} HTTP/1.1", f"Host: {host}:{port}", "Content-Type: application/json",
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
+        lines = [f"{self.method} {target or '/'} HTTP/1.1", f"Host: {host}:{port}", "Content-Type: application/json",
                  "Accept: text/event-stream, application/json", f"Content-Length: {len(self.body)}",
                  "Connection: close", *(f"{k}: {v}" for k, v in self.headers)]
         return host, port, ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + self.body

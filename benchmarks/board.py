@@ -14,7 +14,9 @@ upstream to core 1) and per repeat, in an order that reverses every repeat:
   and on 200-delta ones (a fresh process in front of the upstream's ``/long/`` answers: the per-event cost);
 then once per system: RSS per idle SSE connection (the upstream goes quiet after one frame) and, for respstream, per
 idle WebSocket connection; and ``respstream check`` on one captured stream, normal and with the upstream cut
-mid-stream. Ratios are taken within a repeat (against respstream and against the floor) and their median reported.
+mid-stream; and for respstream, resume latency: a response made on one instance, its stream resumed
+(``starting_after``) on a second instance sharing its SQLite store, time to the first event. Ratios are taken
+within a repeat (against respstream and against the floor) and their median reported.
 
 Output: JSON (``--json``), a Markdown table and PNGs; with ``--docs`` the table, the machine, the versions and the
 plots replace the board section of docs/benchmarks.md (between its ``board:start`` / ``board:end`` markers).
@@ -39,15 +41,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from added_latency import Target, fetch
-from board_measure import check_stream, cpu_per_events, idle_memory, latency, request_body
+from board_measure import check_stream, cpu_per_events, idle_memory, latency, request_body, resume_latency
 from board_report import update_docs, write_outputs
-from board_systems import SYSTEMS, System, peer_versions, start_system
+from board_systems import SYSTEMS, System, peer_versions, start_resume_pair, start_system
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SYSTEMS = "floor,respstream,respstream-native,respstream-granian,litellm,portkey"
 
-FULL = {"rounds_1": 300, "rounds_64": 8, "cpu_requests": 1500, "idle": 1000, "time": 40.0, "clients": 64}
-SMOKE = {"rounds_1": 10, "rounds_64": 2, "cpu_requests": 24, "idle": 20, "time": 10.0, "clients": 4}
+FULL = {"rounds_1": 300, "rounds_64": 8, "cpu_requests": 1500, "idle": 1000, "time": 40.0, "clients": 64,
+        "resume": 200}
+SMOKE = {"rounds_1": 10, "rounds_64": 2, "cpu_requests": 24, "idle": 20, "time": 10.0, "clients": 4, "resume": 5}
 
 
 def start_upstream(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -170,6 +173,15 @@ async def run_board(args: argparse.Namespace) -> dict[str, Any]:
             if system.name in report["skipped"]:
                 continue
             await once_per_system(system, upstream, tmp, frames_file, sizes, report)
+        if "respstream" in names:  # resume on another instance: respstream only (no peer resumes a stream)
+            print("[once] respstream resume", flush=True)
+            first, second = start_resume_pair(upstream, tmp)
+            try:
+                report["resume"] = await resume_latency(first.url, second.url, rounds=sizes["resume"])
+                print(f"  {json.dumps(report['resume'])}", flush=True)
+            finally:
+                first.stop()
+                second.stop()
     finally:
         upstream_proc.send_signal(signal.SIGTERM)
         upstream_proc.wait(timeout=10)

@@ -25,7 +25,8 @@ from added_latency import Target, added, fetch, measure
 from loadgen import run_load
 from procstat import process_tree, sample
 
-__all__ = ["check_stream", "cpu_per_events", "idle_memory", "latency", "request_body", "tree_rss_kib"]
+__all__ = ["check_stream", "cpu_per_events", "idle_memory", "latency", "request_body", "resume_latency",
+           "tree_rss_kib"]
 
 MODEL = "fake-model"
 VENV_BIN = Path(sys.executable).parent
@@ -213,3 +214,32 @@ async def check_stream(url: str, headers: dict[str, str], api: str) -> dict[str,
     codes = [v.get("code") for v in report.get("violations", [])]
     return {"status": timing.status, "transport_error": timing.error, "bytes": len(transcript),
             "final_status": report.get("status"), "violations": len(codes), "codes": sorted(set(codes))}
+
+
+async def resume_latency(create_url: str, resume_base: str, *, rounds: int, after: int = 5) -> dict[str, Any]:
+    """Resume on another instance: each round creates a streaming response on one gateway (read to its end), then
+    ``GET {resume_base}/{id}?stream=true&starting_after={after}`` on a second gateway sharing its store; the time to
+    that stream's first event, p50/p99 (ms)."""
+    import re
+
+    from added_latency import percentile
+
+    firsts: list[float] = []
+    errors: dict[str, int] = {}
+    body = request_body("chat", stream=True, direct=False)
+    for _ in range(rounds):
+        made = await fetch(Target("create", create_url, body), timeout=60, keep_body=True)
+        found = re.search(rb'"response":\{"id":"([^"]+)"', made.body)
+        if made.error or found is None:
+            errors[made.error or "no id"] = errors.get(made.error or "no id", 0) + 1
+            continue
+        rid = found.group(1).decode()
+        url = f"{resume_base}/{rid}?stream=true&starting_after={after}"
+        timing = await fetch(Target("resume", url, b"", method="GET"), timeout=60)
+        if timing.error or not timing.first_event:
+            errors[timing.error or "no event"] = errors.get(timing.error or "no event", 0) + 1
+            continue
+        firsts.append(timing.first_event * 1000)
+    return {"rounds": rounds, "resumed": len(firsts), "errors": errors, "after": after,
+            "first_event_p50_ms": round(percentile(firsts, 50), 3),
+            "first_event_p99_ms": round(percentile(firsts, 99), 3)}

@@ -101,6 +101,13 @@ def table(report: dict[str, Any]) -> str:
             f"| {_fmt(s['idle_sse_kib'])} | {_fmt(s['idle_ws_kib'])} | {_fmt(s['check_normal'])} / {cut} |")
     for name, why in report.get("skipped", {}).items():
         lines.append(f"| {name} | skipped: {why} | | | | | | | | | | |")
+    resume = report.get("resume")
+    if resume:
+        lines += ["", f"Resume on another instance (respstream only; two instances sharing a SQLite store, "
+                  f"`GET /v1/responses/{{id}}?stream=true&starting_after={resume['after']}` on the second for a "
+                  f"response made on the first): first event **{_fmt(resume['first_event_p50_ms'])} ms p50, "
+                  f"{_fmt(resume['first_event_p99_ms'])} ms p99** ({resume['resumed']} of {resume['rounds']} "
+                  f"resumed; errors {resume['errors'] or 'none'})."]
     return "\n".join(lines)
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from server_throughput import Proc, free_port
 
-__all__ = ["PEERS_DIR", "SYSTEMS", "System", "peer_versions", "start_system"]
+__all__ = ["PEERS_DIR", "SYSTEMS", "System", "peer_versions", "start_resume_pair", "start_system"]
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -61,7 +61,19 @@ SYSTEMS: dict[str, System] = {
 }
 
 
-def _respstream(system: System, upstream_v1: str, tmp: Path, *, granian: bool = False) -> Proc:
+def start_resume_pair(upstream: str, tmp: Path) -> tuple[Proc, Proc]:
+    """Two respstream instances (Chat Completions bridge) sharing one SQLite store: a response made on the first
+    is resumed on the second (``GET /v1/responses/{id}?stream=true&starting_after=N``)."""
+    store = f"sqlite:///{tmp / 'resume.db'}"
+    first = _respstream(SYSTEMS["respstream"], f"{upstream}/v1", tmp, store=store)
+    try:
+        return first, _respstream(SYSTEMS["respstream"], f"{upstream}/v1", tmp, store=store)
+    except Exception:
+        first.stop()
+        raise
+
+
+def _respstream(system: System, upstream_v1: str, tmp: Path, *, granian: bool = False, store: str = "") -> Proc:
     port = free_port()
     config = tmp / f"{system.name}.toml"
     # Limits raised so the memory figures can hold their connections from one client address; everything else is
@@ -78,7 +90,7 @@ def _respstream(system: System, upstream_v1: str, tmp: Path, *, granian: bool = 
         env["PYTHONPATH"] += os.pathsep + str(Path(__file__).resolve().parent)
         return Proc(argv, port, env=env, start_timeout=60)
     argv = [str(VENV_BIN / "respstream"), "serve", "--port", str(port), "--upstream", prefix + upstream_v1,
-            "--config", str(config)]
+            "--config", str(config)] + (["--store", store] if store else [])
     return Proc(argv, port, env=env, start_timeout=60)
 
 

@@ -97,6 +97,8 @@ def test_the_board_runs_the_floor_and_respstream(tmp_path: Path) -> None:
         _measured(report, name)
     assert report["rounds"][0]["respstream"]["latency_1_json"]["errors"] == {}
     assert report["memory"]["respstream"]["websocket"]["failures"] == 0
+    resume = report["resume"]
+    assert resume["resumed"] == resume["rounds"] > 0 and resume["first_event_p50_ms"] > 0, resume
     checks = report["correctness"]["respstream"]
     assert checks["normal"]["violations"] == 0, checks
     # The upstream cut mid-stream: the gateway still ends the client's stream with a terminal the checker accepts.
