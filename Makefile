@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: serve test lint typecheck pytest install install-model system-deps axe clients bench screenshots clean
+.PHONY: serve test lint typecheck pytest install install-model system-deps axe clients bench bench-board screenshots clean
 
 # Long install steps print progress lines (scripts/step.sh: what runs, "still ..." every 15 s, how long it took);
 # pip itself stays quiet (-q). A step with nothing to do prints nothing, so `make test` stays quiet once installed.
@@ -96,6 +96,13 @@ test: lint typecheck pytest
 
 bench: install
 	$(PY) benchmarks/client_throughput.py
+
+# The gateway board (benchmarks/board.py, issue 41): respstream beside the floor, LiteLLM and Portkey on one SIMULATED
+# upstream; about 20 minutes; writes its table and plots into docs/benchmarks.md. Not part of `make test`. The peers
+# go into a bench-only folder outside the repository (scripts/bench_board_install.sh, pinned versions).
+bench-board: $(STAMP) system-deps
+	@scripts/bench_board_install.sh
+	timeout 40m $(PY) benchmarks/board.py --docs
 
 # Refresh the README's playground pictures (docs/img/*.png) from the browser tests.
 screenshots: install system-deps

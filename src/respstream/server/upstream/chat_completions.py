@@ -34,9 +34,10 @@ slow) so the connection goes back to the pool instead of being dropped
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 import msgspec
@@ -272,8 +273,11 @@ class ChatCompletionsUpstream:
             attempt = 0
             while True:
                 try:
-                    async for item in attempt_once(request, deadline_at):
-                        yield item
+                    # Closed here, as we are at `yield` when the pipeline stops: not by asyncio's finalizer (a wake-up).
+                    once = cast(AsyncGenerator[_T, None], attempt_once(request, deadline_at))
+                    async with contextlib.aclosing(once) as items:
+                        async for item in items:
+                            yield item
                     return
                 except UpstreamError as exc:
                     if not (self._retryable(exc) and attempt < self.retries):

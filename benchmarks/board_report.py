@@ -1,0 +1,195 @@
+"""The board's report: per-system figures (median over repeats), ratios taken within each repeat against respstream
+and the floor (then their median), a Markdown table, matplotlib PNGs, and the docs/benchmarks.md section."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+__all__ = ["draw_plots", "summarize", "table", "update_docs", "write_outputs"]
+
+START, END = "<!-- board:start -->", "<!-- board:end -->"
+IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
+
+
+def _get(row: dict[str, Any], path: str) -> float | None:
+    value: Any = row
+    for key in path.split("."):
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return float(value) if isinstance(value, (int, float)) and value == value else None
+
+
+FIGURES = {
+    "stream_1_p50": "latency_1_stream.last_byte.added_p50_ms",
+    "stream_1_p99": "latency_1_stream.last_byte.added_p99_ms",
+    "first_1_p50": "latency_1_stream.first_event.added_p50_ms",
+    "json_1_p50": "latency_1_json.last_byte.added_p50_ms",
+    "json_1_p99": "latency_1_json.last_byte.added_p99_ms",
+    "stream_64_p50": "latency_64_stream.last_byte.added_p50_ms",
+    "stream_64_p99": "latency_64_stream.last_byte.added_p99_ms",
+    "cpu_per_1000": "cpu.cpu_ms_per_1000_events",
+    "events_per_s": "cpu.events_per_s",
+    "cpu_long_per_1000": "cpu_long.cpu_ms_per_1000_events",
+    "events_long_per_s": "cpu_long.events_per_s",
+}
+
+
+def summarize(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per system: each figure's median over the repeats, and the within-repeat ratios' medians."""
+    out: dict[str, dict[str, Any]] = {}
+    rounds: list[dict[str, Any]] = report.get("rounds", [])
+    names = sorted({name for rows in rounds for name in rows}, key=list(report.get("systems", {})).index)
+    for name in names:
+        row: dict[str, Any] = {}
+        for key, path in FIGURES.items():
+            values = [v for rows in rounds if name in rows for v in [_get(rows[name], path)] if v is not None]
+            row[key] = round(statistics.median(values), 3) if values else None
+            for peer in ("respstream", "floor"):
+                ratios = []
+                for rows in rounds:
+                    mine = _get(rows.get(name, {}), path)
+                    theirs = _get(rows.get(peer, {}), path)
+                    if mine is not None and theirs:
+                        ratios.append(mine / theirs)
+                if ratios and peer != name:
+                    row[f"{key}_vs_{peer}"] = round(statistics.median(ratios), 2)
+        memory = report.get("memory", {}).get(name, {})
+        row["idle_sse_kib"] = memory.get("sse", {}).get("kib_per_connection")
+        row["idle_ws_kib"] = memory.get("websocket", {}).get("kib_per_connection")
+        checks = report.get("correctness", {}).get(name, {})
+        row["check_normal"] = checks.get("normal", {}).get("violations")
+        row["check_cut"] = checks.get("cut", {}).get("violations")
+        row["check_cut_codes"] = checks.get("cut", {}).get("codes")
+        out[name] = row
+    return out
+
+
+def _fmt(value: Any, suffix: str = "") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.2f}{suffix}"
+    return f"{value}{suffix}"
+
+
+def _whole(value: float | None) -> str:
+    return "-" if value is None else f"{round(value):,}"
+
+
+def table(report: dict[str, Any]) -> str:
+    summary = summarize(report)
+    lines = [
+        "| system | added last byte, 1 client p50 / p99 ms (x respstream) | first event p50 ms | non-streaming "
+        "p50 / p99 ms | added last byte, 64 clients p50 / p99 ms | CPU ms / 1,000 events, 10-delta responses "
+        "(x floor, x respstream) | events/s | CPU ms / 1,000 events, 200-delta responses (x floor, x respstream) "
+        "| events/s | idle SSE KiB / conn | idle WS KiB / conn | check: normal / cut violations |",
+        "|---|---|---:|---|---|---|---:|---|---:|---:|---:|---|",
+    ]
+    for name, s in summary.items():
+        cut = "-" if s["check_cut"] is None else f"{s['check_cut']} ({', '.join(s['check_cut_codes'] or []) or 'ok'})"
+        lines.append(
+            f"| {name} | {_fmt(s['stream_1_p50'])} / {_fmt(s['stream_1_p99'])} "
+            f"({_fmt(s.get('stream_1_p50_vs_respstream'), 'x')}) | {_fmt(s['first_1_p50'])} "
+            f"| {_fmt(s['json_1_p50'])} / {_fmt(s['json_1_p99'])} | {_fmt(s['stream_64_p50'])} / "
+            f"{_fmt(s['stream_64_p99'])} | {_fmt(s['cpu_per_1000'])} ({_fmt(s.get('cpu_per_1000_vs_floor'), 'x')}, "
+            f"{_fmt(s.get('cpu_per_1000_vs_respstream'), 'x')}) | {_whole(s['events_per_s'])} "
+            f"| {_fmt(s['cpu_long_per_1000'])} ({_fmt(s.get('cpu_long_per_1000_vs_floor'), 'x')}, "
+            f"{_fmt(s.get('cpu_long_per_1000_vs_respstream'), 'x')}) | {_whole(s['events_long_per_s'])} "
+            f"| {_fmt(s['idle_sse_kib'])} | {_fmt(s['idle_ws_kib'])} | {_fmt(s['check_normal'])} / {cut} |")
+    for name, why in report.get("skipped", {}).items():
+        lines.append(f"| {name} | skipped: {why} | | | | | | | | | | |")
+    resume = report.get("resume")
+    if resume:
+        lines += ["", f"Resume on another instance (respstream only; two instances sharing a SQLite store, "
+                  f"`GET /v1/responses/{{id}}?stream=true&starting_after={resume['after']}` on the second for a "
+                  f"response made on the first): first event **{_fmt(resume['first_event_p50_ms'])} ms p50, "
+                  f"{_fmt(resume['first_event_p99_ms'])} ms p99** ({resume['resumed']} of {resume['rounds']} "
+                  f"resumed; errors {resume['errors'] or 'none'})."]
+    return "\n".join(lines)
+
+
+def draw_plots(report: dict[str, Any], prefix: str) -> list[Path]:
+    """Two PNGs: added latency (1 and 64 clients, p50 and p99) and CPU per 1,000 events, per system."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary = summarize(report)
+    names = list(summary)
+    written = []
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, (title, keys) in zip(axes, (("1 client", ("stream_1_p50", "stream_1_p99")),
+                                         ("64 clients", ("stream_64_p50", "stream_64_p99"))), strict=True):
+        width = 0.38
+        for i, key in enumerate(keys):
+            values = [summary[n][key] or 0 for n in names]
+            ax.bar([x + i * width for x in range(len(names))], values, width, label=key.rsplit("_", 1)[1])
+        ax.set_xticks([x + width / 2 for x in range(len(names))], names, rotation=25, ha="right")
+        ax.set_ylabel("added latency to last byte, ms (log)")
+        ax.set_yscale("log")
+        ax.set_title(f"streaming, {title}")
+        ax.legend()
+    fig.tight_layout()
+    path = IMG / f"{prefix}_latency.png"
+    fig.savefig(path, dpi=90)
+    written.append(path)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.38
+    for i, (key, label) in enumerate((("cpu_per_1000", "10-delta responses"),
+                                      ("cpu_long_per_1000", "200-delta responses"))):
+        ax.bar([x + i * width for x in range(len(names))], [summary[n][key] or 0 for n in names], width, label=label)
+    ax.set_xticks([x + width / 2 for x in range(len(names))], names, rotation=25, ha="right")
+    ax.set_ylabel("server CPU ms per 1,000 events (log)")
+    ax.set_yscale("log")
+    ax.set_title("CPU per 1,000 events, 64 streams")
+    ax.legend()
+    fig.tight_layout()
+    path = IMG / f"{prefix}_cpu.png"
+    fig.savefig(path, dpi=90)
+    written.append(path)
+    plt.close(fig)
+    return written
+
+
+def write_outputs(report: dict[str, Any], stem: Path, *, plots: bool = False) -> str:
+    """The Markdown table (also written beside the JSON); with ``plots`` the PNGs under docs/img."""
+    text = table(report)
+    stem.with_suffix(".md").write_text(text + "\n")
+    if plots:
+        report["plots"] = [p.name for p in draw_plots(report, "board")]
+    return text
+
+
+def update_docs(report: dict[str, Any], text: str, docs: Path, docs_json: str = "board-results.json") -> None:
+    """Replace the board section of docs/benchmarks.md (between the markers) with this run's table (the run's JSON is
+    written beside it as ``docs_json``)."""
+    import json
+
+    (docs.parent / docs_json).write_text(json.dumps(report, indent=1) + "\n")
+    machine, versions = report.get("machine", {}), report.get("versions", {})
+    section = "\n".join([
+        START,
+        f"Run {report.get('started')} to {report.get('finished')} on {machine.get('cpu')} "
+        f"({machine.get('cores')} cores, shared with other jobs; load average at the end "
+        f"{machine.get('load_average_at_end')}), Python {machine.get('python')}, Node {machine.get('node')}. "
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())) + ".",
+        "",
+        text,
+        "",
+        *(f"![{p}](img/{p})" for p in report.get("plots", [])),
+        "",
+        f"The JSON of this run: [{docs_json}]({docs_json}).",
+        END,
+    ])
+    current = docs.read_text()
+    if START in current and END in current:
+        head, rest = current.split(START, 1)
+        current = head + section + rest.split(END, 1)[1]
+    else:
+        current = current.rstrip("\n") + "\n\n" + section + "\n"
+    docs.write_text(current)
