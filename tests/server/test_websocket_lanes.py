@@ -299,7 +299,13 @@ def check_steered(seen: dict[str, Any], stream_id: str | None = "main") -> None:
     message = end["output"][0]
     assert message["status"] == "incomplete" and message["content"][0]["text"] == texts(first) != ""
     assert any(e["type"] == "response.output_item.done" for e in first)  # the open item was closed
-    assert seen["read_after"] is not None and seen["read_after"] <= 1
+    # At most one more upstream event is read (and so streamed) once the steer is accepted ...
+    after_accept = first[first.index(accepted[0]) + 1:]
+    assert sum(e["type"] == "response.output_text.delta" for e in after_accept) <= 1, after_accept
+    # ... and the upstream stream is closed at once: counted at the upstream, by what it wrote after the client saw
+    # the acceptance, this also counts a write into the closed connection and a loaded machine's late wake-ups, so
+    # it is bounded a little looser (the upstream had 28 more events to write).
+    assert seen["read_after"] is not None and seen["read_after"] <= 3, seen["read_after"]
     assert successor[0]["type"] == "response.created" and successor[-1]["type"] == "response.completed"
     assert all(e.get("stream_id") == stream_id for e in first + successor)
     after = successor[-1]["response"]
