@@ -337,10 +337,7 @@ class ChatCompletionsUpstream(RetryingUpstream):
                 reader.yielded = True
                 yield final
         finally:
-            if translator.done:
-                await self._release(response)
-            else:
-                await response.aclose()  # mid-stream: drop the connection, the server is still sending
+            await self._end_response(response, clean=translator.done)
 
     def _deadline(self, deadline_at: float) -> GenerationDeadline:
         """One attempt's deadline: ``deadline_at``, or from its first chunk out (``deadline_from_first_token``)."""
@@ -350,6 +347,14 @@ class ChatCompletionsUpstream(RetryingUpstream):
     async def _release(self, response: StreamResponse) -> None:
         """After the stream's last event: give the connection back (connection_return.py)."""
         await self._returns.give_back(response)
+
+    async def _end_response(self, response: StreamResponse, *, clean: bool) -> None:
+        """After an attempt: a response read to its clean end gives its connection back; any other is closed
+        (mid-stream or failed: the server may still be sending). Shared by every adapter's attempt."""
+        if clean:
+            await self._release(response)
+        else:
+            await response.aclose()
 
     async def settle(self) -> None:
         """Wait until finished generations have released their connections (tests, benchmarks). Never raises."""

@@ -195,10 +195,7 @@ class GeminiUpstream(ChatCompletionsUpstream):
             if stream.failure is not None:
                 raise stream.failure
         finally:
-            if stream.done and stream.failure is None:
-                await self._release(response)
-            else:
-                await response.aclose()
+            await self._end_response(response, clean=stream.done and stream.failure is None)
 
     # -- failures ----------------------------------------------------------------------------------------------
 
