@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Hashable, Iterable
 
-from respstream.server.http_errors import HTTPError
+from respstream.server.inputs.keyed_budget import KeyedBudget
 from respstream.server.store.byte_budget import ByteBudget
 
 __all__ = ["FetchBudget", "FetchHold", "held_bytes", "worst_case_bytes"]
@@ -61,31 +61,18 @@ class FetchHold:
             self.bytes = 0
 
 
-class FetchBudget:
+class FetchBudget(KeyedBudget):
     """``total`` bytes for every request's fetched files together, ``per_key`` for one API key's requests."""
 
-    def __init__(self, *, total: int, per_key: int) -> None:
-        self.bytes = ByteBudget(total=total, per_holder=per_key)
+    code = "file_fetch_budget_exceeded"
+    key_refusal = ("This API key's requests already hold {held} bytes of fetched input files; this request may "
+                   "need {n} more, past the key's {limit} (limits.file_urls_inflight_bytes_per_key). Retry when one "
+                   "has finished.")
+    total_refusal = ("The gateway's requests already hold {held} bytes of fetched input files; this request may "
+                     "need {n} more, past the gateway's {limit} (limits.file_urls_inflight_bytes). Retry shortly.")
 
     def reserve(self, owner: str | None, n: int) -> FetchHold:
         """Reserve ``n`` bytes for a request of ``owner`` (None: keyless) or raise the refusal (429 / 503)."""
-        budget = self.bytes
         holder: Hashable = owner if owner is not None else object()
-        if owner is None:  # keyless: no key to share by, the gateway's total only
-            refused = "total" if budget.used + n > budget.total else None
-            if refused is None:
-                budget.adjust(holder, n)
-        else:
-            refused = budget.take(holder, n)
-        if refused == "holder":
-            raise HTTPError(429, "file_fetch_budget_exceeded",
-                            f"This API key's requests already hold {budget.held(holder)} bytes of fetched input "
-                            f"files; this request may need {n} more, past the key's {budget.per_holder} "
-                            "(limits.file_urls_inflight_bytes_per_key). Retry when one has finished.",
-                            headers={"Retry-After": "5"})
-        if refused == "total":
-            raise HTTPError(503, "file_fetch_budget_exceeded",
-                            f"The gateway's requests already hold {budget.used} bytes of fetched input files; this "
-                            f"request may need {n} more, past the gateway's {budget.total} "
-                            "(limits.file_urls_inflight_bytes). Retry shortly.", headers={"Retry-After": "2"})
-        return FetchHold(budget, holder, n)
+        self.charge(owner, holder, n)
+        return FetchHold(self.bytes, holder, n)

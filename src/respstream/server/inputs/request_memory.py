@@ -25,7 +25,7 @@ from collections.abc import Hashable
 from typing import Any
 
 from respstream.server.http_errors import HTTPError
-from respstream.server.store.byte_budget import ByteBudget
+from respstream.server.inputs.keyed_budget import KeyedBudget
 from respstream.server.store.object_size import deep_size
 
 __all__ = ["RequestHold", "RequestMemory", "decoded_bound", "held_bytes"]
@@ -85,34 +85,18 @@ class RequestHold:
             self.bytes = 0
 
 
-class RequestMemory:
+class RequestMemory(KeyedBudget):
     """``total`` bytes for every request in flight together, ``per_key`` for one API key's requests."""
 
-    def __init__(self, *, total: int, per_key: int) -> None:
-        self.bytes = ByteBudget(total=total, per_holder=per_key)
+    code = "request_memory_budget_exceeded"
+    key_refusal = ("This API key's requests in flight already hold {held} bytes of memory; this request needs {n} "
+                   "more, past the key's {limit} (limits.requests_inflight_bytes_per_key). Retry when one has "
+                   "finished.")
+    total_refusal = ("The gateway's requests in flight already hold {held} bytes of memory; this request needs {n} "
+                     "more, past the gateway's {limit} (limits.requests_inflight_bytes). Retry shortly.")
 
     def reserve(self, owner: str | None, n: int) -> RequestHold:
         """Reserve ``n`` bytes for a request of ``owner`` (None: keyless) or raise the refusal (429 / 503)."""
         holder: Hashable = owner if owner is not None else object()
         self.charge(owner, holder, n)
         return RequestHold(self, owner, holder, n)
-
-    def charge(self, owner: str | None, holder: Hashable, n: int) -> None:
-        budget = self.bytes
-        if owner is None:  # keyless: no key to share by, the gateway's total only
-            refused = "total" if budget.used + n > budget.total else None
-            if refused is None:
-                budget.adjust(holder, n)
-        else:
-            refused = budget.take(holder, n)
-        if refused == "holder":
-            raise HTTPError(429, "request_memory_budget_exceeded",
-                            f"This API key's requests in flight already hold {budget.held(holder)} bytes of memory; "
-                            f"this request needs {n} more, past the key's {budget.per_holder} "
-                            "(limits.requests_inflight_bytes_per_key). Retry when one has finished.",
-                            headers={"Retry-After": "5"})
-        if refused == "total":
-            raise HTTPError(503, "request_memory_budget_exceeded",
-                            f"The gateway's requests in flight already hold {budget.used} bytes of memory; this "
-                            f"request needs {n} more, past the gateway's {budget.total} "
-                            "(limits.requests_inflight_bytes). Retry shortly.", headers={"Retry-After": "2"})

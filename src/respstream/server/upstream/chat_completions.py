@@ -34,10 +34,9 @@ slow) so the connection goes back to the pool instead of being dropped
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any, TypeVar, cast
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
 
 import httpx
 import msgspec
@@ -55,17 +54,16 @@ from respstream.server.upstream.generation_deadline import GenerationDeadline, u
 from respstream.server.upstream.http_failures import status_failure, transport_failure
 from respstream.server.upstream.http_stream import HTTPStreamError, LeanHTTP, StreamResponse
 from respstream.server.upstream.model_ids import alias_models
+from respstream.server.upstream.retries import RetryingUpstream
 from respstream.server.upstream.tokenize import count_with_llamacpp, server_root
 
 __all__ = ["ChatCompletionsUpstream"]
 
-_RETRYABLE = {"upstream_unavailable", "upstream_error", "upstream_timeout"}
 _MAX_MODELS_BODY = 8 << 20
 _KEEPALIVE_EXPIRY = 4.0
-_T = TypeVar("_T")
 
 
-class ChatCompletionsUpstream:
+class ChatCompletionsUpstream(RetryingUpstream):
     """Streams from ``{base_url}/chat/completions``. See the module docstring for errors and limits.
 
     ``models``: the model ids this upstream serves, as the upstream names them (path-like ids are listed under a
@@ -251,46 +249,6 @@ class ChatCompletionsUpstream:
                                     count_tokens=self.count_tokens)
         return self._attempt(request, ChunkTranslator(), deadline_at, sink)
 
-    def _retryable(self, exc: UpstreamError) -> bool:
-        """A failure worth one more attempt: nothing was shown yet, and the upstream (not the request) failed."""
-        return (
-            exc.before_first_token
-            and exc.code in _RETRYABLE
-            and (exc.status is None or exc.status >= 500)
-            and not exc.message.endswith("deadline exceeded")
-        )
-
-    async def _with_retries(
-        self, request: GenerationRequest, attempt_once: Callable[[GenerationRequest, float], AsyncIterator[_T]]
-    ) -> AsyncGenerator[_T, None]:
-        """One concurrency slot for the whole generation; ``attempt_once`` retried with backoff while
-        :meth:`_retryable` says so and the deadline allows. Shared by every API this adapter speaks."""
-        loop = asyncio.get_running_loop()
-        deadline_at = loop.time() + self.deadline
-        await self._acquire()
-        mark_upstream_phase("queue")
-        try:
-            attempt = 0
-            while True:
-                try:
-                    # Closed here, as we are at `yield` when the pipeline stops: not by asyncio's finalizer (a wake-up).
-                    once = cast(AsyncGenerator[_T, None], attempt_once(request, deadline_at))
-                    async with contextlib.aclosing(once) as items:
-                        async for item in items:
-                            yield item
-                    return
-                except UpstreamError as exc:
-                    if not (self._retryable(exc) and attempt < self.retries):
-                        raise
-                    attempt += 1
-                    # (a 429's retry-after, where a subclass retries those: anthropic/adapter.py)
-                    pause = max(self.retry_backoff * (2 ** (attempt - 1)), exc.retry_after or 0.0)
-                    if loop.time() + pause >= deadline_at:
-                        raise
-                    await asyncio.sleep(pause)
-        finally:
-            self._semaphore.release()
-
     async def _open(self, path: str, body: bytes, deadline_at: float) -> StreamResponse:
         """POST ``body`` to ``{base_url}{path}`` with the attempt's trace context; the response once its headers
         came. Raises :class:`UpstreamError` (deadline, connect and transport failures, before the first token)."""
@@ -379,10 +337,7 @@ class ChatCompletionsUpstream:
                 reader.yielded = True
                 yield final
         finally:
-            if translator.done:
-                await self._release(response)
-            else:
-                await response.aclose()  # mid-stream: drop the connection, the server is still sending
+            await self._end_response(response, clean=translator.done)
 
     def _deadline(self, deadline_at: float) -> GenerationDeadline:
         """One attempt's deadline: ``deadline_at``, or from its first chunk out (``deadline_from_first_token``)."""
@@ -392,6 +347,14 @@ class ChatCompletionsUpstream:
     async def _release(self, response: StreamResponse) -> None:
         """After the stream's last event: give the connection back (connection_return.py)."""
         await self._returns.give_back(response)
+
+    async def _end_response(self, response: StreamResponse, *, clean: bool) -> None:
+        """After an attempt: a response read to its clean end gives its connection back; any other is closed
+        (mid-stream or failed: the server may still be sending). Shared by every adapter's attempt."""
+        if clean:
+            await self._release(response)
+        else:
+            await response.aclose()
 
     async def settle(self) -> None:
         """Wait until finished generations have released their connections (tests, benchmarks). Never raises."""

@@ -255,10 +255,7 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
             if translator.failure is not None:
                 raise translator.failure
         finally:
-            if translator.done and translator.failure is None:
-                await self._release(response)
-            else:
-                await response.aclose()
+            await self._end_response(response, clean=translator.done and translator.failure is None)
 
     @staticmethod
     def _tagged(translator: ResponsesTranslator, error: UpstreamError) -> UpstreamError:

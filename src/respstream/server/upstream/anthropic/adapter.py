@@ -174,10 +174,7 @@ class AnthropicUpstream(ChatCompletionsUpstream):
             if stream.failure is not None:
                 raise stream.failure
         finally:
-            if stream.done and stream.failure is None:
-                await self._release(response)
-            else:
-                await response.aclose()
+            await self._end_response(response, clean=stream.done and stream.failure is None)
 
     async def _status_error(self, response: StreamResponse) -> UpstreamError:
         if response.status_code not in (400, 401, 403):

@@ -31,7 +31,6 @@ from urllib.parse import quote
 
 import msgspec
 
-from respstream.server.telemetry.observation import mark_upstream_phase
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
 from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
 from respstream.server.upstream.chat_wire import error_message, parse_retry_after
@@ -136,7 +135,7 @@ class GeminiUpstream(ChatCompletionsUpstream):
     def generate_batches(self, request: GenerationRequest, sink: ReadSink | None = None
                          ) -> AsyncGenerator[list[Chunk], None]:
         """Chunks ending with one ``Finish``, one list per read. Raises :class:`UpstreamError`."""
-        return self._retrying(request)
+        return self._with_retries(request, self._gemini_attempt)
 
     def _retryable(self, exc: UpstreamError) -> bool:
         """A 429 or 5xx before the first chunk, when its ``Retry-After`` (if any) is short enough to wait here."""
@@ -147,31 +146,9 @@ class GeminiUpstream(ChatCompletionsUpstream):
             return exc.retry_after is None or exc.retry_after <= self.max_retry_wait
         return False
 
-    async def _retrying(self, request: GenerationRequest) -> AsyncGenerator[list[Chunk], None]:
-        """One concurrency slot for the generation; an attempt retried (at most ``retries`` times) while
-        :meth:`_retryable` says so, after ``Retry-After`` when given, else a doubling backoff."""
-        loop = asyncio.get_running_loop()
-        deadline_at = loop.time() + self.deadline
-        await self._acquire()
-        mark_upstream_phase("queue")
-        try:
-            attempt = 0
-            while True:
-                try:
-                    async for batch in self._gemini_attempt(request, deadline_at):
-                        yield batch
-                    return
-                except UpstreamError as exc:
-                    if not (self._retryable(exc) and attempt < self.retries):
-                        raise
-                    attempt += 1
-                    pause = exc.retry_after if exc.retry_after is not None else \
-                        self.retry_backoff * (2 ** (attempt - 1))
-                    if loop.time() + pause >= deadline_at:
-                        raise
-                    await asyncio.sleep(pause)
-        finally:
-            self._semaphore.release()
+    def _retry_pause(self, exc: UpstreamError, attempt: int) -> float:
+        """``Retry-After`` when given (at most ``max_retry_wait``: :meth:`_retryable`), else a doubling backoff."""
+        return exc.retry_after if exc.retry_after is not None else self.retry_backoff * 2.0 ** (attempt - 1)
 
     async def _gemini_attempt(self, request: GenerationRequest, deadline_at: float
                               ) -> AsyncGenerator[list[Chunk], None]:
@@ -218,10 +195,7 @@ class GeminiUpstream(ChatCompletionsUpstream):
             if stream.failure is not None:
                 raise stream.failure
         finally:
-            if stream.done and stream.failure is None:
-                await self._release(response)
-            else:
-                await response.aclose()
+            await self._end_response(response, clean=stream.done and stream.failure is None)
 
     # -- failures ----------------------------------------------------------------------------------------------
 
