@@ -37,8 +37,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 GATEWAY = ROOT / "tests" / "clients" / "codex_gateway.py"
-CODEX_CANDIDATES = [ROOT / "tests/clients/node/node_modules/@openai/codex/bin/codex.js",
-                    Path("/work/main/tests/clients/node/node_modules/@openai/codex/bin/codex.js")]
+CODEX_CANDIDATES = [ROOT / "tests/clients/node/node_modules/@openai/codex/bin/codex.js"]  # `make clients` installs it
 CODEX_MODEL = "gpt-6.1-sol"  # the pinned Codex's default model: the gateway serves it as `auto`
 PORT = 8080
 LATER_TURN_GOAL, NEW_SESSION_GOAL = 30.0, 60.0
