@@ -7,7 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Action", "Evict", "Outcome", "Send", "SessionLimits", "Start", "Stop"]
+__all__ = ["TERMINAL_STATES", "Action", "Evict", "Outcome", "Send", "SessionLimits", "Start", "Stop"]
+
+# The statuses a response ends with (its log's terminal was sent).
+TERMINAL_STATES = frozenset({"completed", "incomplete", "failed", "cancelled"})
 
 _CLIENT_CALLS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
 

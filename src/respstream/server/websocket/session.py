@@ -24,7 +24,16 @@ from typing import Any, Protocol
 
 from respstream.server.http_errors import HTTPError
 from respstream.server.websocket import events
-from respstream.server.websocket.actions import Action, Evict, Outcome, Send, SessionLimits, Start, Stop
+from respstream.server.websocket.actions import (
+    TERMINAL_STATES,
+    Action,
+    Evict,
+    Outcome,
+    Send,
+    SessionLimits,
+    Start,
+    Stop,
+)
 from respstream.server.websocket.frames import (
     check_stream_id,
     decode_frame,
@@ -32,11 +41,11 @@ from respstream.server.websocket.frames import (
     pop_stream_fields,
     steering_items,
 )
+from respstream.server.websocket.inject import answer_inject
 from respstream.server.websocket.turn_state import TurnStates
 
 __all__ = ["Session"]
 
-_TERMINAL = frozenset({"completed", "incomplete", "failed", "cancelled"})
 # What a create continuing a prewarm of this connection inherits when it does not send its own.
 _PREWARMED = ("instructions", "tools", "tool_choice", "parallel_tool_calls")
 _KNOWN_TYPES = "'response.create', 'response.steer', 'response.inject' or 'response.processed'"
@@ -321,7 +330,7 @@ class Session:
             for old, t in list(self._responses.items()):
                 if len(self._responses) <= self.limits.remembered_responses:
                     break
-                if t.state in _TERMINAL:
+                if t.state in TERMINAL_STATES:
                     del self._responses[old]
                     self._pending_steers.pop(old, None)
 
@@ -379,29 +388,7 @@ class Session:
 
     # -- inject (multi-agent beta) ----------------------------------------------------------------------------------
     def _inject(self, body: dict[str, Any]) -> list[Action]:
-        rid = body.get("response_id")
-        raw = body.get("input")
-        if not isinstance(rid, str) or not rid:
-            return [Send(events.error_event(HTTPError(400, "missing_required_parameter",
-                                                      "response.inject needs response_id.", param="response_id")))]
-        if not isinstance(raw, list):
-            return [Send(events.error_event(HTTPError(400, "invalid_type", "response.inject input must be an array "
-                                                      "of items.", param="input")))]
-        tracked = self._responses.get(rid)
-        if tracked is None:
-            return [Send(events.inject_failed(rid, raw, "response_not_found",
-                                              f"No response with id {rid!r} on this connection.",
-                                              next(self._sequence), None))]
-        if tracked.state in _TERMINAL:
-            return [Send(events.inject_failed(rid, raw, "response_already_completed",
-                                              f"Response {rid!r} has already ended ({tracked.state}).",
-                                              next(self._sequence), tracked.lane))]
-        # Running, but no response here waits for injected input while it stays active (a client tool call ends
-        # the response instead): nothing can be committed into it.
-        return [Send(events.inject_failed(rid, raw, "response_not_waiting",
-                                          f"Response {rid!r} is not waiting for client-owned tool output; "
-                                          "send the outputs in a response.create continuing it once it ends.",
-                                          next(self._sequence), tracked.lane))]
+        return answer_inject(body, self._responses.get, self._sequence)
 
 
 def _as_items(value: Any) -> list[Any]:
