@@ -51,7 +51,7 @@ import httpx
 from respstream.client.sync import Client
 from respstream.errors import RespstreamError
 from respstream.server.responses.grounded_answer import check_calculation, check_datetime
-from respstream.server.upstream.embedded import DEFAULT_MAX_OUTPUT_TOKENS, EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import DEFAULT_MAX_OUTPUT_TOKENS, EmbeddedUpstream
 from respstream.server.upstream.tool_schemas import schema_errors
 
 GROUNDED = [

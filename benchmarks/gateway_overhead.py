@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 PROMPTS = (
     "Write a short poem about the sea.",

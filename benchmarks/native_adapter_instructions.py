@@ -31,8 +31,8 @@ def serve(kind: str, per_read: int, responses: int, tokens: int) -> None:
     sys.path.insert(0, str(HERE))
     from native_upstream import _attach, _generate, chat_reads, grouped, responses_reads
 
-    from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
-    from respstream.server.upstream.responses_native import ResponsesNativeUpstream
+    from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
+    from respstream.server.upstream.responses.adapter import ResponsesNativeUpstream
 
     async def run() -> None:
         if kind == "chat":

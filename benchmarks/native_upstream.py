@@ -37,9 +37,9 @@ from typing import Any
 
 from respstream.protocol.stream import StreamCore
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
-from respstream.server.upstream.responses_events import ResponsesTranslator
-from respstream.server.upstream.responses_native import ResponsesNativeUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
+from respstream.server.upstream.responses.adapter import ResponsesNativeUpstream
+from respstream.server.upstream.responses.stream import ResponsesTranslator
 
 
 class _FullPathCore(StreamCore):

@@ -31,7 +31,7 @@ from typing import Any
 from native_upstream import _attach, _generate, _ReplayHTTP, chat_reads, grouped  # (the same folder: the stand-in)
 
 from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 from respstream.server.upstream.gemini import GeminiUpstream
 
 SIDES = ("floor", "chat", "anthropic", "gemini")

@@ -38,7 +38,7 @@ from respstream.conformance.live import run
 from respstream.conformance.scenarios import SCENARIOS
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 from respstream.server.upstream.model_catalog import DEFAULT_MODEL_SIZE, MODEL_SIZES, spec_for
 
 ROOT = Path(__file__).resolve().parents[1]

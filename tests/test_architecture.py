@@ -245,3 +245,93 @@ def test_a_request_walks_down_the_layers() -> None:
     climbs = sorted({f"{caller} -> {callee}.{function}" for caller, callee, function in calls
                      if layer_of(callee) > layer_of(caller) and (callee, function) not in getters})
     assert not climbs, "calls back up a layer:\n" + "\n".join(climbs)
+
+
+# The upstream adapters are a family of sibling packages over a shared core (issue 39, "Layout"): each family is a
+# thin translation between one provider API and the core's chunks, and the core (base.py, chat_wire.py, retries.py,
+# http/, provider_tools.py, cache_hints.py...) is what they share. A family imports the core, never another family,
+# except for the edges below, each with its reason.
+UPSTREAM = "respstream.server.upstream"
+FAMILIES = ("chat", "responses", "anthropic", "gemini", "embedded", "scripted")
+_HTTP_BASE = ("ChatCompletionsUpstream is the base class of every HTTP adapter (the concurrency slot, the lean HTTP "
+              "client and its pool, retries before the first token, model listing, the deadline)")
+CROSS_FAMILY: dict[tuple[str, str], str] = {
+    ("responses", f"{UPSTREAM}.chat.adapter"): _HTTP_BASE,
+    ("anthropic", f"{UPSTREAM}.chat.adapter"): _HTTP_BASE,
+    ("gemini", f"{UPSTREAM}.chat.adapter"): _HTTP_BASE,
+    ("responses", f"{UPSTREAM}.chat.stream"): "usage_from: one usage mapping for both OpenAI APIs",
+    # The embedded model is llama.cpp's own server on loopback, read through the chat adapter (the default), the
+    # native Responses one (api=responses) or the Anthropic one (anthropic+embedded, whose request checks it runs
+    # before streaming).
+    ("embedded", f"{UPSTREAM}.chat.adapter"): "the default adapter to the embedded server",
+    ("embedded", f"{UPSTREAM}.responses.adapter"): "the embedded server's /v1/responses",
+    ("embedded", f"{UPSTREAM}.anthropic.adapter"): "the embedded server's /v1/messages",
+    ("embedded", f"{UPSTREAM}.anthropic.request"): "anthropic+embedded refuses what /v1/messages cannot take",
+}
+# The core modules that only the chat adapter imports, yet every HTTP family uses: through ChatCompletionsUpstream,
+# which the others subclass.
+USED_THROUGH_THE_HTTP_BASE = {f"{UPSTREAM}.retries", f"{UPSTREAM}.http.connection_return"}
+
+
+def upstream_family(module: str) -> str | None:
+    """The family a module of upstream/ belongs to, or None for the shared core (and for modules outside)."""
+    if not module.startswith(UPSTREAM + "."):
+        return None
+    top = module[len(UPSTREAM) + 1:].split(".")[0]
+    return top if top in FAMILIES else None
+
+
+def test_each_upstream_family_is_a_package_or_a_module() -> None:
+    graph = import_graph()
+    for family in FAMILIES:
+        members = [name for name in graph if upstream_family(name) == family]
+        assert members, f"upstream family {family} has no modules (FAMILIES is stale)"
+    assert upstream_family(f"{UPSTREAM}.chat.adapter") == "chat" and upstream_family(f"{UPSTREAM}.base") is None
+
+
+def test_an_upstream_family_imports_no_other_family() -> None:
+    graph = import_graph()
+    seen: set[tuple[str, str]] = set()
+    crossings = []
+    for module, targets in graph.items():
+        family = upstream_family(module)
+        for target in targets:
+            other = upstream_family(target)
+            if family is None or other is None or other == family:
+                continue
+            if (family, target) in CROSS_FAMILY:
+                seen.add((family, target))
+            else:
+                crossings.append(f"{module} ({family}) imports {target} ({other})")
+    assert not crossings, "an upstream family imports another (share it through the core instead):\n" + "\n".join(
+        sorted(crossings))
+    stale = sorted(set(CROSS_FAMILY) - seen)
+    assert not stale, f"CROSS_FAMILY lists edges that no longer exist: {stale}"
+
+
+def test_the_upstream_core_imports_no_family() -> None:
+    # The factory is where the families are put together; the rest of the core knows none of them.
+    factory = f"{UPSTREAM}.factory"
+    reaching = sorted(f"{module} imports {target}" for module, targets in import_graph().items()
+                      if module.startswith(UPSTREAM + ".") and upstream_family(module) is None and module != factory
+                      for target in targets if upstream_family(target) is not None)
+    assert not reaching, "the shared upstream core imports a family:\n" + "\n".join(reaching)
+
+
+def test_a_core_module_of_one_family_lives_in_that_family() -> None:
+    # Who imports a module decides its home: a core module only one family uses (and nothing outside upstream/)
+    # belongs in that family's package.
+    graph = import_graph()
+    for module in USED_THROUGH_THE_HTTP_BASE:
+        assert f"{UPSTREAM}.chat.adapter" in {name for name, targets in graph.items() if module in targets}, (
+            f"{module} is no longer used by the HTTP base class: take it out of USED_THROUGH_THE_HTTP_BASE")
+    misplaced = []
+    for module in graph:
+        if not module.startswith(UPSTREAM + ".") or upstream_family(module) is not None:
+            continue
+        importers = {name for name, targets in graph.items() if module in targets}
+        families = {upstream_family(name) for name in importers}
+        outside = {name for name in importers if not name.startswith(UPSTREAM + ".")}
+        if len(families) == 1 and None not in families and not outside and module not in USED_THROUGH_THE_HTTP_BASE:
+            misplaced.append(f"{module} is imported only by the {families.pop()} family")
+    assert not misplaced, "move these into their family's package:\n" + "\n".join(sorted(misplaced))

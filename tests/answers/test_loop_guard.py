@@ -6,7 +6,7 @@ import time
 from collections.abc import AsyncIterator
 
 from respstream.server.upstream.base import Chunk, Finish, ReasoningDelta, TextDelta
-from respstream.server.upstream.loop_guard import LoopGuard, guard_stream
+from respstream.server.upstream.chat.loop_guard import LoopGuard, guard_stream
 
 
 def feed_words(guard: LoopGuard, text: str) -> tuple[str | None, int]:

@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from respstream.server.upstream import model_catalog
-from respstream.server.upstream.gguf_meta import GGUFError, model_id_from_metadata, model_id_of, read_gguf_metadata
+from respstream.server.upstream.embedded.gguf_meta import (
+    GGUFError,
+    model_id_from_metadata,
+    model_id_of,
+    read_gguf_metadata,
+)
 from respstream.server.upstream.model_catalog import EmbeddedModelMissing, ModelSpec, locate_model, spec_for
 
 

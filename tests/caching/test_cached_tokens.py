@@ -21,7 +21,7 @@ from respstream.protocol.stream import StreamCore
 from respstream.server.config import Config
 from respstream.server.http.app import Components, create_app
 from respstream.server.upstream.base import Finish, GenerationRequest
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 
 def _final_usage(raw: bytes) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from fakes.server_thread import ServerThread
 from respstream.protocol.stream import StreamCore
 from respstream.server.config import Config
 from respstream.server.http.app import Components, create_app
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 pytestmark = pytest.mark.model
 

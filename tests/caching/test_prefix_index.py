@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from respstream.server.upstream.prefix_index import (
+from respstream.server.upstream.embedded.prefix_index import (
     BLOCK_CHARS,
     PrefixIndex,
     SavedPrefix,
     common_blocks,
     prefix_chain,
 )
-from respstream.server.upstream.slot_files import ORPHAN_SECONDS, load_saved, remove_saved, write_meta
+from respstream.server.upstream.embedded.slot_files import ORPHAN_SECONDS, load_saved, remove_saved, write_meta
 
 
 def _text(seed: str, blocks: int) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from fakes.server_thread import ServerThread
 from respstream.server.upstream.base import GenerationRequest, UpstreamError, Usage
-from respstream.server.upstream.slot_cache import SlotCache
+from respstream.server.upstream.embedded.slot_cache import SlotCache
 
 
 class FakeLlamaSlots:

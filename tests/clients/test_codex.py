@@ -226,7 +226,7 @@ def test_codex_turn_on_the_embedded_model(netns: str, tmp_path: Path) -> None:
     which reads it for several times IDLE_MS (measured: 16 s of CPU; 90 s of wall time on a loaded machine). The
     turn completes only because the gateway's keepalive events (progress_events.py) count as events to Codex, which
     the ``: keep-alive`` comments do not."""
-    from respstream.server.upstream.embedded import EmbeddedUpstream
+    from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
     if not EmbeddedUpstream.available("small"):
         missing("the embedded model is not installed (`make install-model`)")

@@ -115,7 +115,7 @@ def test_codex_turn_on_the_embedded_model_over_websocket(netns: str, tmp_path: P
     """test_codex.py's embedded case (the small model, one llama.cpp thread, Codex's short instructions, its idle
     timer cut to IDLE_MS) over the socket: the prewarm is answered without touching the model, the turn on the same
     socket is the model's answer, which Codex prints; the keepalive events carry it past Codex's idle timer."""
-    from respstream.server.upstream.embedded import EmbeddedUpstream
+    from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
     from .conftest import missing
     from .test_codex import EMBEDDED_PROMPT, IDLE_MS, INSTRUCTIONS, PROGRESS_SECONDS

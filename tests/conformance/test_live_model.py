@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from respstream.conformance import run
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 from .live_servers import ServerThread
 

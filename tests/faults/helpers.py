@@ -21,7 +21,7 @@ from respstream.protocol.stream import StreamCore
 from respstream.server.config import Config
 from respstream.server.http.app import Components, create_app
 from respstream.server.http.serving import GatewayServer
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 
 
 class NoTools:

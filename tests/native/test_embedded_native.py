@@ -20,7 +20,7 @@ from fakes.server_thread import ServerThread
 from respstream.conformance import run
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -70,7 +70,7 @@ def test_gateway_repairs_llama_cpp_responses(llama: str, dialect: str) -> None:
 
 def test_a_plain_url_is_probed_and_found_to_speak_responses(llama: str) -> None:
     from respstream.server.upstream.factory import build_upstream
-    from respstream.server.upstream.responses_native import ResponsesNativeUpstream
+    from respstream.server.upstream.responses.adapter import ResponsesNativeUpstream
 
     upstream = build_upstream(llama)
     assert isinstance(upstream, ResponsesNativeUpstream) and upstream.api_mode == "auto"

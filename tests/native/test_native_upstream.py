@@ -17,10 +17,10 @@ from respstream.protocol.stream import StreamCore
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
 from respstream.server.upstream.base import Finish, GenerationRequest, TextDelta, ToolCallDelta, UpstreamError
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 from respstream.server.upstream.factory import build_upstream
-from respstream.server.upstream.responses_events import ResponsesTranslator
-from respstream.server.upstream.responses_native import ResponsesNativeUpstream, build_responses_body
+from respstream.server.upstream.responses.adapter import ResponsesNativeUpstream, build_responses_body
+from respstream.server.upstream.responses.stream import ResponsesTranslator
 
 from .test_replay_through_gateway import TRANSCRIPTS
 

@@ -25,7 +25,7 @@ from respstream.server.tools.html_text import html_to_text
 from respstream.server.tools.number_words import words_to_digits
 from respstream.server.tools.place_zones import time_zone_in
 from respstream.server.tools.search_query import search_query
-from respstream.server.upstream.loop_guard import LoopGuard
+from respstream.server.upstream.chat.loop_guard import LoopGuard
 from respstream.server.upstream.scripted import split_text
 from respstream.server.upstream.text_tool_calls import TextToolCalls, written_call
 

@@ -13,7 +13,7 @@ import pytest
 from respstream.server.config import Config
 from respstream.server.http.app import Components, create_app
 from respstream.server.inputs.compaction_item import decode_compaction
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 from .helpers import ServerThread
 

@@ -10,7 +10,7 @@ import pytest
 
 from respstream.server.config import Config
 from respstream.server.http.app import Components, create_app
-from respstream.server.upstream.embedded import EmbeddedUpstream, embedded_model_id
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream, embedded_model_id
 
 from .helpers import ServerThread, decode, post_stream
 

@@ -18,7 +18,7 @@ import pytest
 from respstream.cli import build_parser, main
 from respstream.commands.serve import banner
 from respstream.server.config import load_config
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 from .helpers import decode, free_port
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from respstream.server.config import Config
 from respstream.server.http.app import Components, create_app
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 from .helpers import ServerThread
 

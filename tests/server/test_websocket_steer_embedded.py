@@ -12,7 +12,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 from .helpers import ServerThread, make_app
 from .test_websocket_lanes import TERMINALS, recv, send, texts, until_terminal, ws_url

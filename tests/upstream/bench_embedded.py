@@ -14,7 +14,7 @@ import time
 import httpx
 
 from respstream.server.upstream.base import Finish, GenerationRequest, TextDelta
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 PROMPT = [{"role": "user", "content": "Write a long story about a lighthouse keeper and the sea."}]
 

@@ -11,9 +11,9 @@ import pytest
 
 from fakes.chat_server import Done, FakeChatCompletionsServer, Headers, Raw, Sleep, Step, finish, text
 from respstream.server.upstream.base import Chunk, Finish, GenerationRequest, ReasoningDelta, TextDelta, UpstreamError
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
+from respstream.server.upstream.chat.stream import ChunkTranslator
 from respstream.server.upstream.chat_wire import simple_data_events
-from respstream.server.upstream.chunks import ChunkTranslator
 
 REQUEST = GenerationRequest(model="fake-model", messages=[{"role": "user", "content": "hi"}])
 

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from fakes.chat_server import Done, FakeChatCompletionsServer, Raw, Sleep, finish, text, usage
 from respstream.server.upstream.base import Chunk, GenerationRequest, TextDelta, singles
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
+from respstream.server.upstream.chat.stream import ChunkTranslator
 from respstream.server.upstream.chat_wire import simple_data_events
-from respstream.server.upstream.chunks import ChunkTranslator
-from respstream.server.upstream.http_connection import Dechunker, ProtocolError, UpstreamConnection
+from respstream.server.upstream.http.connection import Dechunker, ProtocolError, UpstreamConnection
 
 REQUEST = GenerationRequest(model="fake-model", messages=[{"role": "user", "content": "hi"}])
 

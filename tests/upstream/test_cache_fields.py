@@ -26,7 +26,7 @@ from respstream.server.http.app import create_app
 from respstream.server.upstream.base import GenerationRequest
 from respstream.server.upstream.cache_hints import CACHE_BREAKPOINT_KEY, CacheHints
 from respstream.server.upstream.chat_wire import build_request_body
-from respstream.server.upstream.responses_native import build_responses_body
+from respstream.server.upstream.responses.adapter import build_responses_body
 
 MARK = {"mode": "explicit", "ttl": "12h"}
 WIRE = {"prompt_cache_options": {"ttl": "30m", "mode": "explicit"}}

@@ -36,7 +36,7 @@ from respstream.server.upstream.base import (
     UpstreamError,
     Usage,
 )
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 from respstream.server.upstream.chat_wire import parse_retry_after
 
 REQUEST = GenerationRequest(model="fake-model", messages=[{"role": "user", "content": "hi"}], max_output_tokens=50)

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from respstream.server.upstream.base import Chunk, TextDelta, TextRun, singles
-from respstream.server.upstream.chunk_template import PlainTemplate, learn_template
-from respstream.server.upstream.chunks import ChunkTranslator, _plain_text
+from respstream.server.upstream.chat.chunk_template import PlainTemplate, learn_template
+from respstream.server.upstream.chat.stream import ChunkTranslator, _plain_text
 
 from .test_batched_reads import _each
 

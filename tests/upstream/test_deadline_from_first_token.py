@@ -9,7 +9,7 @@ import pytest
 
 from fakes.chat_server import Chunk, Done, FakeChatCompletionsServer, Raw, Sleep, Stall, Step, finish, text
 from respstream.server.upstream.base import TextDelta
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 
 from .test_chat_completions import collect, failure, make
 

@@ -49,8 +49,8 @@ from respstream.server.upstream.base import (
     UpstreamError,
     singles,
 )
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
-from respstream.server.upstream.http_connection import Dechunker, ProtocolError, UpstreamConnection
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
+from respstream.server.upstream.http.connection import Dechunker, ProtocolError, UpstreamConnection
 from server.test_direct_send import _normalized, _stream
 
 REQUEST = GenerationRequest(model="fake-model", messages=[{"role": "user", "content": "hi"}])

@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 from respstream.server.upstream.base import Chunk, Finish, GenerationRequest, TextDelta, UpstreamError
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
-from respstream.server.upstream.embedded import EmbeddedModelMissing, EmbeddedUpstream, locate_model
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedModelMissing, EmbeddedUpstream, locate_model
 
 pytestmark = pytest.mark.model
 

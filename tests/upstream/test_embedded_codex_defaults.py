@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from respstream.server.upstream.embedded import DEFAULT_MAX_OUTPUT_TOKENS, EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import DEFAULT_MAX_OUTPUT_TOKENS, EmbeddedUpstream
 
 CODEX_FIRST_REQUEST_TOKENS = 4256
 

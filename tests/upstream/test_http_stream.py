@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from respstream.server.upstream.http_stream import (
+from respstream.server.upstream.http.stream import (
     ConnectError,
     IdleTimeout,
     LeanHTTP,
@@ -170,7 +170,7 @@ async def test_no_response_head_is_an_idle_timeout_and_the_connection_is_dropped
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The head wait has its own timer (not a timeout scope): it fires once, says what was late, and the socket is
     aborted (the server sees the connection go); a head that comes in time cancels it."""
-    from respstream.server.upstream import http_stream
+    from respstream.server.upstream.http import stream as http_stream
 
     fired: list[float] = []
     overdue = http_stream._head_overdue

@@ -9,8 +9,8 @@ import pytest
 from fakes.chat_server import Done, FakeChatCompletionsServer, finish, text
 from respstream.server.routing.router import ModelNotFound, Router
 from respstream.server.upstream.base import GenerationRequest, TextDelta
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
-from respstream.server.upstream.embedded import EMBEDDED_MODEL_ID, EmbeddedUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
+from respstream.server.upstream.embedded.adapter import EMBEDDED_MODEL_ID, EmbeddedUpstream
 from respstream.server.upstream.model_ids import alias_models, looks_like_path, readable_model_id
 
 GGUF = "/models/cache/SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -15,8 +15,8 @@ import pytest
 
 from fakes.chat_server import Done, FakeChatCompletionsServer, Raw, Sleep, Step, finish, text
 from respstream.server.upstream.base import Finish, TextDelta, UpstreamError
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
-from respstream.server.upstream.responses_native import ResponsesNativeUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
+from respstream.server.upstream.responses.adapter import ResponsesNativeUpstream
 
 from .test_direct_reads import Sink, consume, flat, make
 from .test_native_direct_reads import events

@@ -12,7 +12,7 @@ from typing import Any
 
 from fakes.chat_server import FakeChatCompletionsServer, Raw, Sleep
 from respstream.server.upstream.base import Finish, GenerationRequest, UpstreamError
-from respstream.server.upstream.responses_native import ResponsesNativeUpstream
+from respstream.server.upstream.responses.adapter import ResponsesNativeUpstream
 
 from .test_direct_reads import Sink, consume, flat
 

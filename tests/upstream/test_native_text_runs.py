@@ -12,7 +12,7 @@ import pytest
 from respstream.protocol import text_runs
 from respstream.protocol.stream import StreamCore
 from respstream.server.upstream.base import Finish, TextDelta, singles
-from respstream.server.upstream.responses_events import ResponsesTranslator
+from respstream.server.upstream.responses.stream import ResponsesTranslator
 
 
 def stream(n: int, *, numbered: bool = True, named: bool = True, tweak: dict[int, dict[str, Any]] | None = None,

@@ -8,7 +8,7 @@ from typing import Any
 
 from respstream.protocol.events import decode_event
 from respstream.server.upstream.base import PassedItemDone, PassedItemEvent
-from respstream.server.upstream.passed_items import PassedItems
+from respstream.server.upstream.responses.passed_items import PassedItems
 
 
 def feed(items: PassedItems, *events: dict[str, Any]) -> list[object]:

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from respstream.server.upstream.base import Chunk, Finish, TextDelta, TextRun, singles
-from respstream.server.upstream.responses_events import ResponsesTranslator
+from respstream.server.upstream.responses.stream import ResponsesTranslator
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted((ROOT / "data" / "native_recordings").glob("*.sse")) + sorted((ROOT / "transcripts").glob("*.sse"))

@@ -16,8 +16,8 @@ from respstream.server.upstream.base import (
     ToolCallDelta,
     UpstreamError,
 )
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 from respstream.server.upstream.factory import build_upstream
 from respstream.server.upstream.scripted import ScriptedUpstream, parse_scripted_spec
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from respstream.server.upstream.base import ReasoningDelta, TextDelta
-from respstream.server.upstream.chunks import ChunkTranslator
-from respstream.server.upstream.think import ThinkSplitter
+from respstream.server.upstream.chat.stream import ChunkTranslator
+from respstream.server.upstream.chat.think import ThinkSplitter
 
 CASES = [
     ("<think>plan a</think>Answer", "plan a", "Answer"),

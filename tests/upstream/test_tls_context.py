@@ -12,9 +12,9 @@ import pytest
 
 from fakes.chat_server import FakeChatCompletionsServer
 from respstream.server.tls import client_tls_context
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 from respstream.server.upstream.context_discovery import discover_context
-from respstream.server.upstream.http_stream import LeanHTTP
+from respstream.server.upstream.http.stream import LeanHTTP
 
 
 async def test_discovery_and_token_counting_load_the_ca_bundle_at_most_once(

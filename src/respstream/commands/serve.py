@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         bare = spec.removeprefix("responses+")
         if bare != "embedded" and not bare.startswith("embedded:"):
             continue
-        from respstream.server.upstream.embedded import EmbeddedUpstream
+        from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
         from respstream.server.upstream.model_catalog import spec_for
 
         size = spec.split(":", 1)[1] if ":" in spec else str(config.options_for(spec).get("model_size", "large"))

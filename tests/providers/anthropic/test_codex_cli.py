@@ -23,7 +23,7 @@ INSTRUCTIONS = "You are Codex, a coding agent. Answer briefly."
 
 @pytest.mark.timeout(900)  # wall time on a loaded machine
 def test_codex_turn_through_the_anthropic_adapter(netns: str, tmp_path: Path) -> None:
-    from respstream.server.upstream.embedded import EmbeddedUpstream
+    from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
     if not EmbeddedUpstream.available("small"):
         missing("the embedded model is not installed (`make install-model`)")

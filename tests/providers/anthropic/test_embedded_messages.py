@@ -14,7 +14,7 @@ import pytest
 from fakes.server_thread import ServerThread
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 from .conftest import post
 

@@ -12,7 +12,7 @@ import pytest
 from respstream.server.http_errors import HTTPError
 from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
 from respstream.server.upstream.base import GenerationRequest
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 from respstream.server.upstream.provider_tools import RefusedField
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}

@@ -30,8 +30,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from respstream.server.upstream.base import Upstream
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
-from respstream.server.upstream.responses_native import ResponsesNativeUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
+from respstream.server.upstream.responses.adapter import ResponsesNativeUpstream
 from respstream.server.upstream.scripted import ScriptedUpstream, parse_scripted_spec
 
 __all__ = ["build_upstream"]
@@ -61,7 +61,7 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
     kind = next((prefix for prefix in api_of if spec.startswith(prefix)), "")
     bare = spec.removeprefix(kind)
     if bare == "embedded" or bare.startswith("embedded:"):
-        from respstream.server.upstream.embedded import EmbeddedUpstream
+        from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
         kwargs = _accepted(EmbeddedUpstream, options)
         kwargs["api"] = api_of.get(kind, "chat")

@@ -29,11 +29,11 @@ from respstream.server.upstream.anthropic.request import (
 )
 from respstream.server.upstream.anthropic.stream import AnthropicStream
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 from respstream.server.upstream.chat_wire import error_message
 from respstream.server.upstream.generation_deadline import untimed_margin
-from respstream.server.upstream.http_failures import status_failure
-from respstream.server.upstream.http_stream import HTTPStreamError, StreamResponse
+from respstream.server.upstream.http.failures import status_failure
+from respstream.server.upstream.http.stream import HTTPStreamError, StreamResponse
 from respstream.server.upstream.provider_tools import RefusedField, ToolNames, refused_as_http, tool_choice_of
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicUpstream", "anthropic_base_url", "check_unconstrained"]

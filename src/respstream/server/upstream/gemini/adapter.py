@@ -32,13 +32,13 @@ from urllib.parse import quote
 import msgspec
 
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 from respstream.server.upstream.chat_wire import error_message, parse_retry_after
 from respstream.server.upstream.gemini.reads import GeminiBody
 from respstream.server.upstream.gemini.request import build_body, gemini_tool_names
 from respstream.server.upstream.gemini.stream import GeminiStream
 from respstream.server.upstream.generation_deadline import untimed_margin
-from respstream.server.upstream.http_stream import HTTPStreamError, StreamResponse
+from respstream.server.upstream.http.stream import HTTPStreamError, StreamResponse
 from respstream.server.upstream.provider_tools import RefusedField, refused_as_http
 
 __all__ = ["GeminiUpstream"]

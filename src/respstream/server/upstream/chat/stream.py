@@ -26,9 +26,9 @@ from respstream.server.upstream.base import (
     TextRun,
     Usage,
 )
-from respstream.server.upstream.chunk_template import PlainTemplate, learn_template
-from respstream.server.upstream.think import ThinkSplitter
-from respstream.server.upstream.tool_call_fragments import ToolCallFragments
+from respstream.server.upstream.chat.chunk_template import PlainTemplate, learn_template
+from respstream.server.upstream.chat.think import ThinkSplitter
+from respstream.server.upstream.chat.tool_call_fragments import ToolCallFragments
 
 __all__ = ["ChunkTranslator", "map_finish_reason", "map_usage", "usage_from"]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from respstream.errors import BadInputError
 from respstream.protocol.sse import SSEDecoder
 from respstream.server.upstream.base import Chunk, ReadSink, UpstreamError
+from respstream.server.upstream.chat.stream import ChunkTranslator
 from respstream.server.upstream.chat_wire import error_message, simple_data_events
-from respstream.server.upstream.chunks import ChunkTranslator
 
 __all__ = ["ChatBodyReader"]
 

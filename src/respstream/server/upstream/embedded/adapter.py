@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from respstream.server.upstream.base import Chunk, Finish, GenerationRequest, UpstreamError
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 from respstream.server.upstream.chat_wire import build_request_body
-from respstream.server.upstream.gguf_meta import model_id_of
+from respstream.server.upstream.embedded.gguf_meta import model_id_of
+from respstream.server.upstream.embedded.slot_cache import SlotCache
 from respstream.server.upstream.model_catalog import (
     DEFAULT_MODEL_SIZE,
     EmbeddedModelMissing,
@@ -45,7 +46,6 @@ from respstream.server.upstream.model_catalog import (
 from respstream.server.upstream.model_catalog import locate_model as _locate_size
 from respstream.server.upstream.model_ids import readable_model_id
 from respstream.server.upstream.sampling import SamplingDefaults
-from respstream.server.upstream.slot_cache import SlotCache
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_TOKENS",
@@ -308,7 +308,7 @@ class EmbeddedUpstream:
             adapter_class = ChatCompletionsUpstream
             options = self._adapter_options
             if self.api == "responses":
-                from respstream.server.upstream.responses_native import ResponsesNativeUpstream
+                from respstream.server.upstream.responses.adapter import ResponsesNativeUpstream
 
                 adapter_class = ResponsesNativeUpstream
             elif self.api == "anthropic":  # llama.cpp's Anthropic Messages API, through the Anthropic adapter

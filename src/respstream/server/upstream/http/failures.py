@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from respstream.server.upstream.base import UpstreamError
 from respstream.server.upstream.chat_wire import error_message, parse_retry_after
-from respstream.server.upstream.http_stream import (
+from respstream.server.upstream.http.stream import (
     ConnectError,
     ConnectTimeout,
     HTTPStreamError,

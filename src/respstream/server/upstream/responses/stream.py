@@ -53,8 +53,8 @@ from respstream.server.upstream.base import (
     UpstreamError,
     Usage,
 )
-from respstream.server.upstream.chunks import usage_from
-from respstream.server.upstream.passed_items import PassedItems
+from respstream.server.upstream.chat.stream import usage_from
+from respstream.server.upstream.responses.passed_items import PassedItems
 
 __all__ = ["ResponsesTranslator"]
 

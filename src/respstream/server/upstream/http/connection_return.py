@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 
-from respstream.server.upstream.http_stream import HTTPStreamError, StreamResponse
+from respstream.server.upstream.http.stream import HTTPStreamError, StreamResponse
 
 __all__ = ["ConnectionReturn"]
 

@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-from respstream.server.upstream.prefix_index import SavedPrefix
+from respstream.server.upstream.embedded.prefix_index import SavedPrefix
 
 __all__ = ["ORPHAN_SECONDS", "load_saved", "remove_saved", "write_meta"]
 

@@ -13,7 +13,7 @@ from contextlib import aclosing
 from typing import Any
 
 from respstream.server.upstream.base import Chunk, GenerationRequest, singles
-from respstream.server.upstream.loop_guard import LoopGuard, guard_stream
+from respstream.server.upstream.chat.loop_guard import LoopGuard, guard_stream
 from respstream.server.upstream.text_tool_calls import answered_calls, text_tool_call_stream
 from respstream.server.upstream.tool_schemas import offered_functions
 

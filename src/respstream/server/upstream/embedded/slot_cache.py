@@ -31,8 +31,8 @@ import httpx
 import msgspec
 
 from respstream.server.upstream.base import GenerationRequest, UpstreamError, Usage
-from respstream.server.upstream.prefix_index import PrefixIndex, SavedPrefix, common_blocks, prefix_chain
-from respstream.server.upstream.slot_files import load_saved, remove_saved, write_meta
+from respstream.server.upstream.embedded.prefix_index import PrefixIndex, SavedPrefix, common_blocks, prefix_chain
+from respstream.server.upstream.embedded.slot_files import load_saved, remove_saved, write_meta
 
 __all__ = ["SlotCache", "SlotLease"]
 

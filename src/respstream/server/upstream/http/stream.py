@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from respstream.server.tls import client_tls_context
-from respstream.server.upstream.http_connection import (
+from respstream.server.upstream.http.connection import (
     ConnectError,
     ConnectTimeout,
     HTTPStreamError,

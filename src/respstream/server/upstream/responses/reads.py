@@ -13,7 +13,7 @@ order and their bytes are the same either way.
 from __future__ import annotations
 
 from respstream.server.upstream.base import Chunk, ReadSink
-from respstream.server.upstream.responses_events import ResponsesTranslator
+from respstream.server.upstream.responses.stream import ResponsesTranslator
 
 __all__ = ["ResponsesBodyReader"]
 

@@ -44,15 +44,15 @@ import msgspec
 from respstream.server.telemetry.observation import mark_upstream_phase
 from respstream.server.telemetry.tracing import trace_headers
 from respstream.server.tls import client_tls_context
-from respstream.server.upstream.answer_filters import filtered_batches
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError, singles
-from respstream.server.upstream.chat_reads import ChatBodyReader
+from respstream.server.upstream.chat.answer_filters import filtered_batches
+from respstream.server.upstream.chat.reads import ChatBodyReader
+from respstream.server.upstream.chat.stream import ChunkTranslator
 from respstream.server.upstream.chat_wire import build_request_body, error_message
-from respstream.server.upstream.chunks import ChunkTranslator
-from respstream.server.upstream.connection_return import ConnectionReturn
 from respstream.server.upstream.generation_deadline import GenerationDeadline, untimed_margin
-from respstream.server.upstream.http_failures import status_failure, transport_failure
-from respstream.server.upstream.http_stream import HTTPStreamError, LeanHTTP, StreamResponse
+from respstream.server.upstream.http.connection_return import ConnectionReturn
+from respstream.server.upstream.http.failures import status_failure, transport_failure
+from respstream.server.upstream.http.stream import HTTPStreamError, LeanHTTP, StreamResponse
 from respstream.server.upstream.model_ids import alias_models
 from respstream.server.upstream.retries import RetryingUpstream
 from respstream.server.upstream.tokenize import count_with_llamacpp, server_root

@@ -35,11 +35,11 @@ import msgspec
 
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
 from respstream.server.upstream.cache_hints import CACHE_BREAKPOINT_KEY, marked_content
-from respstream.server.upstream.chat_completions import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 from respstream.server.upstream.generation_deadline import untimed_margin
-from respstream.server.upstream.http_stream import HTTPStreamError
-from respstream.server.upstream.responses_events import ResponsesTranslator
-from respstream.server.upstream.responses_reads import ResponsesBodyReader
+from respstream.server.upstream.http.stream import HTTPStreamError
+from respstream.server.upstream.responses.reads import ResponsesBodyReader
+from respstream.server.upstream.responses.stream import ResponsesTranslator
 
 __all__ = ["ResponsesNativeUpstream", "build_responses_body"]
 
