@@ -1,5 +1,5 @@
 """Codex CLI sessions on the embedded model: how long each turn waits before it starts streaming, with the prompt-prefix
-cache (server/upstream/slot_cache.py) across turns, sessions and a gateway restart. A benchmark, not a timed test.
+cache (upstream/embedded/slot_cache.py) across turns, sessions and a gateway restart. A benchmark, not a timed test.
 
 The goals (issue #40, on a 2-core machine with `make serve`'s default model, the large one): a session's later turns
 each start streaming in <= 30 s; a new session after the first one, the gateway restarted in between, starts its

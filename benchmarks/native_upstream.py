@@ -1,7 +1,7 @@
 """Native Responses upstream vs Chat Completions upstream: CPU per event of the gateway's adapter, in one process.
 
 Both adapters read the same answer (N text tokens, then the finish and usage) from a SIMULATED upstream: an
-in-process stand-in for the lean HTTP client (``server/upstream/http_stream.py``) that hands over one upstream event
+in-process stand-in for the lean HTTP client (``server/upstream/http/stream.py``) that hands over one upstream event
 per ``read()``, as a live server writes tokens (no network: only the adapters' own work is timed, on the same event
 loop, in the same run; the real client's cost per read is the same for both paths):
 

@@ -1,4 +1,4 @@
-"""The loop guard ends degenerate answers early and leaves ordinary ones alone (server/upstream/loop_guard.py)."""
+"""The loop guard ends degenerate answers early and leaves ordinary ones alone (server/upstream/chat/loop_guard.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The client's prompt-cache fields reach OpenAI-shaped upstreams: ``prompt_cache_key``, ``prompt_cache_options`` and
 ``prompt_cache_retention`` as given, breakpoints as ``prompt_cache_breakpoint`` on the marked message's last part
-(chat_wire.py, responses_native.py), in the names and shapes the official ``openai`` SDK's request types declare; the
+(chat_wire.py, responses/adapter.py), in the names and shapes the official ``openai`` SDK's request types declare; the
 embedded model gets none of them. End to end through the gateway to the SIMULATED Chat Completions server and the
 SIMULATED native Responses upstream (tests/fakes)."""
 

@@ -1,4 +1,4 @@
-"""The plain-chunk template (upstream/chunk_template.py) read through ``ChunkTranslator.feed_plain``: reads of a
+"""The plain-chunk template (upstream/chat/chunk_template.py) read through ``ChunkTranslator.feed_plain``: reads of a
 stream split anywhere give exactly what a fresh translator gives feeding the same payloads one by one, whatever the
 server's JSON style (key order, spaces, ASCII escapes, extra fields, a field that changes in every chunk), whatever
 the text (quotes, backslashes, non-ASCII, ``<think>``, empty strings), with role, finish, usage, reasoning, tool-call,

@@ -1,4 +1,4 @@
-"""Direct reads (server/upstream/chat_reads.py): a read of plain text handed to the round's sink from the upstream
+"""Direct reads (server/upstream/chat/reads.py): a read of plain text handed to the round's sink from the upstream
 connection's data callback, without waking the consumer of ``generate_batches``.
 
 Against the SIMULATED Chat Completions server over real loopback HTTP, writes paced so that each is its own read:

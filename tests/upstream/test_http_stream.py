@@ -1,4 +1,4 @@
-"""The lean HTTP/1.1 client (server/upstream/http_stream.py) against a raw loopback socket server that writes exact
+"""The lean HTTP/1.1 client (server/upstream/http/stream.py) against a raw loopback socket server that writes exact
 bytes: chunked bodies split at every awkward place, Content-Length and close-delimited bodies, gzip, a stale
 kept-alive connection (retried once), connection reuse, idle timeout, refused connections, a broken status line."""
 

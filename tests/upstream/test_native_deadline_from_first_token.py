@@ -1,4 +1,4 @@
-"""``deadline_from_first_token`` on the native Responses upstream (responses_native.py: the embedded model's
+"""``deadline_from_first_token`` on the native Responses upstream (responses/adapter.py: the embedded model's
 ``responses+embedded``), read with and without the pipeline's read sink, and the generation deadline of both APIs
 while a sink takes every read from the connection's data callback (server/upstream/generation_deadline.py).
 

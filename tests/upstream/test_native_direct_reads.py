@@ -1,4 +1,4 @@
-"""Direct reads on the native Responses upstream (server/upstream/responses_reads.py): a read of one
+"""Direct reads on the native Responses upstream (server/upstream/responses/reads.py): a read of one
 ``output_text.delta`` handed to the round's sink from the connection's data callback, as the Chat Completions path
 does (test_direct_reads.py). Against the SIMULATED server on ``/v1/responses`` (tests/fakes/chat_server.py with
 ``route``) over real loopback HTTP, writes paced so that each event is its own read: the sink really gets the reads,

@@ -1,5 +1,5 @@
-"""upstream/passed_items.py: a native upstream's hosted-tool and reasoning items become pass-through chunks, and only
-the events that are valid in the stream the writer makes (the rest were counted as repairs by the core)."""
+"""upstream/responses/passed_items.py: a native upstream's hosted-tool and reasoning items become pass-through chunks,
+and only the events that are valid in the stream the writer makes (the rest were counted as repairs by the core)."""
 
 from __future__ import annotations
 

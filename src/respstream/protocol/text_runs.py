@@ -3,7 +3,7 @@
 upstream gets, 13 to 208 events a read at full load).
 
 Why: ``take_text_delta`` costs one call and one decode per event; a Chat Completions read of the same tokens is
-decoded in one call (upstream/chunk_template.py), and the native path paid ~3x the chat path per token on such
+decoded in one call (upstream/chat/chunk_template.py), and the native path paid ~3x the chat path per token on such
 reads (docs/benchmarks.md, issue 33). Here the events of the run that are framed exactly as the last event the lane
 took (``event: response.output_text.delta`` + ``data: {...}``, or ``data: {...}``, one line each, LF framing) are
 split on that framing in one ``bytes.split``, their data decoded as one JSON array of the lane's probes, and then

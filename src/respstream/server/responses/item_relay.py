@@ -1,5 +1,5 @@
-"""A native Responses upstream's passed-through items (hosted-tool calls, reasoning...: upstream/passed_items.py)
-written through the writer in the client's dialect.
+"""A native Responses upstream's passed-through items (hosted-tool calls, reasoning...:
+upstream/responses/passed_items.py) written through the writer in the client's dialect.
 
 How this works: each item gets the writer's next output index and an id of ours (the upstream's may repeat across
 tool rounds, or change on every event); its events follow with that ``item_id`` and ``output_index`` and the

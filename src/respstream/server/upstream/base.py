@@ -98,8 +98,8 @@ class Finish(msgspec.Struct, frozen=True, gc=False):
 
 class PassedItemAdded(msgspec.Struct, frozen=True, gc=False):
     """An output item of a native Responses upstream that the gateway passes through as it came (a hosted tool's
-    call such as ``web_search_call``, ``reasoning``...; see upstream/passed_items.py): it opens. ``key`` names it in
-    the chunks that follow; ``item`` is the upstream's item object."""
+    call such as ``web_search_call``, ``reasoning``...; see upstream/responses/passed_items.py): it opens. ``key`` names
+    it in the chunks that follow; ``item`` is the upstream's item object."""
 
     key: int
     item: dict[str, Any]

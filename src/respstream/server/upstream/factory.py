@@ -1,13 +1,13 @@
 """Build an :class:`Upstream` from a ``--upstream`` spec string.
 
-- ``embedded`` / ``embedded:SIZE`` -> :class:`~respstream.server.upstream.embedded.EmbeddedUpstream` (llama.cpp
+- ``embedded`` / ``embedded:SIZE`` -> :class:`~respstream.server.upstream.embedded.adapter.EmbeddedUpstream` (llama.cpp
   in-process, through its Chat Completions API; ``SIZE`` = ``small`` | ``medium`` | ``large``, default the
   ``model_size`` option, else ``large``); ``responses+embedded[:SIZE]``: the same model through llama.cpp's own
   ``/v1/responses``; ``anthropic+embedded[:SIZE]``: through llama.cpp's ``/v1/messages`` and the Anthropic adapter
 - ``http://host:port/v1`` / ``https://…`` -> probed at ``start()``: the upstream's own Responses API when it has one,
-  else Chat Completions (:class:`~respstream.server.upstream.responses_native.ResponsesNativeUpstream` with
+  else Chat Completions (:class:`~respstream.server.upstream.responses.adapter.ResponsesNativeUpstream` with
   ``api="auto"``); ``responses+http(s)://…`` -> its Responses API, no probe; ``chat+http(s)://…`` ->
-  :class:`~respstream.server.upstream.chat_completions.ChatCompletionsUpstream`
+  :class:`~respstream.server.upstream.chat.adapter.ChatCompletionsUpstream`
   (``name`` defaults to ``host:port``; ``models`` unset means discovered at ``start()``, listed under readable ids)
 - ``anthropic+http(s)://host[:port]`` -> :class:`~respstream.server.upstream.anthropic.adapter.AnthropicUpstream`
   (the Messages API at ``{url}/v1/messages``; key from ``api_key`` or ``ANTHROPIC_API_KEY``)

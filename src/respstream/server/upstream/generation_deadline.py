@@ -1,4 +1,4 @@
-"""When one attempt of a generation must end, for both upstream APIs (chat_completions.py, responses_native.py).
+"""When one attempt of a generation must end, for both upstream APIs (chat/adapter.py, responses/adapter.py).
 
 How this works: the retrying generator fixes ``deadline_at`` (loop time) once per generation; an attempt keeps it in
 :attr:`GenerationDeadline.at`. With ``deadline_from_first_token`` (the embedded model) ``at`` is infinite until the

@@ -3,9 +3,9 @@
 How this works: ``generate()`` waits for a slot (per-upstream concurrency limit with a bounded queue), streams
 ``POST {base_url}/chat/completions`` with ``stream: true`` and ``stream_options.include_usage``, decodes the SSE
 ``data:`` payloads and turns each chunk into :mod:`~respstream.server.upstream.base` chunks through
-:class:`~respstream.server.upstream.chunks.ChunkTranslator` (``<think>`` split live, tool-call fragments by index,
+:class:`~respstream.server.upstream.chat.stream.ChunkTranslator` (``<think>`` split live, tool-call fragments by index,
 finish reason and usage mapped). Failures become :class:`UpstreamError`, with the codes listed in
-:mod:`~respstream.server.upstream.http_failures`.
+:mod:`~respstream.server.upstream.http.failures`.
 
 With ``deadline_from_first_token`` (the embedded model) the deadline counts from the first token: reading the prompt
 is bounded by the context size, not by time (a CPU model reads Codex CLI's first request for many minutes), and
@@ -24,11 +24,11 @@ Extra API beyond :class:`Upstream`: ``await start()`` (fills ``models`` from ``G
 configured; best effort), ``await list_models()`` (the upstream's own ids), ``upstream_model_id(model)`` and
 ``await settle()``.
 
-Connections: one :class:`~.http_stream.LeanHTTP` (HTTP/1.1, keep-alive; a body read is one socket callback, no
+Connections: one :class:`~.http.stream.LeanHTTP` (HTTP/1.1, keep-alive; a body read is one socket callback, no
 per-read timer: see that module for why) lives as long as the upstream; ``start()`` builds it (and ``GET /models``
 leaves a warm connection in its pool). After ``[DONE]`` the rest of the body is read (in the background if it is
 slow) so the connection goes back to the pool instead of being dropped
-(:mod:`~respstream.server.upstream.connection_return`).
+(:mod:`~respstream.server.upstream.http.connection_return`).
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ class ChatCompletionsUpstream(RetryingUpstream):
         not once per chunk. Nothing is held back to fill a batch. (The retrying generator itself, not a generator
         around it: every layer is one more hop per read, and a real model's stream is one read per token.) With
         ``sink``, reads of plain text may go to it instead, from the connection's data callback
-        (:mod:`~respstream.server.upstream.chat_reads`)."""
+        (:mod:`~respstream.server.upstream.chat.reads`)."""
         return self._with_retries(request, functools.partial(self._chat_attempt, sink=sink))
 
     def _chat_attempt(self, request: GenerationRequest, deadline_at: float, sink: ReadSink | None = None
@@ -345,7 +345,7 @@ class ChatCompletionsUpstream(RetryingUpstream):
                                   from_first_token=self.deadline_from_first_token)
 
     async def _release(self, response: StreamResponse) -> None:
-        """After the stream's last event: give the connection back (connection_return.py)."""
+        """After the stream's last event: give the connection back (http/connection_return.py)."""
         await self._returns.give_back(response)
 
     async def _end_response(self, response: StreamResponse, *, clean: bool) -> None:

@@ -3,7 +3,7 @@
 How this works: :meth:`ChatBodyReader.parse` turns one read of the body into the batch of chunks it completed (and
 the error to raise after that batch, if the read held one). The adapter's attempt yields those batches. With a
 ``sink`` (:data:`~respstream.server.upstream.base.ReadSink`, the pipeline's round collector), :meth:`take` is the
-connection's direct hook (:meth:`~.http_stream.StreamResponse.read_direct`): called from the socket's data callback
+connection's direct hook (:meth:`~.http.stream.StreamResponse.read_direct`): called from the socket's data callback
 while the attempt waits for its next read, it parses the read there and offers the batch to the sink, which
 applies plain text at once, so the pipeline's task is not woken at all. That is a real model's usual read: a token
 or two, some milliseconds apart. Anything else (the first chunk of a round, a finish, tool calls, logprobs: what the

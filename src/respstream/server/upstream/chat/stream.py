@@ -3,11 +3,11 @@
 How this works: one :class:`ChunkTranslator` per generation. ``feed(payload)`` returns the chunks one payload gives:
 ``reasoning_content``/``reasoning`` -> :class:`ReasoningDelta`; ``content`` through a :class:`ThinkSplitter` ->
 :class:`TextDelta`/:class:`ReasoningDelta`; ``refusal`` -> :class:`RefusalDelta`; ``tool_calls[i]`` ->
-:class:`ToolCallDelta` (assembled from their fragments by :mod:`~respstream.server.upstream.tool_call_fragments`).
+:class:`ToolCallDelta` (assembled from their fragments by :mod:`~respstream.server.upstream.chat.tool_call_fragments`).
 ``finish()`` (after ``[DONE]`` or EOF) flushes and returns the :class:`Finish`. Only ``choices[0]`` is used.
 
 ``feed_plain(payloads)`` decodes a read's payloads in one call, and a stream's plain-text run through the chunk
-template it learned from its own chunks (:mod:`~respstream.server.upstream.chunk_template`): only the content
+template it learned from its own chunks (:mod:`~respstream.server.upstream.chat.chunk_template`): only the content
 strings are decoded. Usage and finish reasons are mapped here for both APIs (:func:`usage_from`).
 """
 

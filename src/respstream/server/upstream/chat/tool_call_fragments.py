@@ -1,7 +1,7 @@
 """Chat Completions tool-call fragments (``delta.tool_calls[i]``) -> :class:`ToolCallDelta` values. No IO.
 
 How this works: one :class:`ToolCallFragments` per generation, fed each fragment of ``choices[0]`` in order by the
-:class:`~respstream.server.upstream.chunks.ChunkTranslator`. Fragments are keyed by their ``index``. The first
+:class:`~respstream.server.upstream.chat.stream.ChunkTranslator`. Fragments are keyed by their ``index``. The first
 :class:`ToolCallDelta` of a call always carries ``call_id`` and the whole ``name``: some servers stream the name in
 pieces, so name fragments are concatenated and the call starts only once its arguments begin (or at the end of the
 stream, for a call without arguments); arguments that arrive before the name are held back, and a call without an

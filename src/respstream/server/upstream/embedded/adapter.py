@@ -9,7 +9,7 @@ ordinary OpenAI-compatible upstream: ``generate()`` delegates to a :class:`ChatC
 ``http://127.0.0.1:<port>/v1``, with the embedded model's generation defaults (an output cap when the request sets
 none, llama.cpp repetition control, the loop guard, and tool calls recognised in the answer text); or, with
 ``api="responses"`` (the spec ``responses+embedded``), to a
-:class:`~respstream.server.upstream.responses_native.ResponsesNativeUpstream` reading llama.cpp's own
+:class:`~respstream.server.upstream.responses.adapter.ResponsesNativeUpstream` reading llama.cpp's own
 ``/v1/responses`` (the repair proxy); with ``api="anthropic"`` (``anthropic+embedded``), to the
 :class:`~respstream.server.upstream.anthropic.adapter.AnthropicUpstream` reading llama.cpp's ``/v1/messages``.
 Nothing is ever downloaded.
@@ -166,8 +166,8 @@ class EmbeddedUpstream:
     ``text_tool_calls`` (see :class:`ChatCompletionsUpstream`); ``offer_server_tools`` (default false: the
     pipeline runs the gateway's tools by grounding instead of offering them to the model); ``list_sources`` (default
     true: an answer that cites none of its web_search results gets a ``Sources:`` line naming them). Prompt-prefix
-    cache (upstream/slot_cache.py): ``prefix_cache_dir`` (None: off; the gateway's config turns it on under its data
-    directory), ``prefix_cache_max_bytes`` (disk budget, least recently used states deleted past it) and
+    cache (upstream/embedded/slot_cache.py): ``prefix_cache_dir`` (None: off; the gateway's config turns it on under its
+    data directory), ``prefix_cache_max_bytes`` (disk budget, least recently used states deleted past it) and
     ``prefix_cache_min_tokens`` (shorter prompts are not saved). Extra API:
     ``await start()``, ``available()``,
     ``address`` (the llama.cpp server URL once started).
@@ -252,7 +252,7 @@ class EmbeddedUpstream:
             "loop_guard": loop_guard,
             "text_tool_calls": text_tool_calls,
         }
-        # The prompt-prefix cache (upstream/slot_cache.py): llama.cpp slot states saved under this directory (a
+        # The prompt-prefix cache (upstream/embedded/slot_cache.py): llama.cpp slot states saved under this directory (a
         # folder per model), on the Chat Completions path only (llama.cpp's /v1/responses takes no id_slot).
         self.prefix_cache_dir = Path(prefix_cache_dir) if prefix_cache_dir and api == "chat" else None
         self.prefix_cache_max_bytes = prefix_cache_max_bytes

@@ -9,7 +9,7 @@ memory; a restart loses all of it, and every new agent session reads the same lo
 How this works: every generation gets a slot of its own from :meth:`SlotCache.acquire` (llama.cpp's ``id_slot`` is
 set on the request, so the gateway knows which slot holds which prompt). Before it runs, the prompt is rendered by
 llama.cpp's chat template (``/apply-template``) and cut into a block chain
-(:mod:`~respstream.server.upstream.prefix_index`); when a saved state shares more blocks with it than anything llama.cpp
+(:mod:`~.prefix_index`); when a saved state shares more blocks with it than anything llama.cpp
 is known to hold in memory (the slots' last prompts and recent ones its own RAM prompt cache keeps), that state is
 restored into the slot first. After a generation whose prompt had at least ``min_tokens`` tokens and is not already
 saved whole, the slot is saved (the slot stays reserved until the file is written) and states it supersedes or that

@@ -52,7 +52,7 @@ _WINDOW_SOURCE: Final = "GET /v1beta/models inputTokenLimit + outputTokenLimit"
 
 class GeminiUpstream(ChatCompletionsUpstream):
     """Streams from Gemini's ``streamGenerateContent`` (module docstring). Options as
-    :class:`~respstream.server.upstream.chat_completions.ChatCompletionsUpstream`, plus ``max_retry_wait``."""
+    :class:`~respstream.server.upstream.chat.adapter.ChatCompletionsUpstream`, plus ``max_retry_wait``."""
 
     provider = "gemini"
     input_modalities = ("text", "image", "file")  # (Gemini models read images and PDFs; [models] can narrow it)

@@ -2,7 +2,7 @@
 measures) the body into one buffer, wakes the one waiting reader, and pauses the socket past ``max_buffer``. A
 reader waiting in ``StreamResponse.read_direct`` has its hook called here with each read instead, and is woken only
 when the hook leaves something for it. The client around it (pool, requests, timeouts) is
-:mod:`~respstream.server.upstream.http_stream`.
+:mod:`~respstream.server.upstream.http.stream`.
 
 Errors are :class:`HTTPStreamError` subclasses, each saying what happened. Limits: a response head of at most 64 KiB,
 a chunk-size line of at most 1 KiB.

@@ -1,6 +1,6 @@
 """How a failed exchange with an upstream becomes an :class:`~respstream.server.upstream.base.UpstreamError`.
 
-For both upstream APIs (chat_completions.py, responses_native.py); the codes the router and the client see:
+For both upstream APIs (chat/adapter.py, responses/adapter.py); the codes the router and the client see:
 
 =========================  ==================================================================================
 ``upstream_timeout``       connect timeout, idle timeout (no bytes for ``idle_timeout`` s), generation deadline
@@ -13,7 +13,7 @@ For both upstream APIs (chat_completions.py, responses_native.py); the codes the
 
 How this works: :func:`status_failure` reads (the first 64 KiB of) a non-200 answer's body for its message
 (:func:`~respstream.server.upstream.chat_wire.error_message`); :func:`transport_failure` maps the lean HTTP client's
-errors (:mod:`~respstream.server.upstream.http_stream`). The malformed-stream, deadline and queue errors are raised
+errors (:mod:`~respstream.server.upstream.http.stream`). The malformed-stream, deadline and queue errors are raised
 where they are found. Every message starts with the upstream's name.
 """
 

@@ -4,7 +4,7 @@
 Why: per upstream chunk, httpx + httpcore + anyio spent ~17 µs of CPU just handing the bytes over (stream wrappers,
 a per-read timeout scope, generator layers), several times what the gateway spends on the event itself
 (docs/benchmarks.md). Here a read is one ``data_received`` callback that de-chunks into a buffer and wakes the one
-waiting reader (:mod:`~respstream.server.upstream.http_connection`): no per-read timer, no per-read allocation
+waiting reader (:mod:`~respstream.server.upstream.http.connection`): no per-read timer, no per-read allocation
 beyond the bytes. This module is the client around it: the pool, requests and responses, timeouts.
 
 What it does: HTTP/1.1 only (what every Chat Completions server speaks), ``http`` and ``https`` (the system CA

@@ -4,7 +4,7 @@
 How this works: ``generate()`` posts the generation to ``{base_url}/responses`` with ``stream: true`` and
 ``store: false`` (the gateway keeps the history: ``previous_response_id`` and conversations were already expanded
 into input items by the pipeline, so the upstream need not store anything), then reads the answer through
-:class:`~respstream.server.upstream.responses_events.ResponsesTranslator`, i.e. the protocol core. The chunks go to
+:class:`~respstream.server.upstream.responses.stream.ResponsesTranslator`, i.e. the protocol core. The chunks go to
 the same pipeline and writer as a Chat Completions upstream's, so routing, server tools, rewrite, background,
 durable resume on any instance, cancel and conversations work on top unchanged, and the stream the client gets has
 our sequence numbers, indices and lifecycle whatever the upstream sent. What was repaired is counted per violation
@@ -166,7 +166,7 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
         """Chunks ending with one ``Finish``, one list per read of the body (``generate()`` yields them one by one).
         Raises :class:`UpstreamError` (codes as Chat Completions). Once the API is decided, the API's own retrying
         generator (no layer around it). With ``sink``, reads of plain text may go to it from the connection's data
-        callback instead, in either API (responses_reads.py, chat_reads.py)."""
+        callback instead, in either API (responses/reads.py, chat/reads.py)."""
         return self._detected_batches(request, sink) if self.api_mode == "auto" \
             else self._batches_as_decided(request, sink)
 
@@ -201,7 +201,7 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
         sink: ReadSink | None = None,
     ) -> AsyncGenerator[list[Chunk], None]:
         """One request; one list of chunks per read of the body, the reads of plain text to ``sink`` when there is
-        one (taken from the socket's callback while this waits: responses_reads.py)."""
+        one (taken from the socket's callback while this waits: reads.py)."""
         loop = asyncio.get_running_loop()
         body = msgspec.json.encode(build_responses_body(request, model=self.upstream_model_id(request.model),
                                                         cache_fields=self.forward_cache_fields))

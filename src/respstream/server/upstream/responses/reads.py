@@ -1,8 +1,8 @@
 """The native Responses upstream's direct hand-off: reads of plain text applied from the socket's data callback.
 
-How this works (as chat_reads.py for Chat Completions): :meth:`ResponsesBodyReader.take` is the connection's direct
-hook (:meth:`~.http_stream.StreamResponse.read_direct`). Called while the attempt waits for its next read, it runs
-the read through the :class:`~.responses_events.ResponsesTranslator` there and offers the chunks to the ``sink``
+How this works (as chat/reads.py for Chat Completions): :meth:`ResponsesBodyReader.take` is the connection's direct
+hook (:meth:`~.http.stream.StreamResponse.read_direct`). Called while the attempt waits for its next read, it runs
+the read through the :class:`~.stream.ResponsesTranslator` there and offers the chunks to the ``sink``
 (the pipeline's round collector), which applies plain text at once: the pipeline's task is not woken, the attempt's
 generator does not resume. That is a live server's usual read, one token's ``output_text.delta``. Anything else (the
 first chunk of a round, the terminal, passed-through items, a failure: what the sink declines or must not see) is

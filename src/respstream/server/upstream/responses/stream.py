@@ -14,7 +14,7 @@ What becomes a chunk:
 ``response.output_text.delta``                        :class:`TextDelta`, live
 ``response.refusal.delta``                            :class:`RefusalDelta`, live
 any other item (hosted-tool calls, ``reasoning``...)   :class:`PassedItemAdded` / ``PassedItemEvent`` /
-and its events                                        ``PassedItemDone``, live (upstream/passed_items.py)
+and its events                                        ``PassedItemDone``, live (upstream/responses/passed_items.py)
 ``response.reasoning_text.delta``,                    :class:`ReasoningDelta`, live, when no reasoning item holds
 ``response.reasoning_summary_text.delta``             them
 ``function_call`` items                               :class:`ToolCallDelta` per call at the terminal, from the
@@ -31,7 +31,7 @@ The upstream's final answer wins, as in ``respstream replay``: text that only ar
 is sent as a last delta when it extends what was streamed, else as ``Finish.text`` (the pipeline then closes the
 message with it, announced as a rewrite). Every other item of the upstream (hosted-tool calls such as
 ``web_search_call``, ``reasoning``, unknown types) is passed through with its events, in order
-(upstream/passed_items.py): reasoning deltas become :class:`ReasoningDelta` only when they belong to no such item.
+(responses/passed_items.py): reasoning deltas become :class:`ReasoningDelta` only when they belong to no such item.
 """
 
 from __future__ import annotations
