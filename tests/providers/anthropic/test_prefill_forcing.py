@@ -41,8 +41,11 @@ def llama() -> AnthropicUpstream:
 def test_a_forced_tool_is_sent_forced_after_the_call_opener() -> None:
     body = llama().body(request(tools=[WEATHER], tool_choice="required"))
     assert body["tool_choice"] == {"type": "any"} and body["messages"][-1] == PREFILL
-    named = llama().body(request(tools=[WEATHER], tool_choice={"type": "function", "function": {"name": "weather"}}))
+    other = {"type": "function", "function": {"name": "time", "parameters": SCHEMA}}
+    named = llama().body(request(tools=[other, WEATHER], tool_choice={"type": "function",
+                                                                      "function": {"name": "weather"}}))
     assert named["tool_choice"] == {"type": "tool", "name": "weather"} and named["messages"][-1] == PREFILL
+    assert [t["name"] for t in named["tools"]] == ["weather"]  # (llama.cpp loses the name: only it is offered)
     assert prefilled_of(named, OPENER).single_call and prefilled_of(named, OPENER).answer_tool is None
 
 

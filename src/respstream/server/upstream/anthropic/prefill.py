@@ -12,7 +12,8 @@ call: the call is repeated until ``max_tokens``, so the stream is ended after th
 (:attr:`Prefilled.single_call`). llama.cpp drops ``output_config`` and its own ``json_schema`` / ``grammar`` /
 ``response_format`` fields on this endpoint, so structured output is a forced answer tool whose input schema is the
 requested schema; its ``tool_use`` comes back as the answer text (:attr:`Prefilled.answer_tool`), which the pipeline
-validates as for any upstream. ``tool_choice`` ``none`` is not read there either: the tools are left out instead.
+validates as for any upstream. A named ``tool_choice`` becomes llama.cpp's ``required`` without the name, so only
+the named tool is offered; ``tool_choice`` ``none`` is not read there either: the tools are left out instead.
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ def force_by_prefill(body: dict[str, Any], prefix: str) -> Prefilled:
         forced = True
     if not forced:
         return Prefilled()
+    if choice.get("type") == "tool":
+        # (llama.cpp turns a named tool_choice into "required", losing the name: only that tool is offered)
+        body["tools"] = [tool for tool in body.get("tools") or () if tool["name"] == choice["name"]]
     turns = body["messages"]
     if turns[-1]["role"] == "assistant":
         raise RefusedField("input", "on this server (llama.cpp's /v1/messages) a forced tool call or structured "
