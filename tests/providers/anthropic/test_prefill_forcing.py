@@ -21,6 +21,8 @@ from respstream.server.upstream.base import Finish, GenerationRequest, TextDelta
 from respstream.server.upstream.embedded import EmbeddedUpstream
 from respstream.server.upstream.provider_tools import RefusedField
 
+from .simulated_anthropic import Reply, SimulatedAnthropic
+
 OPENER = "<tool_call>\n"
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 JSON_SCHEMA = {"type": "json_schema", "json_schema": {"name": "city", "schema": SCHEMA, "strict": True}}
@@ -152,3 +154,36 @@ def test_a_call_cut_at_max_tokens_is_never_presented() -> None:
     out, stream = read(data, single_call=True)
     assert stream.done and not stream.cut
     assert out == [Finish(reason="length", usage=out[-1].usage)] and out[-1].usage.output_tokens == 9
+
+
+# -- through the adapter, against the SIMULATED provider (request bodies checked against the anthropic SDK's types) --
+
+async def test_the_adapter_sends_valid_bodies_and_keeps_one_call() -> None:
+    paris = '{"city": "Paris"}'
+    repeated = sse(START, *tool_block(0, "weather", paris), *tool_block(1, "weather", paris),
+                   {"type": "content_block_stop", "index": 0}, {"type": "content_block_stop", "index": 1},
+                   {"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 40}},
+                   {"type": "message_stop"})
+    answer = sse(START, *tool_block(0, ANSWER_TOOL, '{"city": "Paris"}'), {"type": "content_block_stop", "index": 0},
+                 {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}},
+                 {"type": "message_stop"})
+    with SimulatedAnthropic(["m"]) as sim:
+        sim.replies.extend([Reply(repeated), Reply(answer)])
+        adapter = AnthropicUpstream(sim.url, name="llama", models=["m"], constrained=False, sampling=True,
+                                    forced_call_prefix=OPENER, retries=0)
+        await adapter.start()
+        try:
+            forced = [c async for c in adapter.generate(request(tools=[WEATHER], tool_choice="required",
+                                                                max_output_tokens=40))]
+            structured = [c async for c in adapter.generate(request(options={"response_format": JSON_SCHEMA},
+                                                                    max_output_tokens=40))]
+        finally:
+            await adapter.aclose()
+    assert sim.problems == [], sim.problems
+    assert [s.body["messages"][-1] for s in sim.requests] == [PREFILL, PREFILL]
+    calls = [c for c in forced if isinstance(c, ToolCallDelta)]
+    assert [(c.name, c.arguments) for c in calls] == [("weather", '{"city": "Paris"}')]
+    assert isinstance(forced[-1], Finish) and forced[-1].reason == "tool_calls"
+    assert "".join(c.text for c in structured if isinstance(c, TextDelta)) == '{"city": "Paris"}'
+    assert isinstance(structured[-1], Finish) and structured[-1].reason == "stop"
+    assert not any(isinstance(c, ToolCallDelta) for c in structured)
