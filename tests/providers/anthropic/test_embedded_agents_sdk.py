@@ -1,10 +1,11 @@
 """The OpenAI Agents SDK (unmodified) through the gateway on ``anthropic+embedded:small``: the embedded SmolLM2-135M
 behind llama.cpp's own ``POST /v1/messages``, no simulated part.
 
-What a real model call can and cannot be here: llama.cpp's /v1/messages never returns a ``tool_use`` block for the
-installed models (SmolLM2's chat template does not render tools; a forced ``tool_choice`` is not applied: measured
-on loopback), so the SDK's forced tool is refused with a 400 naming ``tool_choice`` before anything runs, and the
-round trip is carried from the SDK's side: the run's input holds the agent's earlier ``get_weather`` call and its
+What a real model call can and cannot be here: on the small model llama.cpp's /v1/messages never returns a
+``tool_use`` block (SmolLM2's chat template does not render tools, so nothing can force a call: measured on
+loopback), so the SDK's forced tool is refused with a 400 naming ``tool_choice`` before anything runs, and the
+round trip is carried from the SDK's side (the large model, where the model makes the call, is
+test_embedded_forced.py): the run's input holds the agent's earlier ``get_weather`` call and its
 output (the SDK's own item shapes), the gateway sends them to llama.cpp as a ``tool_use`` and, right after it, its
 ``tool_result``, and the model's answer ends the run. Needs the embedded model (``make install-model``)."""
 

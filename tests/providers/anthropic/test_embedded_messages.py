@@ -2,7 +2,8 @@
 SmolLM2-135M through ``xllamacpp``, spec ``anthropic+embedded:small``) behind the gateway. A text turn and a tool
 turn (the call and its result sent back as Anthropic tool_use / tool_result blocks) end cleanly with zero
 violations; structured output (text.format json_schema) and a forced tool, which llama.cpp's /v1/messages would drop,
-are refused with a 400 naming the field. Needs the embedded model (``make install-model``)."""
+are refused with a 400 naming the field (on the small model; the large one: test_embedded_forced.py). Needs the
+embedded model (``make install-model``)."""
 
 from __future__ import annotations
 
@@ -63,7 +64,9 @@ def test_tool_turn(gateway: tuple[ServerThread, str]) -> None:
 # -- structured output and forced tools: what llama.cpp's /v1/messages cannot do is refused up front ----------------
 # Measured on loopback (xllamacpp 2026.10.11549, SmolLM2-135M and Qwen2.5-Coder-1.5B): its /v1/messages answers free
 # text whatever output_config.format says, and a tool_choice of {"type": "any"} or a named tool still gets text (no
-# tool_use block). Sending them would drop them silently, so the gateway answers 400 naming the field.
+# tool_use block). On the Qwen sizes an assistant prefill of the call opener forces the call (test_embedded_forced.py);
+# SmolLM2's template renders no tools, so on the small model sending them would drop them silently: 400 naming the
+# field.
 
 CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "sunny": {"type": "boolean"}},
                "required": ["city", "sunny"], "additionalProperties": False}

@@ -8,7 +8,8 @@ never logged or echoed (``repr`` leaves it out). Failures: 401/403 -> ``upstream
 overloaded ``error`` event before any output -> retried ``retries`` times, then the router fails over to the route's
 next upstream. With ``constrained=False`` (llama.cpp's ``/v1/messages``, which reads neither ``output_config`` nor a
 forced ``tool_choice``: measured on loopback) ``text.format`` json_schema and a forced tool are refused with a 400
-instead of being sent and dropped. See docs/gateway.md#anthropic.
+instead of being sent and dropped, unless ``forced_call_prefix`` says how the server's chat template opens a call:
+then both are sent as a forced call after an assistant prefill (:mod:`.prefill`). See docs/gateway.md#anthropic.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Final
 import msgspec
 
 from respstream.server.upstream.anthropic.body import AnthropicBody
+from respstream.server.upstream.anthropic.prefill import drop_unread_none, force_by_prefill, prefilled_of
 from respstream.server.upstream.anthropic.request import (
     DEFAULT_MAX_TOKENS,
     LEAST_THINKING_BUDGET,
@@ -70,11 +72,12 @@ class AnthropicUpstream(ChatCompletionsUpstream):
     ``sampling`` (forward ``temperature``/``top_p``: for servers that take them, such as llama.cpp's) and
     ``least_thinking_budget`` (the smallest ``budget_tokens``: the API's 1024; 1 for llama.cpp) and ``constrained``
     (the server honours ``output_config.format`` and a forced ``tool_choice``; false for llama.cpp: see
-    :func:`check_unconstrained`)."""
+    :func:`check_unconstrained`) and ``forced_call_prefix`` (with ``constrained=False``: the text the server's chat
+    template opens a call with, sent as an assistant prefill to force one; see :mod:`.prefill`)."""
 
     provider = "anthropic"
     OWN_OPTIONS: Final = frozenset({"anthropic_version", "default_max_tokens", "max_retry_after", "sampling",
-                                    "least_thinking_budget", "constrained"})
+                                    "least_thinking_budget", "constrained", "forced_call_prefix"})
     input_modalities = ("text", "image", "file")
     takes_read_sink = False
     # Claude's text is passed as written: the rewriter's clean-up steps for small local models (leaked markup,
@@ -86,7 +89,7 @@ class AnthropicUpstream(ChatCompletionsUpstream):
                  anthropic_version: str = ANTHROPIC_VERSION, default_max_tokens: int = DEFAULT_MAX_TOKENS,
                  max_retry_after: float = 10.0, sampling: bool = False,
                  least_thinking_budget: int = LEAST_THINKING_BUDGET, constrained: bool = True,
-                 **options: Any) -> None:
+                 forced_call_prefix: str | None = None, **options: Any) -> None:
         super().__init__(anthropic_base_url(base_url), name=name, **options)
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         self._headers["anthropic-version"] = anthropic_version
@@ -97,6 +100,7 @@ class AnthropicUpstream(ChatCompletionsUpstream):
         self.sampling = sampling
         self.least_thinking_budget = least_thinking_budget
         self.constrained = constrained
+        self.forced_call_prefix = forced_call_prefix if not constrained else None
 
     def __repr__(self) -> str:
         return f"AnthropicUpstream({self.base_url!r}, name={self.name!r})"
@@ -106,12 +110,17 @@ class AnthropicUpstream(ChatCompletionsUpstream):
     def body(self, request: GenerationRequest, names: ToolNames | None = None) -> dict[str, Any]:
         """The ``POST /v1/messages`` body (``names``: the request's tool names, to restore them in its stream).
         Raises :class:`RefusedField`."""
-        if not self.constrained:
+        if not self.constrained and self.forced_call_prefix is None:
             check_unconstrained(request)
-        return build_messages_body(request, model=self.upstream_model_id(request.model),
+        body = build_messages_body(request, model=self.upstream_model_id(request.model),
                                    names=names if names is not None else tool_names(),
                                    default_max_tokens=self.default_max_tokens, sampling=self.sampling,
                                    least_thinking_budget=self.least_thinking_budget)
+        if self.forced_call_prefix is not None:
+            force_by_prefill(body, self.forced_call_prefix)
+        elif not self.constrained:
+            drop_unread_none(body)
+        return body
 
     def check_request(self, request: GenerationRequest) -> None:
         """Before streaming: a field Anthropic cannot take is a 400 naming it. Raises :class:`HTTPError`."""
@@ -140,12 +149,14 @@ class AnthropicUpstream(ChatCompletionsUpstream):
                                 ) -> AsyncGenerator[list[Chunk], None]:
         names = tool_names()  # (per request: what the provider calls is restored from this request's tools)
         try:
-            body = msgspec.json.encode(self.body(request, names))
+            fields = self.body(request, names)
         except RefusedField as exc:
             raise UpstreamError("unsupported_parameter", f"{self.name}: {exc}", status=400) from None
+        plan = prefilled_of(fields, self.forced_call_prefix)
         deadline = self._deadline(deadline_at)
-        response = await self._open("/messages", body, deadline.at)
-        stream = AnthropicStream(name=self.name, names=names)
+        response = await self._open("/messages", msgspec.json.encode(fields), deadline.at)
+        stream = AnthropicStream(name=self.name, names=names, single_call=plan.single_call,
+                                 answer_tool=plan.answer_tool)
         reader = AnthropicBody(stream)
         try:
             if response.status_code != 200:
@@ -174,7 +185,9 @@ class AnthropicUpstream(ChatCompletionsUpstream):
             if stream.failure is not None:
                 raise stream.failure
         finally:
-            await self._end_response(response, clean=stream.done and stream.failure is None)
+            # (a stream ended after its first call is still being written: its connection is closed, which also
+            # stops llama.cpp generating)
+            await self._end_response(response, clean=stream.done and stream.failure is None and not stream.cut)
 
     async def _status_error(self, response: StreamResponse) -> UpstreamError:
         if response.status_code not in (400, 401, 403):

@@ -40,6 +40,15 @@ _ERROR_STATUS: Final = {"overloaded_error": 529, "api_error": 500, "rate_limit_e
 _SUMMARY: Final = "response.reasoning_summary"
 
 
+def _complete(arguments: str) -> bool:
+    """Whether a call's arguments are whole JSON (a cut call's are not)."""
+    try:
+        json.loads(arguments)
+    except ValueError:
+        return False
+    return True
+
+
 class _Block:
     __slots__ = ("id", "kind", "name", "parts", "signature")
 
@@ -63,9 +72,16 @@ class AnthropicStream:
     ``message_stop``; ``failure`` set for an ``error`` event or a stream cut short (yield the chunks first, then
     raise it); ``streamed``: a chunk was given out."""
 
-    def __init__(self, *, name: str, names: ToolNames | None = None) -> None:
+    def __init__(self, *, name: str, names: ToolNames | None = None, single_call: bool = False,
+                 answer_tool: str | None = None) -> None:
         self.name = name
         self._names = names
+        # (a server that forces a call by prefill repeats it until max_tokens: the first complete one ends the
+        # stream, ``cut``; a tool_use named ``answer_tool`` is a structured answer: see prefill.py)
+        self._single_call = single_call
+        self._answer_tool = answer_tool
+        self._called = False  # a tool_use block has started
+        self.cut = False
         self.done = False
         self.streamed = False
         self.failure: UpstreamError | None = None
@@ -90,7 +106,7 @@ class AnthropicStream:
         if kind == "content_block_delta":
             out = self._delta(data)
         elif kind == "content_block_start":
-            out = self._start(data)
+            out = self._cut() if self._single_call and self._called else self._start(data)
         elif kind == "content_block_stop":
             out = self._stop(data.get("index"))
         elif kind == "message_start":
@@ -137,6 +153,7 @@ class AnthropicStream:
         kind = str(block.get("type"))
         state = self._blocks[index] = _Block(kind, str(block.get("id") or ""), str(block.get("name") or ""))
         if kind == "tool_use":
+            self._called = True
             given = block.get("input")
             if isinstance(given, dict) and given:  # (a server that sends the input whole, no deltas)
                 state.parts.append(json.dumps(given))
@@ -198,6 +215,10 @@ class AnthropicStream:
             return []
         if state.kind == "tool_use":
             arguments = call_arguments("".join(state.parts))
+            if state.name == self._answer_tool and self._answer_tool is not None:
+                return [TextDelta(arguments)]  # (the structured answer: the pipeline validates it as text)
+            if not _complete(arguments):
+                return []  # a call cut mid-arguments (llama.cpp closes it at max_tokens): never presented
             name = self._names.from_provider(state.name) if self._names is not None else state.name
             self._calls += 1
             return [ToolCallDelta(self._calls - 1, call_id=state.id or None, name=name, arguments=arguments)]
@@ -266,6 +287,15 @@ class AnthropicStream:
         reason = _FINISH.get(self._stop_reason or "", "tool_calls" if self._calls else "stop")
         out.append(Finish(reason=reason, usage=usage_of(self._usage)))
         return out
+
+    def _cut(self) -> list[Chunk]:
+        """The next block after a forced call (``single_call``): the call ends the stream, as a server that stops
+        after it would have. The output tokens are those the server reported so far (llama.cpp: none)."""
+        out: list[Chunk] = []
+        for index in sorted(self._blocks):
+            out += self._stop(index)
+        self.cut = True
+        return out + self._message_stop()
 
     def _error(self, error: Any) -> list[Chunk]:
         error = error if isinstance(error, dict) else {}

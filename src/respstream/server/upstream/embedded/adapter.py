@@ -72,8 +72,12 @@ DEFAULT_PREFIX_CACHE_BYTES = 2 << 30
 DEFAULT_PREFIX_CACHE_MIN_TOKENS = 1024
 DEFAULT_SAMPLING: dict[str, Any] = {"temperature": 0.2, "repeat_penalty": 1.1, "repeat_last_n": 256}
 # The Anthropic adapter's settings for llama.cpp's /v1/messages: it takes temperature and top_p, any thinking budget
-# below its output cap, and applies neither output_config.format nor a forced tool_choice (so those are refused)
+# below its output cap, and applies neither output_config.format nor a forced tool_choice by itself
 _LLAMA_MESSAGES: dict[str, Any] = {"sampling": True, "least_thinking_budget": 1, "constrained": False}
+# How the chat template of each size opens a tool call: the Qwen2.5 ones (Hermes style) force a call after an
+# assistant turn holding it (anthropic/prefill.py, measured); SmolLM2's template renders no tools at all, so there
+# llama.cpp ignores `tools` and forced calls and structured output are refused.
+_CALL_OPENERS: dict[str, str] = {"medium": "<tool_call>\n", "large": "<tool_call>\n"}
 _FALLBACK_IDS = {"small": EMBEDDED_MODEL_ID, "medium": "qwen2.5-coder-0.5b-instruct",
                  "large": "qwen2.5-coder-1.5b-instruct"}
 
@@ -257,6 +261,8 @@ class EmbeddedUpstream:
         self.prefix_cache_dir = Path(prefix_cache_dir) if prefix_cache_dir and api == "chat" else None
         self.prefix_cache_max_bytes = prefix_cache_max_bytes
         self.prefix_cache_min_tokens = prefix_cache_min_tokens
+        # (a GGUF of the caller's own: its template's call opener is unknown, so nothing is forced on it)
+        self.forced_call_prefix = _CALL_OPENERS.get(model_size) if self.model_path is None else None
         self.slots: SlotCache | None = None
         self._server: Any = None
         self._adapter: ChatCompletionsUpstream | None = None  # or its ResponsesNativeUpstream subclass
@@ -315,7 +321,7 @@ class EmbeddedUpstream:
                 from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
 
                 adapter_class = AnthropicUpstream
-                options = {**options, **_LLAMA_MESSAGES}
+                options = {**options, **_LLAMA_MESSAGES, "forced_call_prefix": self.forced_call_prefix}
             adapter = adapter_class(f"{self.address}/v1", name=self.name, models=self.models, **options)
             if isinstance(adapter, ChatCompletionsUpstream):  # (and the native one, a subclass)
                 # llama.cpp has no OpenAI prompt-cache fields: the gateway's slot cache keeps its prefixes instead
@@ -332,13 +338,17 @@ class EmbeddedUpstream:
         if self.api != "anthropic":
             return
         from respstream.server.upstream.anthropic.adapter import check_unconstrained
+        from respstream.server.upstream.anthropic.prefill import force_by_prefill
         from respstream.server.upstream.anthropic.request import build_messages_body, tool_names
         from respstream.server.upstream.provider_tools import RefusedField, refused_as_http
 
         try:
-            check_unconstrained(request)
-            build_messages_body(request, model=self.models[0], names=tool_names(), sampling=True,
-                                least_thinking_budget=_LLAMA_MESSAGES["least_thinking_budget"])
+            if self.forced_call_prefix is None:
+                check_unconstrained(request)
+            body = build_messages_body(request, model=self.models[0], names=tool_names(), sampling=True,
+                                       least_thinking_budget=_LLAMA_MESSAGES["least_thinking_budget"])
+            if self.forced_call_prefix is not None:
+                force_by_prefill(body, self.forced_call_prefix)
         except RefusedField as exc:
             raise refused_as_http(exc, f"the embedded model's llama.cpp /v1/messages ({self.name})") from None
 
