@@ -267,6 +267,7 @@ CROSS_FAMILY: dict[tuple[str, str], str] = {
     ("embedded", f"{UPSTREAM}.responses.adapter"): "the embedded server's /v1/responses",
     ("embedded", f"{UPSTREAM}.anthropic.adapter"): "the embedded server's /v1/messages",
     ("embedded", f"{UPSTREAM}.anthropic.request"): "anthropic+embedded refuses what /v1/messages cannot take",
+    ("embedded", f"{UPSTREAM}.anthropic.prefill"): "anthropic+embedded forces a call by prefill",
 }
 # The core modules that only the chat adapter imports, yet every HTTP family uses: through ChatCompletionsUpstream,
 # which the others subclass.

@@ -23,7 +23,7 @@ from respstream.server.config import Config
 from respstream.server.http.app import create_app
 from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
 from respstream.server.upstream.anthropic.stream import AnthropicStream
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

@@ -18,7 +18,7 @@ from respstream.server.upstream.anthropic.body import AnthropicBody
 from respstream.server.upstream.anthropic.prefill import ANSWER_TOOL, prefilled_of
 from respstream.server.upstream.anthropic.stream import AnthropicStream
 from respstream.server.upstream.base import Finish, GenerationRequest, TextDelta, ToolCallDelta
-from respstream.server.upstream.embedded import EmbeddedUpstream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 from respstream.server.upstream.provider_tools import RefusedField
 
 from .simulated_anthropic import Reply, SimulatedAnthropic
