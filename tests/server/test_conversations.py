@@ -17,6 +17,9 @@ from plugins.redis_server import RedisServer
 from respstream.cli import main
 
 from .helpers import ServerThread, make_app
+from .sdk_client import sdk
+
+__all__ = ["sdk"]  # the OpenAI SDK client fixture (sdk_client.py) on this module's srv
 
 
 @pytest.fixture(scope="module", params=["memory", "sqlite", "redis"])
@@ -31,13 +34,6 @@ def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         options = {"store": f"{server.url}"}
     with ServerThread(make_app(dialect="openai", **options)) as server_thread:
         yield server_thread
-
-
-@pytest.fixture
-def sdk(srv: ServerThread) -> Iterator[OpenAI]:
-    client = OpenAI(base_url=srv.base_url, api_key="x", max_retries=0, timeout=20)
-    yield client
-    client.close()
 
 
 def test_create_retrieve_update_delete(sdk: OpenAI) -> None:

@@ -16,6 +16,9 @@ from openai import OpenAI
 from respstream.cli import main
 
 from .helpers import ServerThread, make_app
+from .sdk_client import sdk
+
+__all__ = ["sdk"]  # the OpenAI SDK client fixture (sdk_client.py) on this module's srv
 
 HISTORY = [
     {"type": "message", "role": "user", "content": "My name is Ada."},
@@ -28,13 +31,6 @@ HISTORY = [
 def srv(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
     with ServerThread(make_app(dialect=request.param)) as server:
         yield server
-
-
-@pytest.fixture
-def sdk(srv: ServerThread) -> Iterator[OpenAI]:
-    client = OpenAI(base_url=srv.base_url, api_key="x", max_retries=0, timeout=20)
-    yield client
-    client.close()
 
 
 def test_sdk_lists_input_items_with_order_limit_after(sdk: OpenAI) -> None:
