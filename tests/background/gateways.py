@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from respstream.protocol.stream import StreamCore
 from server.serve_process import ServeProcess
 
-__all__ = ["GatewayProcess", "frames", "stream_core", "wait_status"]
+T = TypeVar("T")
+
+__all__ = ["GatewayProcess", "frames", "interrupted", "stream_core", "wait_status"]
 
 
 class GatewayProcess(ServeProcess):
@@ -36,6 +39,21 @@ class GatewayProcess(ServeProcess):
 def frames(raw: bytes) -> list[bytes]:
     """The event frames of an SSE body (keep-alive comments dropped)."""
     return [block for block in raw.split(b"\n\n") if block and not block.startswith(b":")]
+
+
+def interrupted(live: httpx.Response, deltas: int, action: Callable[[], T]) -> tuple[bytes, T, float]:
+    """Read the raw SSE stream ``live`` until ``deltas`` text deltas came, run ``action`` (the interruption: a kill,
+    a cancel, a delete, a store going away), then read on to the stream's end: (every byte read, what ``action``
+    returned, seconds from ``action``'s return to the stream's end)."""
+    seen = b""
+    chunks = live.iter_raw()
+    while seen.count(b"output_text.delta") < deltas:
+        seen += next(chunks)
+    result = action()
+    started = time.monotonic()
+    for chunk in chunks:  # the stream must end by itself
+        seen += chunk
+    return seen, result, time.monotonic() - started
 
 
 def stream_core(raw: bytes, *, dialect: str = "platform", starting_after: int | None = None) -> StreamCore:
