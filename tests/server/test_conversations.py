@@ -4,7 +4,6 @@ SIMULATED scripted one."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,10 +13,9 @@ import pytest
 from openai import OpenAI
 
 from plugins.redis_server import RedisServer
-from respstream.cli import main
 
 from .helpers import ServerThread, make_app
-from .sdk_client import sdk
+from .sdk_client import cli_keys, sdk
 
 __all__ = ["sdk"]  # the OpenAI SDK client fixture (sdk_client.py) on this module's srv
 
@@ -121,10 +119,7 @@ def test_item_bad_input(srv: ServerThread, sdk: OpenAI) -> None:
 
 def test_other_keys_get_404_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "keys.json"
-    keys = []
-    for _ in range(2):
-        assert main(["keys", "--file", str(path), "create", "--name", "k", "--json"]) == 0
-        keys.append(json.loads(capsys.readouterr().out)["key"])
+    keys = cli_keys(path, capsys)
     with (ServerThread(make_app(dialect="openai", keys_file=str(path))) as srv,
           OpenAI(base_url=srv.base_url, api_key=keys[0], max_retries=0) as mine,
           OpenAI(base_url=srv.base_url, api_key=keys[1], max_retries=0) as theirs):
