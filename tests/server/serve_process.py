@@ -17,7 +17,22 @@ import httpx
 
 from .helpers import free_port
 
-__all__ = ["ServeProcess"]
+__all__ = ["ServeProcess", "healthy"]
+
+
+def healthy(url: str, process: subprocess.Popen[Any], seconds: float) -> bool:
+    """Polls ``GET url/healthz`` every 50 ms: True once it answers 200; False once ``process`` has exited or
+    ``seconds`` have passed without it."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 class ServeProcess:
