@@ -117,6 +117,15 @@ def wait_status(pg: Any, status: str, timeout: float = 15_000) -> None:
                          timeout=timeout)
 
 
+def send_to_an_unknown_model(pg: Any) -> None:
+    """Adds ``no-such-model`` to the page's model list (the gateway does not serve it), sends to it and waits for
+    the playground's error state."""
+    pg.evaluate("document.getElementById('model').append(new Option('no-such-model', 'no-such-model'))")
+    pg.select_option("#model", "no-such-model")
+    pg.click("#send")
+    wait_status(pg, "error")
+
+
 def wait_turns(pg: Any, n: int, status: str = "completed") -> None:
     pg.wait_for_function("([n, s]) => window.__playground && window.__playground.turns === n"
                          " && window.__playground.status === s", arg=[n, status], timeout=15_000)

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import Gateway, screenshot, wait_status
+from .conftest import Gateway, screenshot, send_to_an_unknown_model, wait_status
 from .conftest import open_page as open_gateway_page
 
 pytestmark = pytest.mark.browser
@@ -138,10 +138,7 @@ def test_gateway_token_limit_shows_incomplete(page: Any, gateway: Gateway) -> No
 def test_gateway_http_error_before_streaming_shows_banner(page: Any, gateway: Gateway) -> None:
     with gateway("scripted:5") as url:
         open_page(page, url)
-        page.evaluate("document.getElementById('model').append(new Option('no-such-model', 'no-such-model'))")
-        page.select_option("#model", "no-such-model")
-        page.click("#send")
-        wait_status(page, "error")
+        send_to_an_unknown_model(page)
         assert page.inner_text("#error-code") == "model_not_found"
         assert page.inner_text("#error-message") != ""
         assert page.evaluate("window.__playground.streamedText") == ""
