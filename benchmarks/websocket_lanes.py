@@ -32,7 +32,7 @@ from typing import Any
 from websockets.sync.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from local_gateway import TERMINALS, free_port, serve
+from local_gateway import TERMINALS, continued_turns, free_port, serve
 from procstat import cpu_seconds
 
 
@@ -72,17 +72,7 @@ def lanes_run(port: int, streams: int, rounds: int) -> int:
 
 
 def one_socket(port: int, rounds: int, counts: list[int]) -> None:
-    events, previous = 0, None
-    with connect(f"ws://127.0.0.1:{port}/v1/responses", max_size=None, compression=None) as ws:
-        for turn in range(rounds):
-            ws.send(create(None, turn, previous))
-            while True:
-                event = json.loads(ws.recv(timeout=60))
-                events += 1
-                if event["type"] in TERMINALS:
-                    previous = event["response"]["id"]
-                    break
-    counts.append(events)
+    counts.append(continued_turns(port, rounds, compression=None, timeout=60))
 
 
 def sockets_run(port: int, streams: int, rounds: int) -> int:

@@ -22,29 +22,14 @@ import sys
 from pathlib import Path
 
 import httpx
-from websockets.sync.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from local_gateway import TERMINALS, free_port, serve
+from local_gateway import TERMINALS, continued_turns, free_port, serve
 from procstat import cpu_seconds
 
 
 def ws_session(port: int, turns: int, compression: str | None = "deflate") -> int:
-    events = 0
-    previous = None
-    with connect(f"ws://127.0.0.1:{port}/v1/responses", max_size=None, compression=compression) as ws:
-        for i in range(turns):
-            body = {"type": "response.create", "model": "auto", "store": False, "input": f"turn {i}"}
-            if previous:
-                body["previous_response_id"] = previous
-            ws.send(json.dumps(body))
-            while True:
-                event = json.loads(ws.recv(timeout=30))
-                events += 1
-                if event["type"] in TERMINALS:
-                    previous = event["response"]["id"]
-                    break
-    return events
+    return continued_turns(port, turns, compression=compression, timeout=30)
 
 
 def sse_session(client: httpx.Client, port: int, turns: int) -> int:
