@@ -23,6 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from loadgen import exchange  # (the same folder)
+from loadgen import percentile as nearest_rank
+
 __all__ = ["Target", "Timing", "added", "fetch", "measure", "percentile"]
 
 
@@ -109,22 +112,10 @@ class _Client(asyncio.Protocol):
 async def fetch(target: Target, *, timeout: float = 30.0, keep_body: bool = False) -> Timing:
     """One request to ``target``; never raises (failures are ``timing.error``)."""
     host, port, request = target.request()
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     client = _Client(request, done, keep_body)
-    transport: asyncio.BaseTransport | None = None
-    try:
-        async with asyncio.timeout(timeout):
-            transport, _ = await loop.create_connection(lambda: client, host, port)
-            await done
-    except TimeoutError:
-        client.timing.error = "timeout"
-    except OSError as exc:
-        client.timing.error = f"connect:{type(exc).__name__}"
-    finally:
-        if transport is not None:
-            transport.close()
     timing = client.timing
+    timing.error = await exchange(host, port, client, done, timeout) or timing.error
     if timing.error is None and timing.status != 200:
         timing.error = f"status:{timing.status}"
     if keep_body:
@@ -169,10 +160,7 @@ async def measure(targets: list[Target], *, clients: int, rounds: int, time_limi
 
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank ``q``-th percentile (0..100); nan for no values."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))]
+    return nearest_rank(values, q, empty=float("nan"))
 
 
 def added(measured: Measured, name: str, direct: str, what: str = "last_byte") -> dict[str, float]:

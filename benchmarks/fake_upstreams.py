@@ -32,6 +32,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from text_events import text_response_events  # (the same folder)
+
 __all__ = ["LONG_DELTAS", "MODEL", "UpstreamBodies", "serve_forever", "start_upstream"]
 
 MODEL = "fake-model"
@@ -89,35 +91,15 @@ def chat_json(deltas: int) -> dict[str, Any]:
 
 def responses_frames(deltas: int) -> tuple[list[bytes], dict[str, Any]]:
     """The Responses stream's frames and its final Response object."""
-    out: list[bytes] = []
-
-    def emit(event: dict[str, Any]) -> None:
-        event = {"type": event["type"], "sequence_number": len(out), **event}
-        out.append(f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n".encode())
-
-    rid, iid = "resp_bench", "msg_bench"
-    response: dict[str, Any] = {"id": rid, "object": "response", "created_at": 1, "status": "in_progress",
+    response: dict[str, Any] = {"id": "resp_bench", "object": "response", "created_at": 1, "status": "in_progress",
                                 "model": MODEL, "output": []}
-    emit({"type": "response.created", "response": response})
-    emit({"type": "response.in_progress", "response": response})
-    emit({"type": "response.output_item.added", "output_index": 0,
-          "item": {"id": iid, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
-    emit({"type": "response.content_part.added", "item_id": iid, "output_index": 0, "content_index": 0,
-          "part": {"type": "output_text", "text": "", "annotations": []}})
-    words = tokens(deltas)
-    for word in words:
-        emit({"type": "response.output_text.delta", "item_id": iid, "output_index": 0, "content_index": 0,
-              "delta": word, "logprobs": []})
-    text = "".join(words)
-    part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-    item = {"id": iid, "type": "message", "status": "completed", "role": "assistant", "content": [part]}
-    emit({"type": "response.output_text.done", "item_id": iid, "output_index": 0, "content_index": 0, "text": text})
-    emit({"type": "response.content_part.done", "item_id": iid, "output_index": 0, "content_index": 0, "part": part})
-    emit({"type": "response.output_item.done", "output_index": 0, "item": item})
-    final = {**response, "status": "completed", "output": [item],
-             "usage": {"input_tokens": 5, "output_tokens": deltas, "total_tokens": deltas + 5}}
-    emit({"type": "response.completed", "response": final})
-    return out, final
+    events = text_response_events(response, "msg_bench", tokens(deltas),
+                                  {"input_tokens": 5, "output_tokens": deltas, "total_tokens": deltas + 5})
+    out: list[bytes] = []
+    for number, event in enumerate(events):
+        event = {"type": event["type"], "sequence_number": number, **event}
+        out.append(f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n".encode())
+    return out, events[-1]["response"]
 
 
 class UpstreamBodies:

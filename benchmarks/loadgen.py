@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-__all__ = ["LoadResult", "StreamOutcome", "build_request", "percentile", "run_load", "stream_once"]
+__all__ = ["LoadResult", "StreamOutcome", "build_request", "exchange", "percentile", "run_load", "stream_once"]
 
 _FRAME = b"\nid:"
 _LAST_CHUNK = b"0\r\n\r\n"
@@ -106,6 +106,25 @@ class _StreamProtocol(asyncio.Protocol):
             self.done.set_result(None)
 
 
+async def exchange(host: str, port: int, protocol: asyncio.Protocol, done: asyncio.Future[None],
+                   timeout: float) -> str | None:
+    """Connect ``protocol`` to ``host:port`` and wait (``timeout`` s at most) until it sets ``done``; the connection
+    is closed either way. Never raises: ``"timeout"``, ``"connect:<error>"`` or None."""
+    transport: asyncio.BaseTransport | None = None
+    try:
+        async with asyncio.timeout(timeout):
+            transport, _ = await asyncio.get_running_loop().create_connection(lambda: protocol, host, port)
+            await done
+    except TimeoutError:
+        return "timeout"
+    except OSError as exc:
+        return f"connect:{type(exc).__name__}"
+    finally:
+        if transport is not None:
+            transport.close()
+    return None
+
+
 async def stream_once(
     host: str,
     port: int,
@@ -117,22 +136,10 @@ async def stream_once(
     frame: bytes = _FRAME,
 ) -> StreamOutcome:
     """Send one request and read the whole streamed response. Never raises: failures are ``outcome.error``."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     proto = _StreamProtocol(request, done, on_first, frame)
-    transport: asyncio.BaseTransport | None = None
-    try:
-        async with asyncio.timeout(timeout):
-            transport, _ = await loop.create_connection(lambda: proto, host, port)
-            await done
-    except TimeoutError:
-        proto.out.error = "timeout"
-    except OSError as exc:
-        proto.out.error = f"connect:{type(exc).__name__}"
-    finally:
-        if transport is not None:
-            transport.close()
     out = proto.out
+    out.error = await exchange(host, port, proto, done, timeout) or out.error
     if out.error is None:
         if out.status != 200:
             out.error = f"status:{out.status}"
@@ -143,10 +150,10 @@ async def stream_once(
     return out
 
 
-def percentile(values: list[float], q: float) -> float:
-    """The ``q``-th percentile (0..100) by nearest rank; 0.0 for no values."""
+def percentile(values: list[float], q: float, *, empty: float = 0.0) -> float:
+    """The ``q``-th percentile (0..100) by nearest rank; ``empty`` for no values."""
     if not values:
-        return 0.0
+        return empty
     ordered = sorted(values)
     rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
     return ordered[rank]

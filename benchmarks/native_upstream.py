@@ -33,7 +33,8 @@ import json
 import statistics
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+
+from text_events import text_response_events  # (the same folder)
 
 from respstream.protocol.stream import StreamCore
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink
@@ -71,38 +72,16 @@ def chat_reads(n: int) -> list[bytes]:
 
 def responses_reads(n: int, *, numbered: bool, words: list[str] | None = None) -> list[bytes]:
     """A Responses stream of ``n`` text deltas (``words``, default `` w0``, `` w1``...), one event a read."""
-    seq = 0
+    response = {"id": "resp_1", "object": "response", "status": "in_progress", "model": "m", "output": []}
+    words = words if words is not None else [f" w{i}" for i in range(n)]
+    events = text_response_events(response, "msg_1", words, {"input_tokens": 5, "output_tokens": n})
     out: list[bytes] = []
-
-    def emit(event: dict[str, Any]) -> None:
-        nonlocal seq
+    for seq, event in enumerate(events):
         if numbered:
             event = {"type": event["type"], "sequence_number": seq, **{k: v for k, v in event.items() if k != "type"}}
         else:
             event = {k: v for k, v in event.items() if k not in ("output_index", "content_index")}
-        seq += 1
         out.append(f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n".encode())
-
-    rid, iid = "resp_1", "msg_1"
-    response = {"id": rid, "object": "response", "status": "in_progress", "model": "m", "output": []}
-    emit({"type": "response.created", "response": response})
-    emit({"type": "response.in_progress", "response": response})
-    emit({"type": "response.output_item.added", "output_index": 0,
-          "item": {"id": iid, "type": "message", "status": "in_progress", "role": "assistant", "content": []}})
-    emit({"type": "response.content_part.added", "item_id": iid, "output_index": 0, "content_index": 0,
-          "part": {"type": "output_text", "text": "", "annotations": []}})
-    words = words if words is not None else [f" w{i}" for i in range(n)]
-    for word in words:
-        emit({"type": "response.output_text.delta", "item_id": iid, "output_index": 0, "content_index": 0,
-              "delta": word, "logprobs": []})
-    text = "".join(words)
-    part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-    item = {"id": iid, "type": "message", "status": "completed", "role": "assistant", "content": [part]}
-    emit({"type": "response.output_text.done", "item_id": iid, "output_index": 0, "content_index": 0, "text": text})
-    emit({"type": "response.content_part.done", "item_id": iid, "output_index": 0, "content_index": 0, "part": part})
-    emit({"type": "response.output_item.done", "output_index": 0, "item": item})
-    emit({"type": "response.completed", "response": {**response, "status": "completed", "output": [item],
-                                                     "usage": {"input_tokens": 5, "output_tokens": n}}})
     return out
 
 

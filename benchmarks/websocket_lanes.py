@@ -22,28 +22,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 from websockets.sync.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from local_gateway import TERMINALS, continued_turns, free_port, serve
 from procstat import cpu_seconds
-
-TERMINALS = {"response.completed", "response.incomplete", "response.failed"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def rss_kib(pid: int) -> tuple[int, int]:
@@ -82,17 +72,7 @@ def lanes_run(port: int, streams: int, rounds: int) -> int:
 
 
 def one_socket(port: int, rounds: int, counts: list[int]) -> None:
-    events, previous = 0, None
-    with connect(f"ws://127.0.0.1:{port}/v1/responses", max_size=None, compression=None) as ws:
-        for turn in range(rounds):
-            ws.send(create(None, turn, previous))
-            while True:
-                event = json.loads(ws.recv(timeout=60))
-                events += 1
-                if event["type"] in TERMINALS:
-                    previous = event["response"]["id"]
-                    break
-    counts.append(events)
+    counts.append(continued_turns(port, rounds, compression=None, timeout=60))
 
 
 def sockets_run(port: int, streams: int, rounds: int) -> int:
@@ -136,24 +116,6 @@ def steering(port: int, samples: int) -> None:
           f"(the upstream writes a delta every 10 ms)")
 
 
-def serve(port: int, upstream: str) -> subprocess.Popen[bytes]:
-    exe = Path(sys.executable).with_name("respstream")
-    proc = subprocess.Popen([str(exe), "serve", "--port", str(port), "--upstream", upstream,
-                             "--dialect", "openai", "--store", "memory", "--log-level", "warning"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            proc.terminate()
-            raise SystemExit("the gateway did not start")
-        time.sleep(0.1)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--streams", type=int, default=16)
@@ -164,15 +126,10 @@ def main() -> int:
     args = parser.parse_args()
     port = free_port()
     if args.steer:
-        proc = serve(port, "scripted:100?delay_ms=10")
-        try:
+        with serve(port, "scripted:100?delay_ms=10"):
             steering(port, args.steer)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=15)
         return 0
-    proc = serve(port, f"scripted:{args.deltas}")
-    try:
+    with serve(port, f"scripted:{args.deltas}") as proc:
         lanes_run(port, 2, 1)  # warm both paths
         sockets_run(port, 2, 1)
         per_event: dict[str, list[float]] = {"lanes": [], "sockets": []}
@@ -192,9 +149,6 @@ def main() -> int:
         print(f"RATIO lanes/sockets = {lanes_us / sockets_us:.3f} (goal <= 1.0)")
         print(f"server RSS after a run (median): lanes {statistics.median(rss['lanes']) / 1024:.1f} MiB, "
               f"sockets {statistics.median(rss['sockets']) / 1024:.1f} MiB; peak {rss_kib(proc.pid)[1] / 1024:.1f} MiB")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
     return 0
 
 

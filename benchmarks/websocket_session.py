@@ -17,44 +17,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
-from websockets.sync.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from local_gateway import TERMINALS, continued_turns, free_port, serve
 from procstat import cpu_seconds
-
-TERMINALS = {"response.completed", "response.incomplete", "response.failed"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def ws_session(port: int, turns: int, compression: str | None = "deflate") -> int:
-    events = 0
-    previous = None
-    with connect(f"ws://127.0.0.1:{port}/v1/responses", max_size=None, compression=compression) as ws:
-        for i in range(turns):
-            body = {"type": "response.create", "model": "auto", "store": False, "input": f"turn {i}"}
-            if previous:
-                body["previous_response_id"] = previous
-            ws.send(json.dumps(body))
-            while True:
-                event = json.loads(ws.recv(timeout=30))
-                events += 1
-                if event["type"] in TERMINALS:
-                    previous = event["response"]["id"]
-                    break
-    return events
+    return continued_turns(port, turns, compression=compression, timeout=30)
 
 
 def sse_session(client: httpx.Client, port: int, turns: int) -> int:
@@ -83,21 +58,7 @@ def main() -> int:
                         help="the WebSocket client does not offer permessage-deflate (default: it does, like browsers)")
     args = parser.parse_args()
     port = free_port()
-    exe = Path(sys.executable).with_name("respstream")
-    proc = subprocess.Popen([str(exe), "serve", "--port", str(port), "--upstream", f"scripted:{args.deltas}",
-                             "--dialect", "openai", "--store", "memory", "--log-level", "warning"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit("the gateway did not start")
-            time.sleep(0.1)
+    with serve(port, f"scripted:{args.deltas}") as proc:
         per_event: dict[str, list[float]] = {"ws": [], "sse": []}
         with httpx.Client(timeout=30) as client:
             ws_session(port, 2)  # warm both paths
@@ -114,9 +75,6 @@ def main() -> int:
               f"median of {args.repeat}")
         print(f"server CPU per event: websocket {ws_us:.2f} us, sse {sse_us:.2f} us")
         print(f"RATIO websocket/sse = {ws_us / sse_us:.3f} (goal <= 1.20)")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=15)
     return 0
 
 

@@ -44,21 +44,12 @@ def test_the_default_model_states_the_calculators_result(gateway: str) -> None:
 
 
 async def test_the_default_model_runs_an_agents_sdk_function_tool(gateway: str) -> None:
-    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
-    from openai import AsyncOpenAI
+    from agents import Runner
 
-    set_tracing_disabled(True)  # tracing would try to upload to api.openai.com
+    from interop.weather_agent import weather_agent
+
     calls: list[str] = []
-
-    @function_tool
-    def get_weather(city: str) -> str:
-        """Get the current weather for a city."""
-        calls.append(city)
-        return f"sunny and 21 C in {city}"
-
-    client = AsyncOpenAI(base_url=gateway, api_key="unused", max_retries=0, timeout=300)
-    agent = Agent(name="weather", instructions="Answer weather questions with the get_weather tool.",
-                  tools=[get_weather], model=OpenAIResponsesModel(model="auto", openai_client=client))
+    agent, client = weather_agent(gateway, calls, timeout=300)
     try:
         result = await Runner.run(agent, "What is the weather in Paris?", max_turns=3)
     finally:

@@ -13,7 +13,7 @@ import pytest
 
 from plugins.redis_server import RedisServer
 
-from .gateways import GatewayProcess, frames, stream_core, wait_status
+from .gateways import GatewayProcess, frames, interrupted, stream_core, wait_status
 
 pytestmark = pytest.mark.redis
 
@@ -82,15 +82,7 @@ def test_killed_instance_ends_in_worker_lost_for_readers_elsewhere(
     with doomed, httpx.Client(timeout=30) as c:
         rid = c.post(f"{doomed.url}/v1/responses", json={"input": "x", "background": True}).json()["id"]
         with c.stream("GET", f"{b}/v1/responses/{rid}", params={"stream": "true"}) as live:
-            seen = b""
-            chunks = live.iter_raw()
-            while seen.count(b"output_text.delta") < 10:
-                seen += next(chunks)
-            doomed.kill()
-            killed_at = time.monotonic()
-            for chunk in chunks:
-                seen += chunk
-            waited = time.monotonic() - killed_at
+            seen, _, waited = interrupted(live, 10, doomed.kill)
         record = c.get(f"{b}/v1/responses/{rid}").json()
         replay = c.get(f"{b}/v1/responses/{rid}", params={"stream": "true"}).content
     # Without the lease's expiry the reader would wait for its client's 30 s timeout: any end well inside it says the
@@ -135,15 +127,8 @@ def test_delete_on_another_instance_while_generating(pair: tuple[str, str]) -> N
     with httpx.Client(timeout=30) as c:
         rid = c.post(f"{a}/v1/responses", json={"input": "x", "background": True}).json()["id"]
         with c.stream("GET", f"{a}/v1/responses/{rid}", params={"stream": "true"}) as live:
-            seen = b""
-            chunks = live.iter_raw()
-            while seen.count(b"output_text.delta") < 3:
-                seen += next(chunks)
-            assert c.delete(f"{b}/v1/responses/{rid}").json()["deleted"] is True
-            started = time.monotonic()
-            for chunk in chunks:
-                seen += chunk
-            closed_after = time.monotonic() - started
+            seen, deleted, closed_after = interrupted(live, 3, lambda: c.delete(f"{b}/v1/responses/{rid}"))
+        assert deleted.json()["deleted"] is True
         gone = (c.get(f"{a}/v1/responses/{rid}").status_code, c.get(f"{b}/v1/responses/{rid}").status_code)
     core = stream_core(seen)
     # Delete cancels first (through the log, the generator is elsewhere), so the reader on the generating instance
@@ -158,13 +143,7 @@ def test_cancel_on_another_instance_ends_the_log_and_stops_the_generator(pair: t
     with httpx.Client(timeout=30) as c:
         rid = c.post(f"{a}/v1/responses", json={"input": "x", "background": True}).json()["id"]
         with c.stream("GET", f"{a}/v1/responses/{rid}", params={"stream": "true"}) as live:
-            seen = b""
-            chunks = live.iter_raw()
-            while seen.count(b"output_text.delta") < 3:
-                seen += next(chunks)
-            answered = c.post(f"{b}/v1/responses/{rid}/cancel").json()
-            for chunk in chunks:
-                seen += chunk
+            seen, answered, _ = interrupted(live, 3, lambda: c.post(f"{b}/v1/responses/{rid}/cancel").json())
         deadline = time.monotonic() + 5
         while c.get(f"{a}/healthz").json()["running"] and time.monotonic() < deadline:
             time.sleep(0.02)

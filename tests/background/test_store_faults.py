@@ -15,7 +15,7 @@ from plugins.redis_server import RedisServer
 from respstream.server.upstream.scripted import ScriptedUpstream
 from server.helpers import ServerThread, make_app
 
-from .gateways import stream_core, wait_status
+from .gateways import interrupted, stream_core, wait_status
 
 TERMINALS = {"response.completed", "response.incomplete", "response.failed", "error"}
 
@@ -62,15 +62,7 @@ def test_redis_outage_503_before_streaming_error_during_and_recovery() -> None:
             slow = {"input": "x", "model": "slow", "background": True}
             rid = c.post(f"{srv.url}/v1/responses", json=slow).json()["id"]
             with c.stream("GET", f"{srv.url}/v1/responses/{rid}", params={"stream": "true"}) as live:
-                seen = b""
-                chunks = live.iter_raw()
-                while seen.count(b"output_text.delta") < 5:
-                    seen += next(chunks)
-                redis.stop()
-                stopped_at = time.monotonic()
-                for chunk in chunks:
-                    seen += chunk
-                waited = time.monotonic() - stopped_at
+                seen, _, waited = interrupted(live, 5, redis.stop)
             refused = c.post(f"{srv.url}/v1/responses", json={"input": "x", "model": "fast"})
             polled = c.get(f"{srv.url}/v1/responses/{earlier.json()['id']}")
             redis.start()  # same port, empty (no persistence)
@@ -127,15 +119,7 @@ def test_delete_while_a_reader_tails(gateway: str) -> None:
     with httpx.Client(timeout=30) as c:
         rid = c.post(f"{gateway}/v1/responses", json={"input": "x", "model": "slow", "background": True}).json()["id"]
         with c.stream("GET", f"{gateway}/v1/responses/{rid}", params={"stream": "true"}) as live:
-            seen = b""
-            chunks = live.iter_raw()
-            while seen.count(b"output_text.delta") < 3:
-                seen += next(chunks)
-            deleted = c.delete(f"{gateway}/v1/responses/{rid}")
-            started = time.monotonic()
-            for chunk in chunks:  # the stream must close by itself
-                seen += chunk
-            closed_after = time.monotonic() - started
+            seen, deleted, closed_after = interrupted(live, 3, lambda: c.delete(f"{gateway}/v1/responses/{rid}"))
         gone = c.get(f"{gateway}/v1/responses/{rid}")
     assert deleted.json()["deleted"] is True and gone.status_code == 404
     assert _terminals(seen) == ["error"] and closed_after < 5

@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from fakes.server_thread import ServerThread
@@ -115,6 +116,27 @@ def open_page(pg: Any, url: str, *, models: bool = True) -> None:
 def wait_status(pg: Any, status: str, timeout: float = 15_000) -> None:
     pg.wait_for_function("s => window.__playground && window.__playground.status === s", arg=status,
                          timeout=timeout)
+
+
+def tool_turn(pg: Any, url: str, prompt: str, tool: str) -> dict[str, Any]:
+    """Sends ``prompt`` with the gateway tool ``tool`` ticked, waits for the turn to complete, and returns the
+    response as the gateway at ``url`` stored it."""
+    pg.fill("#prompt", prompt)
+    pg.check(f"input[name=tool][value={tool}]")
+    pg.click("#send")
+    wait_status(pg, "completed")
+    rid = pg.evaluate("window.__playground.responseId")
+    stored: dict[str, Any] = httpx.get(f"{url}/v1/responses/{rid}", timeout=5).json()
+    return stored
+
+
+def send_to_an_unknown_model(pg: Any) -> None:
+    """Adds ``no-such-model`` to the page's model list (the gateway does not serve it), sends to it and waits for
+    the playground's error state."""
+    pg.evaluate("document.getElementById('model').append(new Option('no-such-model', 'no-such-model'))")
+    pg.select_option("#model", "no-such-model")
+    pg.click("#send")
+    wait_status(pg, "error")
 
 
 def wait_turns(pg: Any, n: int, status: str = "completed") -> None:

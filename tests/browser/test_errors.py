@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Gateway, open_page, screenshot, wait_status
+from .conftest import Gateway, open_page, screenshot, send_to_an_unknown_model, wait_status
 from .fake_gateway import Script
 
 pytestmark = pytest.mark.browser
@@ -60,10 +60,7 @@ def test_http_errors_each_get_their_message_and_action(page: Any, fake: Any, sta
 def test_unknown_model_on_the_real_gateway(page: Any, gateway: Gateway) -> None:
     with gateway("scripted:5") as url:
         open_page(page, url)
-        page.evaluate("document.getElementById('model').append(new Option('no-such-model', 'no-such-model'))")
-        page.select_option("#model", "no-such-model")
-        page.click("#send")
-        wait_status(page, "error")
+        send_to_an_unknown_model(page)
         assert page.inner_text("#error-title") == "Unknown model"
         assert page.inner_text("#error-code") == "model_not_found"
         assert "Pick a model from the list" in page.inner_text("#error-action")

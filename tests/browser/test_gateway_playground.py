@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import Gateway, screenshot, wait_status
+from .conftest import Gateway, screenshot, send_to_an_unknown_model, tool_turn, wait_status
 from .conftest import open_page as open_gateway_page
 
 pytestmark = pytest.mark.browser
@@ -58,12 +58,7 @@ def test_gateway_tool_call_card_completes(page: Any, gateway: Gateway, dialect: 
     # platform: a function_call item carrying output and status; openai: an mcp_call item (hosted-tool shape).
     with gateway("scripted:6?delay_ms=20&tool=calculator", dialect=dialect) as url:
         open_page(page, url)
-        page.fill("#prompt", "What is 2+2?")
-        page.check("input[name=tool][value=calculator]")
-        page.click("#send")
-        wait_status(page, "completed")
-        rid = page.evaluate("window.__playground.responseId")
-        stored = httpx.get(f"{url}/v1/responses/{rid}", timeout=5).json()
+        stored = tool_turn(page, url, "What is 2+2?", "calculator")
         kind = "function_call" if dialect == "platform" else "mcp_call"
         call = next(item for item in stored["output"] if item["type"] == kind)
         card = page.locator(".tool-card")
@@ -138,10 +133,7 @@ def test_gateway_token_limit_shows_incomplete(page: Any, gateway: Gateway) -> No
 def test_gateway_http_error_before_streaming_shows_banner(page: Any, gateway: Gateway) -> None:
     with gateway("scripted:5") as url:
         open_page(page, url)
-        page.evaluate("document.getElementById('model').append(new Option('no-such-model', 'no-such-model'))")
-        page.select_option("#model", "no-such-model")
-        page.click("#send")
-        wait_status(page, "error")
+        send_to_an_unknown_model(page)
         assert page.inner_text("#error-code") == "model_not_found"
         assert page.inner_text("#error-message") != ""
         assert page.evaluate("window.__playground.streamedText") == ""

@@ -6,10 +6,9 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import pytest
 
-from .conftest import Gateway, open_page, screenshot, wait_status
+from .conftest import Gateway, open_page, screenshot, tool_turn, wait_status
 from .fake_gateway import Script
 
 pytestmark = pytest.mark.browser
@@ -59,12 +58,7 @@ def test_search_results_are_cards_and_citations_link_to_them(page: Any, fake: An
 def test_real_gateway_web_search_results_become_cards(page: Any, gateway: Gateway) -> None:
     with gateway("scripted:6?tool=web_search", dialect="openai") as url:
         open_page(page, url)
-        page.fill("#prompt", "server-sent events")
-        page.check("input[name=tool][value=web_search]")
-        page.click("#send")
-        wait_status(page, "completed")
-        rid = page.evaluate("window.__playground.responseId")
-        output = httpx.get(f"{url}/v1/responses/{rid}", timeout=5).json()["output"]
+        output = tool_turn(page, url, "server-sent events", "web_search")["output"]
         call = next(item for item in output if item["type"] in ("web_search_call", "mcp_call", "function_call"))
         raw = call.get("output")
         try:
@@ -111,12 +105,7 @@ def test_real_gateway_citations_link_to_their_cards(page: Any, gateway: Gateway)
     text = "Routing 🙂 uses a circuit breaker [1]."
     with gateway(f"scripted:0?tool=web_search&text={quote(text)}", dialect="openai") as url:
         open_page(page, url)
-        page.fill("#prompt", "routing category circuit breaker")
-        page.check("input[name=tool][value=web_search]")
-        page.click("#send")
-        wait_status(page, "completed")
-        rid = page.evaluate("window.__playground.responseId")
-        output = httpx.get(f"{url}/v1/responses/{rid}", timeout=5).json()["output"]
+        output = tool_turn(page, url, "routing category circuit breaker", "web_search")["output"]
         part = next(item for item in output if item["type"] == "message")["content"][0]
         assert [(part["text"][a["start_index"]:a["end_index"]]) for a in part["annotations"]] == ["[1]"]
         cited = part["annotations"][0]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from fakes.asgi_body import request_body
 from fakes.server_thread import ServerThread
 from respstream.server.upstream.base import GenerationRequest, UpstreamError, Usage
 from respstream.server.upstream.embedded.slot_cache import SlotCache
@@ -29,12 +30,7 @@ class FakeLlamaSlots:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(receive)
         data = json.loads(body or b"{}")
         path, query = scope["path"], scope.get("query_string", b"").decode()
         status, answer = 404, {"error": "not found"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
@@ -23,6 +22,7 @@ from respstream.client import (
 )
 from respstream.client.errors import parse_retry_after, status_error
 from respstream.errors import APIStatusError
+from server.helpers import free_port
 
 OPENAI_401 = (b'{"error":{"message":"Incorrect API key provided: \'\'.","type":"invalid_request_error",'
               b'"param":null,"code":"invalid_api_key"}}')
@@ -126,15 +126,9 @@ def test_plain_text_502_without_retries(server: ReplayServer, mode: str) -> None
     assert seen.error.body == "502 Bad Gateway"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_unreachable_server_is_a_connection_error_with_the_cause(mode: str) -> None:
-    seen = RUNNERS[mode](f"http://127.0.0.1:{_free_port()}/v1", input="hi", policy=fast_policy(max_retries=1))
+    seen = RUNNERS[mode](f"http://127.0.0.1:{free_port()}/v1", input="hi", policy=fast_policy(max_retries=1))
     assert isinstance(seen.error, APIConnectionError)
     assert seen.error.__cause__ is not None
     assert "cannot connect" in str(seen.error)

@@ -12,17 +12,16 @@ Needs root for ``ip netns`` (CI has it): a missing capability fails under CI=tru
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .matrix import ANSWER, CHECKS, DIALECTS, cases, scripted
-from .test_codex import SETUPS, CodexRun, NamespacedGateway, codex_config, netns, run_codex
+from .codex_cli import Runs, case_runs, codex_config, embedded_turn, netns
+from .matrix import ANSWER, cases
 
 pytestmark = pytest.mark.clients
-__all__ = ["netns"]  # the namespace fixture, shared with test_codex.py
+__all__ = ["netns"]  # the namespace fixture (codex_cli.py), shared with test_codex.py
 
 PORT = 8180  # case i uses PORT + i in its own namespace
 CLIENT = "Codex CLI (WebSocket)"
@@ -34,31 +33,10 @@ def websocket_config(model: str | None, port: int) -> str:
     return codex_config(model, port) + "supports_websockets = true\n"
 
 
-def run_case(netns: str, check: str, dialect: str, port: int, folder: Path) -> CodexRun:
-    tool, model = SETUPS[check]
-    home, work = folder / "codex-home", folder / "work"
-    home.mkdir()
-    work.mkdir()
-    (home / "config.toml").write_text(websocket_config(model, port))
-    gateway = NamespacedGateway(netns, dialect, scripted(tool), folder / "requests.jsonl", port)
-    try:
-        return CodexRun(run_codex(netns, home, work), gateway.requests())
-    finally:
-        gateway.stop()
-
-
-Runs = dict[tuple[str, str], Future[CodexRun]]
-
-
 @pytest.fixture(scope="module")
 def websocket_runs(netns: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
-    jobs = [(check, dialect) for check in CHECKS[CLIENT] for dialect in DIALECTS]
-    pool = ThreadPoolExecutor(max_workers=3)
-    try:
-        yield {job: pool.submit(run_case, netns, *job, PORT + i, tmp_path_factory.mktemp("codex-ws"))
-               for i, job in enumerate(jobs)}
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    with case_runs(netns, CLIENT, PORT, tmp_path_factory, websocket_config) as runs:
+        yield runs
 
 
 def responses(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -115,27 +93,8 @@ def test_codex_turn_on_the_embedded_model_over_websocket(netns: str, tmp_path: P
     """test_codex.py's embedded case (the small model, one llama.cpp thread, Codex's short instructions, its idle
     timer cut to IDLE_MS) over the socket: the prewarm is answered without touching the model, the turn on the same
     socket is the model's answer, which Codex prints; the keepalive events carry it past Codex's idle timer."""
-    from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
-
-    from .conftest import missing
-    from .test_codex import EMBEDDED_PROMPT, IDLE_MS, INSTRUCTIONS, PROGRESS_SECONDS
-
-    if not EmbeddedUpstream.available("small"):
-        missing("the embedded model is not installed (`make install-model`)")
-    port, home, work = PORT + 50, tmp_path / "codex-home", tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
-    (home / "instructions.md").write_text(INSTRUCTIONS)
-    config = f'model_instructions_file = "{home / "instructions.md"}"\n' + websocket_config(None, port)
-    # (provider settings, like supports_websockets: they go in the provider's table)
-    (home / "config.toml").write_text(config + f"stream_idle_timeout_ms = {IDLE_MS}\nstream_max_retries = 0\n")
-    gateway = NamespacedGateway(netns, "platform", "embedded", tmp_path / "requests.jsonl", port,
-                                ("--model-size=small", "--threads=1", f"--progress={PROGRESS_SECONDS}"))
-    try:
-        done = run_codex(netns, home, work, EMBEDDED_PROMPT, timeout=840)
-    finally:
-        gateway.stop()
-    sent = gateway.requests()
+    run = embedded_turn(netns, tmp_path, PORT + 50, config_for=websocket_config)
+    done, sent = run.done, run.sent
     assert done.returncode == 0, f"codex exited {done.returncode}: {done.stderr[-3000:]}"
     assert FALLBACK not in done.stderr, done.stderr[-3000:]
     assert not [r for r in sent if r["type"] == "http" and r["path"] == "/v1/responses"], "fell back to HTTP"

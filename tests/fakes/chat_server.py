@@ -28,6 +28,8 @@ from typing import Any
 
 import uvicorn
 
+from .asgi_body import request_body
+
 __all__ = [
     "Chunk",
     "Done",
@@ -276,12 +278,7 @@ class FakeChatCompletionsServer:
 
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         assert scope["type"] == "http"
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(receive)
         path, method = scope["path"], scope["method"]
         with self._lock:
             client = scope.get("client") or ("", 0)

@@ -22,20 +22,16 @@ import httpx
 import pytest
 
 from faults.helpers import check
+from server.helpers import free_port
+from server.serve_process import healthy
 
 GRACE = 1.0
 SERVE = [sys.executable, "-m", "respstream", "serve"]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Gateway:
     def __init__(self, tmp: Path, upstream: str, dialect: str = "platform") -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = tmp / "gateway.toml"
         config.write_text(f"shutdown_grace_seconds = {GRACE}\ndialect = \"{dialect}\"\n")
@@ -44,17 +40,9 @@ class Gateway:
              "--upstream", upstream],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError("gateway did not start")
-            time.sleep(0.05)
+        if not healthy(self.url, self.proc, 20):
+            self.kill()
+            raise RuntimeError("gateway did not start")
 
     def kill(self) -> None:
         if self.proc.poll() is None:

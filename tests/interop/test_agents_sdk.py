@@ -19,37 +19,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
-from openai import AsyncOpenAI
+from agents import Runner
 
 from .gateways import Gateway
+from .weather_agent import event_types, weather_agent
 
 
 async def test_run_streamed_with_a_function_tool(tool_gateway_openai: Gateway) -> None:
-    set_tracing_disabled(True)  # tracing would try to upload to api.openai.com
     calls: list[str] = []
-
-    @function_tool
-    def get_weather(city: str) -> str:
-        """Get the current weather for a city."""
-        calls.append(city)
-        return f"sunny and 21 C in {city}"
-
-    client = AsyncOpenAI(base_url=tool_gateway_openai.base_url, api_key="test-key", max_retries=0, timeout=20)
-    agent = Agent(
-        name="weather",
-        instructions="Answer weather questions with the get_weather tool.",
-        tools=[get_weather],
-        model=OpenAIResponsesModel(model="auto", openai_client=client),
-    )
+    agent, client = weather_agent(tool_gateway_openai.base_url, calls)
     result = Runner.run_streamed(agent, "What is the weather in Paris?", max_turns=4)
-    raw_types: list[str] = []
-    item_types: list[str] = []
-    async for event in result.stream_events():
-        if event.type == "raw_response_event":
-            raw_types.append(event.data.type)
-        elif event.type == "run_item_stream_event":
-            item_types.append(event.item.type)
+    raw_types, item_types = await event_types(result)
     await client.close()
 
     assert calls == ["example"]  # the scripted upstream filled the schema's required string

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agents import Agent, HostedMCPTool, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+from agents import Agent, HostedMCPTool, OpenAIResponsesModel, Runner, set_tracing_disabled
 from openai import AsyncOpenAI
 
 from fakes.mcp_server import TestMcpServer
@@ -17,6 +17,8 @@ from fakes.server_thread import ServerThread
 from respstream.server.config import Config
 from respstream.server.http.app import Components, create_app
 from respstream.server.upstream.scripted import ScriptedUpstream
+
+from .weather_agent import event_types, get_weather_tool
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +36,7 @@ async def test_agent_with_function_and_mcp_tools(servers: tuple[TestMcpServer, s
     mcp, mcp_url, base_url = servers
     set_tracing_disabled(True)  # tracing would try to upload to api.openai.com
     weather_calls: list[str] = []
-
-    @function_tool
-    def get_weather(city: str) -> str:
-        """Get the current weather for a city."""
-        weather_calls.append(city)
-        return f"sunny in {city}"
-
+    get_weather = get_weather_tool(weather_calls, "sunny in {city}")
     client = AsyncOpenAI(base_url=base_url, api_key="test-key", max_retries=0, timeout=20)
     agent = Agent(
         name="helper",
@@ -51,13 +47,7 @@ async def test_agent_with_function_and_mcp_tools(servers: tuple[TestMcpServer, s
     )
     before = len(mcp.calls)
     result = Runner.run_streamed(agent, "Add two numbers, then tell me the weather.", max_turns=5)
-    item_types: list[str] = []
-    raw_types: list[str] = []
-    async for event in result.stream_events():
-        if event.type == "raw_response_event":
-            raw_types.append(event.data.type)
-        elif event.type == "run_item_stream_event":
-            item_types.append(event.item.type)
+    raw_types, item_types = await event_types(result)
     await client.close()
 
     assert [name for name, _ in mcp.calls[before:]] == ["add"]  # the gateway ran the MCP tool once

@@ -17,23 +17,13 @@ import zstandard
 
 from respstream.protocol.stream import StreamCore
 
+from .codex_tools import CODEX_TOOLS
 from .gateways import Gateway, serve
-
-SHELL: Any = {"type": "function", "name": "exec_command", "description": "Run a command.", "strict": False,
-              "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}
-AGENTS: Any = {"type": "namespace", "name": "multi_agent", "description": "Sub-agents.", "tools": [
-    {"type": "function", "name": "spawn_agent", "parameters": {"type": "object", "properties": {
-        "task": {"type": "string"}}, "required": ["task"]}},
-    {"type": "function", "name": "wait", "defer_loading": True, "parameters": {"type": "object", "properties": {}}},
-]}
-PATCH: Any = {"type": "custom", "name": "apply_patch", "description": "Edit files.",
-              "format": {"type": "grammar", "syntax": "lark", "definition": "start: begin_patch hunk+ end_patch"}}
-TOOLS = [SHELL, AGENTS, PATCH, {"type": "web_search", "external_web_access": False}, {"type": "tool_search"}]
 
 
 def codex_body(history: list[Any]) -> dict[str, Any]:
     return {
-        "model": "auto", "instructions": "You are Codex.", "input": history, "tools": TOOLS,
+        "model": "auto", "instructions": "You are Codex.", "input": history, "tools": CODEX_TOOLS,
         "tool_choice": "auto", "parallel_tool_calls": False, "reasoning": {"effort": "medium", "summary": "auto"},
         "store": False, "stream": True, "include": ["reasoning.encrypted_content"],
         "prompt_cache_key": "0199a3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b", "service_tier": "priority",

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import importlib.util
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
-import httpx
 import pytest
+
+from server.helpers import free_port
+from server.serve_process import healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,24 +33,14 @@ def loadgen() -> ModuleType:
 
 class ServeProcess:
     def __init__(self, upstream: str) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base}/v1/responses"
         self.proc = subprocess.Popen([sys.executable, "-m", "respstream", "serve", "--port", str(self.port),
                                       "--upstream", upstream], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"{self.base}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("respstream serve did not start")
-            time.sleep(0.05)
+        if not healthy(self.base, self.proc, 20):
+            self.stop()
+            raise RuntimeError("respstream serve did not start")
 
     def rss_kib(self) -> int:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():

@@ -21,8 +21,10 @@ from plugins.redis_server import RedisServer, free_port
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
 from respstream.server.http.auth import KeyStore
-from respstream.server.telemetry import LoggingSettings, configure_logging
+from respstream.server.telemetry import LoggingSettings
 from respstream.server.telemetry.logs import JsonFormatter, TextFormatter
+
+from .log_capture import captured_logs
 
 FAST = {"connect_timeout": 0.5, "retries": 0}
 
@@ -106,16 +108,8 @@ def test_serve_banner_says_which_upstream_is_down() -> None:
 
 @pytest.fixture
 def access_lines() -> Iterator[io.StringIO]:
-    out = io.StringIO()
-    handler = configure_logging(LoggingSettings(format="json"), stream=out)
-    try:
+    with captured_logs(LoggingSettings(format="json")) as (out, _):
         yield out
-    finally:
-        root = logging.getLogger("respstream")
-        root.removeHandler(handler)
-        root.propagate = True
-        root.setLevel(logging.NOTSET)
-        logging.getLogger("respstream.access").setLevel(logging.NOTSET)
 
 
 def _access(out: io.StringIO) -> list[dict[str, object]]:
@@ -151,16 +145,10 @@ def test_one_json_access_line_per_request_without_the_key(access_lines: io.Strin
 
 
 def test_access_log_can_be_turned_off(tmp_path: Path) -> None:
-    out = io.StringIO()
-    handler = configure_logging(LoggingSettings(format="json", access_log=False), stream=out)
-    try:
+    with captured_logs(LoggingSettings(format="json", access_log=False)) as (out, _):
         with ServerThread(create_app(Config(upstreams=["scripted:3"]))) as gw:
             httpx.get(f"{gw.url}/healthz")
         assert _access(out) == []
-    finally:
-        logging.getLogger("respstream").removeHandler(handler)
-        logging.getLogger("respstream").propagate = True
-        logging.getLogger("respstream.access").setLevel(logging.NOTSET)
 
 
 def test_text_format_is_readable() -> None:
@@ -202,9 +190,7 @@ def test_the_direct_access_line_is_the_json_formatters_line() -> None:
     from respstream.server.telemetry.logs import log_access
     from respstream.server.telemetry.observation import RequestObservation
 
-    out = io.StringIO()
-    handler = configure_logging(LoggingSettings(format="json"), stream=out)
-    try:
+    with captured_logs(LoggingSettings(format="json")) as (out, handler):
         obs = RequestObservation(request_id="r1", method="POST", path="/v1/responses", client="127.0.0.1")
         obs.status, obs.route, obs.response_id, obs.first_token_seconds = 200, "/v1/responses", "resp_1", 0.012
         log_access(obs)  # the only destination: written directly
@@ -225,11 +211,6 @@ def test_the_direct_access_line_is_the_json_formatters_line() -> None:
             logging.getLogger("respstream").propagate = False
             logging.getLogger().removeHandler(above)
         assert above.stream.getvalue().startswith("POST /v1/responses 200 ")  # type: ignore[attr-defined]
-    finally:
-        root = logging.getLogger("respstream")
-        root.removeHandler(handler)
-        root.propagate = True
-        root.setLevel(logging.NOTSET)
     direct, through_logging, with_extra, propagated = (json.loads(line) for line in out.getvalue().splitlines())
     for entry in (direct, through_logging, with_extra, propagated):
         entry.pop("ts"), entry.pop("duration_ms")

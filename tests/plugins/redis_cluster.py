@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from plugins.shared_server import SharedServer
+
 __all__ = ["RedisCluster", "redis_cluster"]
 
 NODE_TIMEOUT_MS = 1000
@@ -137,20 +139,10 @@ class RedisCluster:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-_shared: list[RedisCluster] = []
-_users = [0]
+_shared = SharedServer(RedisCluster)
 
 
 @pytest.fixture(scope="session")
 def redis_cluster() -> Iterator[RedisCluster]:
-    if not _shared:
-        cluster = RedisCluster()
-        cluster.start()
-        _shared.append(cluster)
-    _users[0] += 1
-    try:
-        yield _shared[0]
-    finally:
-        _users[0] -= 1
-        if _users[0] == 0:
-            _shared.pop().stop()
+    with _shared.use() as cluster:
+        yield cluster

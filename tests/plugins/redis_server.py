@@ -15,6 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from plugins.shared_server import SharedServer
+
 __all__ = ["RedisServer", "free_port", "redis_server"]
 
 
@@ -72,22 +74,10 @@ class RedisServer:
         self.process = None
 
 
-# The fixture may be registered twice (the top conftest's plugin and tests/store/conftest.py's import); both share
-# one server through this module-level slot.
-_shared: list[RedisServer] = []
-_users = [0]
+_shared = SharedServer(RedisServer)
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
-    if not _shared:
-        server = RedisServer()
-        server.start()
-        _shared.append(server)
-    _users[0] += 1
-    try:
-        yield _shared[0]
-    finally:
-        _users[0] -= 1
-        if _users[0] == 0:
-            _shared.pop().stop()
+    with _shared.use() as server:
+        yield server

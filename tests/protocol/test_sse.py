@@ -3,7 +3,7 @@ every offset, through both the fast path and the exact (forced slow) path."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import pytest
 
@@ -11,24 +11,8 @@ from respstream.errors import BadInputError, EventTooLarge
 from respstream.protocol import sse
 from respstream.protocol.sse import SSEDecodeError, SSEDecoder, SSEMessage
 
+from .sse_decode import Outcome, decode
 from .sse_vectors import RECONNECT_CONN1, RECONNECT_CONN2, VECTORS, Vector
-
-Outcome = tuple[list[SSEMessage], int | None, str]
-
-
-def decode(
-    chunks: Sequence[bytes], *, fast: bool = True, seed: str = "", max_event_size: int = sse.DEFAULT_MAX_EVENT_SIZE
-) -> Outcome:
-    """Feed ``chunks`` then EOF; return the messages and the decoder state after close."""
-    dec = SSEDecoder(last_event_id=seed, max_event_size=max_event_size)
-    dec._use_fast = fast
-    out: list[SSEMessage] = []
-    for chunk in chunks:
-        dec.feed(chunk)
-        out += dec.events()
-    dec.close()
-    out += dec.events()
-    return out, dec.retry, dec.last_event_id
 
 
 def steps(data: bytes, step: int) -> list[bytes]:

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from respstream.protocol import sse
-from respstream.protocol.sse import SSEDecoder, SSEMessage
+
+from .sse_decode import decode
 
 # Pieces the vectors are made of: field names (right and near-miss), separators, every line ending, BOM, NUL,
 # multi-byte and invalid UTF-8, digits for retry.
@@ -94,18 +95,6 @@ def reference(wire: bytes, seed: str = "") -> tuple[list[tuple[str, str, str]], 
     return events, retry, last_id
 
 
-def run(chunks: list[bytes], fast: bool) -> tuple[list[SSEMessage], int | None, str]:
-    dec = SSEDecoder()
-    dec._use_fast = fast
-    out: list[SSEMessage] = []
-    for chunk in chunks:
-        dec.feed(chunk)
-        out += dec.events()
-    dec.close()
-    out += dec.events()
-    return out, dec.retry, dec.last_event_id
-
-
 def cut(wire: bytes, points: list[int]) -> list[bytes]:
     bounds = sorted({p % (len(wire) + 1) for p in points})
     pieces, last = [], 0
@@ -121,22 +110,22 @@ def cut(wire: bytes, points: list[int]) -> list[bytes]:
 @example(wire=b"event: e\n\n\ndata: x\n\n", points=[9])
 @example(wire=b"data: a\r\n\r\ndata: b\n\n", points=[8, 9])
 def test_fast_exact_reference_and_chunking_agree(wire: bytes, points: list[int]) -> None:
-    whole_fast = run([wire], fast=True)
-    whole_exact = run([wire], fast=False)
+    whole_fast = decode([wire], fast=True)
+    whole_exact = decode([wire], fast=False)
     assert whole_fast == whole_exact
     msgs, retry, last_id = whole_fast
     assert ([(m.event, m.text, m.id) for m in msgs], retry, last_id) == reference(wire)
     pieces = cut(wire, points)
-    assert run(pieces, fast=True) == whole_fast
-    assert run(pieces, fast=False) == whole_fast
+    assert decode(pieces, fast=True) == whole_fast
+    assert decode(pieces, fast=False) == whole_fast
 
 
 @settings(max_examples=60, deadline=None)
 @given(wire=STREAM)
 def test_byte_by_byte_equals_whole(wire: bytes) -> None:
-    whole = run([wire], fast=True)
-    assert run([wire[i : i + 1] for i in range(len(wire))], fast=True) == whole
-    assert run([wire[i : i + 2] for i in range(0, len(wire), 2)], fast=False) == whole
+    whole = decode([wire], fast=True)
+    assert decode([wire[i : i + 1] for i in range(len(wire))], fast=True) == whole
+    assert decode([wire[i : i + 2] for i in range(0, len(wire), 2)], fast=False) == whole
 
 
 @settings(max_examples=150, deadline=None)
@@ -166,19 +155,19 @@ def test_well_formed_streams(
         for ev, i, d in blocks
     ).encode()
     expected = reference(wire)
-    got = run(cut(wire, points), fast=True)
+    got = decode(cut(wire, points), fast=True)
     assert ([(m.event, m.text, m.id) for m in got[0]], got[1], got[2]) == expected
-    assert got == run([wire], fast=False)
+    assert got == decode([wire], fast=False)
 
 
 @settings(max_examples=300, deadline=None)
 @given(wire=STREAM, window=st.integers(min_value=1, max_value=40), points=st.lists(st.integers(0, 10_000), max_size=3))
 def test_small_fast_path_window(wire: bytes, window: int, points: list[int]) -> None:
     # The fast path splits 64 KiB windows; shrink the window so blocks straddle window edges and outgrow windows.
-    expected = run([wire], fast=False)
+    expected = decode([wire], fast=False)
     with mock.patch.object(sse, "_WINDOW", window):
-        assert run([wire], fast=True) == expected
-        assert run(cut(wire, points), fast=True) == expected
+        assert decode([wire], fast=True) == expected
+        assert decode(cut(wire, points), fast=True) == expected
 
 
 @pytest.mark.parametrize("delta", [-3, -2, -1, 0, 1, 2])
@@ -187,6 +176,6 @@ def test_blocks_around_the_real_window_size(delta: int) -> None:
     big = b"event: big\ndata: " + b"x" * (sse._WINDOW + delta - 18) + b"\n\n"
     for lead in (0, 1, 17, 1000):
         wire = small * lead + big + small * 3 + big + small
-        expected = run([wire], fast=False)
+        expected = decode([wire], fast=False)
         assert len(expected[0]) == lead + 6
-        assert run([wire], fast=True) == expected
+        assert decode([wire], fast=True) == expected

@@ -4,10 +4,7 @@ attack runs. The upstream is the SIMULATED in-process ``scripted:`` one unless a
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -15,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from server.helpers import free_port
+from server.serve_process import ServeProcess
 
 __all__ = ["Gateway", "HealthWatch", "loop_thread_cpu_seconds"]
 
@@ -28,53 +25,13 @@ def loop_thread_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
 
 
-class Gateway:
+class Gateway(ServeProcess):
     """``respstream serve --config <json>`` with ``settings`` as the config (upstreams included: a long scripted
     ``text=`` would not fit on a command line). ``args``: extra CLI arguments."""
 
     def __init__(self, tmp: Path, *args: str, env: dict[str, str] | None = None, **settings: Any) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.config = tmp / f"gateway-{self.port}.json"
-        self.config.write_text(json.dumps({"shutdown_grace_seconds": 0.5, "upstreams": ["scripted:4"], **settings}))
-        self.args = [sys.executable, "-m", "respstream", "serve", "--port", str(self.port), "--config",
-                     str(self.config), *args]
-        self.log = tmp / f"gateway-{self.port}.log"
-        self.env = {**os.environ, **(env or {})}
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Gateway:
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT, env=self.env)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"gateway exited with {self.process.returncode}: {self.log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code in (200, 401):
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"gateway did not answer /healthz within 30 s: {self.log.read_text()[-2000:]}")
-
-    def stop(self) -> None:
-        if self.process is None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-        self.process = None
-
-    def __enter__(self) -> Gateway:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().__init__(tmp, {"shutdown_grace_seconds": 0.5, "upstreams": ["scripted:4"], **settings}, args, env=env,
+                         ready=(200, 401))
 
 
 class HealthWatch:

@@ -16,44 +16,32 @@ SIMULATED scripted upstream; both uvicorn HTTP stacks. Counts are asserted, neve
 from __future__ import annotations
 
 import json
-import select
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from respstream.server.http.peer_limit import PeerConnections
 
 from .gateway import Gateway
+from .slow_heads import SlowHeads, pool_case, probe_healthz
 
 pytestmark = pytest.mark.timeout(150)
 
-HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: "  # never finished
 ADDRESSES = [f"127.0.{a}.{b}" for a in range(1, 5) for b in range(1, 251)]  # 1,000 attackers
 
 
-class SpreadSlowloris:
+class SpreadSlowloris(SlowHeads):
     """One half-sent request head from each address in ``ADDRESSES``, re-opened (after ``pause`` s) whenever the
     server closes it."""
 
-    def __init__(self, port: int, pause: float = 1.0) -> None:
-        self.port, self.pause = port, pause
-        self.opened = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+    join_seconds = 20.0
 
-    def _open(self, source: str) -> socket.socket | None:
-        try:
-            s = socket.create_connection(("127.0.0.1", self.port), timeout=2, source_address=(source, 0))
-            s.sendall(HEAD)
-        except OSError:
-            return None
-        self.opened += 1
-        return s
+    def __init__(self, port: int, pause: float = 1.0) -> None:
+        super().__init__(port)
+        self.pause = pause
 
     def _run(self) -> None:
         held: dict[str, socket.socket] = {}
@@ -69,56 +57,25 @@ class SpreadSlowloris:
                         else:
                             held[source] = s
                             del due[source]
-                poller = select.poll()  # not select(): it cannot watch descriptors past 1024
-                by_fd = {s.fileno(): (source, s) for source, s in held.items()}
-                for fd in by_fd:
-                    poller.register(fd, select.POLLIN)
-                for fd, _ in poller.poll(50):
-                    source, s = by_fd[fd]
-                    try:
-                        gone = s.recv(1024) == b""
-                    except OSError:
-                        gone = True
-                    if gone:  # closed by the server: re-open it after the pause
-                        s.close()
-                        del held[source]
-                        due[source] = time.monotonic() + self.pause
+                source_of = {s: source for source, s in held.items()}
+                for s in self._closed_by_server(held.values()):  # re-open it after the pause
+                    source = source_of[s]
+                    del held[source]
+                    due[source] = time.monotonic() + self.pause
         finally:
             for s in held.values():
                 s.close()
 
-    def __enter__(self) -> SpreadSlowloris:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=20)
-
 
 def _probe(url: str, seconds: float) -> tuple[int, int]:
     """``/healthz`` on a new connection every 0.2 s for ``seconds``: (answered, failed)."""
-    answered = failed = 0
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        try:
-            with httpx.Client(timeout=5) as client:
-                ok = client.get(f"{url}/healthz").status_code == 200
-            answered += ok
-            failed += not ok
-        except httpx.HTTPError:
-            failed += 1
-        time.sleep(0.2)
-    return answered, failed
+    probe = probe_healthz(url, seconds, every=0.2, timeout=5)
+    return probe.answered, probe.failed
 
 
 @pytest.mark.parametrize("case", ["pure", "auto", "workers"])
 def test_healthz_answers_while_a_thousand_addresses_hold_one_slow_head_each(tmp_path: Path, case: str) -> None:
-    settings: dict[str, Any] = {"max_connections": 100, "http_stack": "auto" if case == "workers" else case}
-    args: tuple[str, ...] = ()
-    if case == "workers":  # each worker has its own pool and its own fairness
-        args = ("--workers", "2")
-        settings.update(store=f"sqlite:///{tmp_path}/responses.db", data_dir=str(tmp_path / "data"))
+    args, settings = pool_case(case, tmp_path)
     with Gateway(tmp_path, *args, **settings) as gw, SpreadSlowloris(gw.port) as attack:
         deadline = time.monotonic() + 20
         while attack.opened < 300 and time.monotonic() < deadline:  # the pool is full of half-sent heads

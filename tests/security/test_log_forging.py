@@ -5,33 +5,22 @@ the access line as is: a second, forged line and a terminal escape. The gateway 
 
 from __future__ import annotations
 
-import io
-import logging
-
 import httpx
 
 from fakes.server_thread import ServerThread
+from observability.log_capture import captured_logs
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
-from respstream.server.telemetry import configure_logging
 from respstream.server.telemetry.settings import LoggingSettings
 
 FORGED = "12:00:00 info    respstream.access: GET /admin 200"
 
 
 def test_a_logged_path_stays_one_line_without_escapes() -> None:
-    out = io.StringIO()
-    handler = configure_logging(LoggingSettings(format="text"), stream=out)
-    try:
-        with ServerThread(create_app(Config(upstreams=["scripted:3"]))) as gw:
-            attack = "/x%0A" + FORGED.replace(" ", "%20") + "%1B%5B2J%0D%C2%85%E2%80%A8"
-            assert httpx.get(f"{gw.url}{attack}").status_code == 404
-    finally:
-        root = logging.getLogger("respstream")
-        root.removeHandler(handler)
-        root.propagate = True
-        root.setLevel(logging.NOTSET)
-        logging.getLogger("respstream.access").setLevel(logging.NOTSET)
+    with (captured_logs(LoggingSettings(format="text")) as (out, _),
+          ServerThread(create_app(Config(upstreams=["scripted:3"]))) as gw):
+        attack = "/x%0A" + FORGED.replace(" ", "%20") + "%1B%5B2J%0D%C2%85%E2%80%A8"
+        assert httpx.get(f"{gw.url}{attack}").status_code == 404
     text = out.getvalue()
     access = [line for line in text.splitlines() if "respstream.access" in line]
     assert len(access) == 1 and not access[0].startswith("12:00:00 info"), text

@@ -11,12 +11,9 @@ upstream; both uvicorn HTTP stacks (h11: ``pure``; httptools: ``auto``) and ``--
 
 from __future__ import annotations
 
-import select
 import socket
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -24,95 +21,43 @@ import pytest
 from respstream.server.http.peer_limit import PeerConnections, client_key
 
 from .gateway import Gateway
+from .slow_heads import HEAD, SlowHeads, pool_case, probe_healthz
 
 pytestmark = pytest.mark.timeout(120)
 
 ATTACKER = "127.0.0.2"
-HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: "  # never finished
 
 
-class Slowloris:
+class Slowloris(SlowHeads):
     """Keeps ``size`` half-sent request heads open from ``ATTACKER``, re-opening every one the server closes."""
 
     def __init__(self, port: int, size: int) -> None:
-        self.port, self.size = port, size
-        self.opened = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _open(self) -> socket.socket | None:
-        try:
-            s = socket.create_connection(("127.0.0.1", self.port), timeout=2, source_address=(ATTACKER, 0))
-            s.sendall(HEAD)
-        except OSError:
-            return None
-        self.opened += 1
-        return s
+        super().__init__(port)
+        self.size = size
 
     def _run(self) -> None:
         conns: list[socket.socket] = []
         try:
             while not self._stop.is_set():
                 while len(conns) < self.size and not self._stop.is_set():
-                    s = self._open()
+                    s = self._open(ATTACKER)
                     if s is None:
                         break
                     conns.append(s)
-                poller = select.poll()  # not select(): it cannot watch descriptors past 1024
-                by_fd = {s.fileno(): s for s in conns}
-                for fd in by_fd:
-                    poller.register(fd, select.POLLIN)
-                readable = [by_fd[fd] for fd, _ in poller.poll(50)]
-                for s in readable:  # closed by the server (EOF or reset): re-open it
-                    try:
-                        gone = s.recv(1024) == b""
-                    except OSError:
-                        gone = True
-                    if gone:
-                        s.close()
-                        conns.remove(s)
+                for s in self._closed_by_server(conns):  # re-opened on the next round
+                    conns.remove(s)
         finally:
             for s in conns:
                 s.close()
 
-    def __enter__(self) -> Slowloris:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-
-def _probe(url: str, seconds: float) -> tuple[int, int, float]:
-    """``/healthz`` on a new connection every 0.1 s for ``seconds``: (answered, failed, slowest answer)."""
-    answered = failed = 0
-    slowest = 0.0
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        started = time.monotonic()
-        try:
-            with httpx.Client(timeout=3) as client:
-                ok = client.get(f"{url}/healthz").status_code == 200
-            answered += ok
-            failed += not ok
-        except httpx.HTTPError:
-            failed += 1
-        slowest = max(slowest, time.monotonic() - started)
-        time.sleep(0.1)
-    return answered, failed, slowest
-
 
 @pytest.mark.parametrize("case", ["pure", "auto", "workers"])
 def test_healthz_answers_while_one_client_holds_every_connection(tmp_path: Path, case: str) -> None:
-    settings: dict[str, Any] = {"max_connections": 100, "http_stack": "auto" if case == "workers" else case}
-    args: tuple[str, ...] = ()
-    if case == "workers":
-        args = ("--workers", "2")
-        settings.update(store=f"sqlite:///{tmp_path}/responses.db", data_dir=str(tmp_path / "data"))
+    args, settings = pool_case(case, tmp_path)
     with Gateway(tmp_path, *args, **settings) as gw, Slowloris(gw.port, 400) as attack:
         time.sleep(1.0)  # the pool (each worker's) is full of the attacker's half-sent heads
-        answered, failed, slowest = _probe(gw.url, 5.0)
+        probe = probe_healthz(gw.url, 5.0, every=0.1, timeout=3)
+        answered, failed, slowest = probe.answered, probe.failed, probe.slowest
         assert attack.opened >= 100, attack.opened
     print(f"{case}: /healthz {answered} answered, {failed} failed, slowest {slowest:.3f} s; "
           f"attacker opened {attack.opened}")

@@ -171,3 +171,13 @@ def post_stream(url: str, body: dict[str, Any], *, dialect: str, headers: dict[s
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
+
+
+def input_tokens_after(client: httpx.Client, rid: str) -> int:
+    """``POST /v1/responses/input_tokens`` for a short input continuing ``rid`` (model ``scripted-a``): how many
+    input tokens the stored history before it counts."""
+    r = client.post("/v1/responses/input_tokens", json={"model": "scripted-a", "input": "x",
+                                                        "previous_response_id": rid})
+    assert r.status_code == 200, r.text
+    count: int = r.json()["input_tokens"]
+    return count

@@ -4,7 +4,6 @@ SIMULATED scripted one."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +13,11 @@ import pytest
 from openai import OpenAI
 
 from plugins.redis_server import RedisServer
-from respstream.cli import main
 
 from .helpers import ServerThread, make_app
+from .sdk_client import cli_keys, sdk
+
+__all__ = ["sdk"]  # the OpenAI SDK client fixture (sdk_client.py) on this module's srv
 
 
 @pytest.fixture(scope="module", params=["memory", "sqlite", "redis"])
@@ -31,13 +32,6 @@ def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         options = {"store": f"{server.url}"}
     with ServerThread(make_app(dialect="openai", **options)) as server_thread:
         yield server_thread
-
-
-@pytest.fixture
-def sdk(srv: ServerThread) -> Iterator[OpenAI]:
-    client = OpenAI(base_url=srv.base_url, api_key="x", max_retries=0, timeout=20)
-    yield client
-    client.close()
 
 
 def test_create_retrieve_update_delete(sdk: OpenAI) -> None:
@@ -125,10 +119,7 @@ def test_item_bad_input(srv: ServerThread, sdk: OpenAI) -> None:
 
 def test_other_keys_get_404_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "keys.json"
-    keys = []
-    for _ in range(2):
-        assert main(["keys", "--file", str(path), "create", "--name", "k", "--json"]) == 0
-        keys.append(json.loads(capsys.readouterr().out)["key"])
+    keys = cli_keys(path, capsys)
     with (ServerThread(make_app(dialect="openai", keys_file=str(path))) as srv,
           OpenAI(base_url=srv.base_url, api_key=keys[0], max_retries=0) as mine,
           OpenAI(base_url=srv.base_url, api_key=keys[1], max_retries=0) as theirs):

@@ -19,7 +19,7 @@ from websockets.sync.client import connect
 from plugins.redis_server import RedisServer
 from respstream.server.upstream.scripted import ScriptedUpstream
 
-from .helpers import ServerThread, make_app
+from .helpers import ServerThread, input_tokens_after, make_app
 
 ITEMS = 16
 ITEM_TEXT = 64 << 10  # 16 x 64 KiB: a 1 MiB conversation
@@ -38,14 +38,6 @@ def _conversation(client: httpx.Client) -> str:
         item = {"type": "message", "role": "user", "content": f"part {n} " + "x" * ITEM_TEXT}
         assert client.post(f"/v1/conversations/{cid}/items", json={"items": [item]}).status_code == 200
     return cid
-
-
-def _tokens(client: httpx.Client, rid: str) -> int:
-    r = client.post("/v1/responses/input_tokens", json={"model": "scripted-a", "input": "x",
-                                                        "previous_response_id": rid})
-    assert r.status_code == 200, r.text
-    count: int = r.json()["input_tokens"]
-    return count
 
 
 def _ws_turn(ws: Any, **body: Any) -> dict[str, Any]:
@@ -75,8 +67,8 @@ def test_records_naming_a_conversation_do_not_copy_it(tmp_path: Path) -> None:
                         for n in range(3)]
         ids = [r.json()["id"] for r in asked] + [failed.json()["id"]] + [c["id"] for c in children]
         # the history a later turn rebuilds still holds the whole conversation window
-        assert _tokens(client, asked[0].json()["id"]) > HISTORY // 8
-        assert _tokens(client, children[0]["id"]) > HISTORY // 8
+        assert input_tokens_after(client, asked[0].json()["id"]) > HISTORY // 8
+        assert input_tokens_after(client, children[0]["id"]) > HISTORY // 8
     with sqlite3.connect(db) as conn:
         sizes = {rid: conn.execute("SELECT length(record) FROM responses WHERE id = ?", (rid,)).fetchone()[0]
                  for rid in ids}
@@ -107,7 +99,7 @@ def test_the_referred_window_is_read_back_as_it_was(store_url: str) -> None:
         assert first.status_code == 200, first.text
         later = {"type": "message", "role": "user", "content": "epsilon " * 500}
         assert client.post(f"/v1/conversations/{cid}/items", json={"items": [later]}).status_code == 200
-        with_first = _tokens(client, first.json()["id"])
+        with_first = input_tokens_after(client, first.json()["id"])
         plain = client.post("/v1/responses/input_tokens", json={"model": "scripted-a", "input": "x"}).json()
         # alpha, beta, gamma, delta, the answer and x: several messages more than x alone, and not epsilon's 1,000
         # tokens (added after the turn)

@@ -4,7 +4,6 @@ documented estimate)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,9 +12,10 @@ import openai
 import pytest
 from openai import OpenAI
 
-from respstream.cli import main
-
 from .helpers import ServerThread, make_app
+from .sdk_client import cli_keys, sdk
+
+__all__ = ["sdk"]  # the OpenAI SDK client fixture (sdk_client.py) on this module's srv
 
 HISTORY = [
     {"type": "message", "role": "user", "content": "My name is Ada."},
@@ -28,13 +28,6 @@ HISTORY = [
 def srv(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
     with ServerThread(make_app(dialect=request.param)) as server:
         yield server
-
-
-@pytest.fixture
-def sdk(srv: ServerThread) -> Iterator[OpenAI]:
-    client = OpenAI(base_url=srv.base_url, api_key="x", max_retries=0, timeout=20)
-    yield client
-    client.close()
 
 
 def test_sdk_lists_input_items_with_order_limit_after(sdk: OpenAI) -> None:
@@ -97,10 +90,7 @@ def test_sdk_counts_input_tokens(sdk: OpenAI) -> None:
 
 def test_other_keys_see_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "keys.json"
-    keys = []
-    for _ in range(2):
-        assert main(["keys", "--file", str(path), "create", "--name", "k", "--json"]) == 0
-        keys.append(json.loads(capsys.readouterr().out)["key"])
+    keys = cli_keys(path, capsys)
     with (ServerThread(make_app(dialect="openai", keys_file=str(path))) as srv,
           OpenAI(base_url=srv.base_url, api_key=keys[0], max_retries=0) as mine,
           OpenAI(base_url=srv.base_url, api_key=keys[1], max_retries=0) as theirs,

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from starlette.types import Message, Receive, Scope, Send
 
+from fakes.asgi_body import request_body
 from fakes.mcp_server import TestMcpServer
 from respstream.server.upstream.scripted import ScriptedUpstream
 
@@ -36,13 +37,7 @@ class _HostileCalls:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.inner(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
+        body = await request_body(receive)
         request = json.loads(body)
         if request.get("method") != self.method:
             sent = False

@@ -15,7 +15,7 @@ from websockets.sync.client import connect
 
 from respstream.server.upstream.scripted import ScriptedUpstream
 
-from .helpers import ServerThread, make_app
+from .helpers import ServerThread, input_tokens_after, make_app
 
 BIG = "lorem ipsum " * 10_000  # 120 KB, sent once
 
@@ -39,14 +39,6 @@ def _chain(client: httpx.Client, turns: int) -> str:
     return rid
 
 
-def _tokens(client: httpx.Client, rid: str) -> int:
-    r = client.post("/v1/responses/input_tokens", json={"model": "scripted-a", "input": "x",
-                                                        "previous_response_id": rid})
-    assert r.status_code == 200, r.text
-    count: int = r.json()["input_tokens"]
-    return count
-
-
 def _app(tmp_path: Path, **limits: Any) -> tuple[Any, Path]:
     db = tmp_path / "r.db"
     app = make_app(upstreams={"scripted-a": ScriptedUpstream(2, name="a", models=["scripted-a"])},
@@ -58,7 +50,7 @@ def test_each_record_stores_its_own_turn_and_the_history_is_rebuilt(tmp_path: Pa
     app, db = _app(tmp_path)
     with ServerThread(app) as srv, httpx.Client(base_url=srv.url, timeout=30) as client:
         last = _chain(client, 6)
-        tokens = _tokens(client, last)
+        tokens = input_tokens_after(client, last)
     sizes = _stored_record_bytes(db)
     assert len(sizes) == 7 and sizes[0] > len(BIG)
     # Before: every later record copied the 120 KB first turn (7 records: ~840 KB). Now each holds its own turn.
@@ -69,10 +61,10 @@ def test_each_record_stores_its_own_turn_and_the_history_is_rebuilt(tmp_path: Pa
 def test_the_rebuilt_history_keeps_to_the_byte_and_depth_budgets(tmp_path: Path) -> None:
     app, _ = _app(tmp_path, history_max_bytes=64 << 10)
     with ServerThread(app) as srv, httpx.Client(base_url=srv.url, timeout=30) as client:
-        assert _tokens(client, _chain(client, 2)) < 1_000  # the 120 KB first turn is past the budget
+        assert input_tokens_after(client, _chain(client, 2)) < 1_000  # the 120 KB first turn is past the budget
     app, _ = _app(tmp_path / "depth", history_max_depth=2)
     with ServerThread(app) as srv, httpx.Client(base_url=srv.url, timeout=30) as client:
-        assert _tokens(client, _chain(client, 3)) < 1_000  # two records back: the first turn is not reached
+        assert input_tokens_after(client, _chain(client, 3)) < 1_000  # two records back: the first turn is not reached
 
 
 def test_a_stored_child_of_a_store_false_parent_keeps_its_history(tmp_path: Path) -> None:
@@ -82,7 +74,7 @@ def test_a_stored_child_of_a_store_false_parent_keeps_its_history(tmp_path: Path
         with connect(f"ws://127.0.0.1:{srv.port}/v1/responses") as ws:
             first = _ws_turn(ws, model="scripted-a", input=BIG, store=False)
             second = _ws_turn(ws, model="scripted-a", input="next", previous_response_id=first)
-        assert _tokens(client, second) > len(BIG) // 8  # the socket is gone; the history is not
+        assert input_tokens_after(client, second) > len(BIG) // 8  # the socket is gone; the history is not
 
 
 def _ws_turn(ws: Any, **body: Any) -> str:

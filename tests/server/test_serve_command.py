@@ -9,7 +9,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -21,6 +20,7 @@ from respstream.server.config import load_config
 from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 from .helpers import decode, free_port
+from .serve_process import healthy
 
 
 def test_serve_without_arguments_means_loopback_8080_and_the_embedded_model() -> None:
@@ -55,15 +55,7 @@ def test_banner_examples_work_as_printed_and_sigterm_exits_0(tmp_path: Path) -> 
         assert proc.stdout is not None
         lines = [proc.stdout.readline() for _ in range(4)]
         assert lines[0].strip() == f"respstream gateway on http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.05)
+        assert healthy(f"http://127.0.0.1:{port}", proc, 20), "serve did not come up"
         curl = shlex.split(lines[2].split("try:", 1)[1])
         assert curl[:2] == ["curl", "-N"]
         body = curl[curl.index("-d") + 1]

@@ -16,6 +16,9 @@ from respstream.errors import ResponseFailed
 from respstream.server.upstream.scripted import ScriptedUpstream
 
 from .helpers import ServerThread, make_app
+from .sdk_client import sdk
+
+__all__ = ["sdk"]  # the OpenAI SDK client fixture (sdk_client.py) on this module's srv
 
 
 @pytest.fixture(scope="module", params=["openai", "openresponses"])
@@ -26,13 +29,6 @@ def srv(request: pytest.FixtureRequest) -> Iterator[ServerThread]:
     }
     with ServerThread(make_app(dialect=request.param, upstreams=upstreams), ws="websockets-sansio") as server:
         yield server
-
-
-@pytest.fixture
-def sdk(srv: ServerThread) -> Iterator[OpenAI]:
-    client = OpenAI(base_url=srv.base_url, api_key="x", max_retries=0, timeout=20)
-    yield client
-    client.close()
 
 
 def _sdk_turn(conn: Any, **body: Any) -> tuple[list[Any], Any]:

@@ -10,6 +10,8 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import orjson
 import pytest
@@ -85,11 +87,21 @@ async def test_kill_9_of_the_generating_process_ends_every_reader_with_worker_lo
     await reader.aclose()
 
 
-async def test_redis_down_raises_store_unavailable_fast_then_recovers() -> None:
+@asynccontextmanager
+async def _private_redis() -> AsyncIterator[tuple[RedisServer, RedisStore]]:
+    """A redis-server of the test's own (which it may stop and start) and a RedisStore on it."""
     server = RedisServer()
     server.start()
     store = RedisStore(server.url, instance_id="a", lease_seconds=LEASE)
     try:
+        yield server, store
+    finally:
+        await store.aclose()
+        server.stop()
+
+
+async def test_redis_down_raises_store_unavailable_fast_then_recovers() -> None:
+    async with _private_redis() as (server, store):
         record = new_record()
         await store.create(record)
         await store.append(record.id, entries(0, 3))
@@ -105,16 +117,10 @@ async def test_redis_down_raises_store_unavailable_fast_then_recovers() -> None:
         await store.create(again)
         await store.append(again.id, entries(0, 2, last_terminal=True))
         assert [e.sequence_number for e in await collect(store.tail(again.id))] == [0, 1]
-    finally:
-        await store.aclose()
-        server.stop()
 
 
 async def test_stopping_redis_under_a_waiting_reader_raises_store_unavailable() -> None:
-    server = RedisServer()
-    server.start()
-    store = RedisStore(server.url, instance_id="a", lease_seconds=LEASE)
-    try:
+    async with _private_redis() as (server, store):
         record = new_record()
         await store.create(record)
         await store.append(record.id, entries(0, 1))
@@ -123,9 +129,6 @@ async def test_stopping_redis_under_a_waiting_reader_raises_store_unavailable() 
         server.stop()
         with pytest.raises(StoreUnavailable):
             await asyncio.wait_for(reader, 5)
-    finally:
-        await store.aclose()
-        server.stop()
 
 
 async def test_every_key_carries_the_retention_ttl(redis_server: RedisServer) -> None:

@@ -5,11 +5,11 @@ after it, and the run ends with Claude's answer."""
 
 from __future__ import annotations
 
-from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
-from openai import AsyncOpenAI
+from agents import ModelSettings, Runner
 from openai.types.shared import Reasoning
 
 from fakes.server_thread import ServerThread
+from interop.weather_agent import weather_agent
 
 from .conftest import MODELS
 from .made_streams import text_stream, thinking_tool_stream
@@ -18,23 +18,13 @@ from .simulated_anthropic import Reply, SimulatedAnthropic
 
 async def test_agents_sdk_tool_round_trip_keeps_the_signed_thinking(gateway: ServerThread,
                                                                      sim: SimulatedAnthropic) -> None:
-    set_tracing_disabled(True)  # tracing would try to upload to api.openai.com
     calls: list[str] = []
-
-    @function_tool
-    def get_weather(city: str) -> str:
-        """Get the current weather for a city."""
-        calls.append(city)
-        return f"sunny and 21 C in {city}"
-
     sim.replies.extend([Reply(thinking_tool_stream("I should call get_weather.", "SIG-AGENTS", "get_weather",
                                                    {"city": "Paris"}, call_id="toolu_agents")),
                         Reply(text_stream("It is sunny and 21 C in Paris."))])
-    client = AsyncOpenAI(base_url=gateway.base_url, api_key="test-key", max_retries=0, timeout=30)
-    agent = Agent(name="weather", instructions="Answer weather questions with the get_weather tool.",
-                  tools=[get_weather], model=OpenAIResponsesModel(model=MODELS[0], openai_client=client),
-                  model_settings=ModelSettings(reasoning=Reasoning(effort="low", summary="auto"),
-                                               response_include=["reasoning.encrypted_content"]))
+    agent, client = weather_agent(gateway.base_url, calls, model=MODELS[0], timeout=30,
+                                  settings=ModelSettings(reasoning=Reasoning(effort="low", summary="auto"),
+                                                         response_include=["reasoning.encrypted_content"]))
     result = await Runner.run(agent, "What is the weather in Paris?", max_turns=4)
     await client.close()
     assert calls == ["Paris"]

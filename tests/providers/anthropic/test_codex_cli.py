@@ -11,35 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from clients.conftest import missing
-from clients.test_codex import PORT, NamespacedGateway, codex_config, netns, run_codex
+from clients.codex_cli import embedded_turn, netns
+from clients.test_codex import PORT
 
 __all__ = ["netns"]  # (the namespace fixture, shared with the Codex client tests)
 
 pytestmark = [pytest.mark.clients, pytest.mark.model]
 
-INSTRUCTIONS = "You are Codex, a coding agent. Answer briefly."
-
 
 @pytest.mark.timeout(900)  # wall time on a loaded machine
 def test_codex_turn_through_the_anthropic_adapter(netns: str, tmp_path: Path) -> None:
-    from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
-
-    if not EmbeddedUpstream.available("small"):
-        missing("the embedded model is not installed (`make install-model`)")
-    port, home, work = PORT + 60, tmp_path / "codex-home", tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
-    (home / "instructions.md").write_text(INSTRUCTIONS)
-    config = f'model_instructions_file = "{home / "instructions.md"}"\n' + codex_config(None, port)
-    (home / "config.toml").write_text(config + "stream_idle_timeout_ms = 2500\nstream_max_retries = 0\n")
-    gateway = NamespacedGateway(netns, "platform", "anthropic+embedded", tmp_path / "requests.jsonl", port,
-                                ("--model-size=small", "--threads=1", "--progress=0.5"))
-    try:
-        done = run_codex(netns, home, work, "Say hello in one short sentence.", timeout=840)
-    finally:
-        gateway.stop()
-    sent, timings = gateway.requests(), gateway.timings()
+    run = embedded_turn(netns, tmp_path, PORT + 60, upstream="anthropic+embedded")
+    done, sent, timings = run.done, run.sent, run.timings
     assert done.returncode == 0, f"codex exited {done.returncode}: {done.stderr[-3000:]}"
     assert sent and all(r["path"] == "/v1/responses" for r in sent), sent
     body = sent[0]["body"]

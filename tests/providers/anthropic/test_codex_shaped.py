@@ -9,20 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from fakes.server_thread import ServerThread
+from interop.codex_tools import CODEX_TOOLS
 
 from .conftest import MODELS, post
 from .made_streams import text_stream, thinking_tool_stream
 from .simulated_anthropic import Reply, SimulatedAnthropic
 
-SHELL: Any = {"type": "function", "name": "exec_command", "description": "Run a command.", "strict": False,
-              "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}
-AGENTS: Any = {"type": "namespace", "name": "multi_agent", "description": "Sub-agents.", "tools": [
-    {"type": "function", "name": "spawn_agent", "parameters": {"type": "object", "properties": {
-        "task": {"type": "string"}}, "required": ["task"]}},
-    {"type": "function", "name": "wait", "defer_loading": True, "parameters": {"type": "object", "properties": {}}},
-]}
-PATCH: Any = {"type": "custom", "name": "apply_patch", "description": "Edit files.",
-              "format": {"type": "grammar", "syntax": "lark", "definition": "start: begin_patch hunk+ end_patch"}}
 FIRST_TURN: list[Any] = [
     {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<permissions/>"}]},
     {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "List the files."}]},
@@ -32,7 +24,7 @@ FIRST_TURN: list[Any] = [
 def codex_body(history: list[Any]) -> dict[str, Any]:
     return {
         "model": MODELS[-1], "instructions": "You are Codex.", "input": history,
-        "tools": [SHELL, AGENTS, PATCH, {"type": "web_search", "external_web_access": False}, {"type": "tool_search"}],
+        "tools": CODEX_TOOLS,
         "tool_choice": "auto", "parallel_tool_calls": False, "reasoning": {"effort": "medium", "summary": "auto"},
         "store": False, "include": ["reasoning.encrypted_content"],
         "prompt_cache_key": "0199a3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b", "service_tier": "priority",

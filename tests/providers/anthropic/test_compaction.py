@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from fakes.server_thread import ServerThread
+from providers.compaction_turns import ANSWER, COMPACT, LONG, SUMMARY, compacted_turn, create_response
 from respstream.server.inputs.compaction_item import SUMMARY_PREFIX, decode_compaction
 from respstream.server.responses.compaction_step import SUMMARY_INSTRUCTIONS
 
@@ -21,15 +22,11 @@ from .made_streams import text_stream, thinking_tool_stream
 from .simulated_anthropic import Reply, SimulatedAnthropic
 
 MODEL = "claude-sonnet-4-20250514"
-LONG = " ".join(f"marigold{i}" for i in range(2400))  # past a 1,000-token threshold by any count
-COMPACT = [{"type": "compaction", "compact_threshold": 1000}]
 SIGNATURE = "EqQBCkYIBxgCKkBsignedthinkingbeforethecompaction"
 
 
 def _create(gateway: ServerThread, body: dict[str, Any]) -> dict[str, Any]:
-    answer = httpx.post(f"{gateway.base_url}/responses", json={"model": MODEL, "stream": False, **body}, timeout=30)
-    assert answer.status_code == 200, answer.text
-    return dict(answer.json())
+    return create_response(gateway, MODEL, body)
 
 
 def _system_text(body: dict[str, Any]) -> str:
@@ -57,23 +54,18 @@ def _summary_request(seen: dict[str, Any]) -> None:
 
 
 def test_context_management_compacts_before_the_answer(gateway: ServerThread, sim: SimulatedAnthropic) -> None:
-    sim.replies.extend([Reply(text_stream("Noted.")), Reply(text_stream("The user listed 2400 marigolds.")),
-                        Reply(text_stream("You planted marigolds.")), Reply(text_stream("You are welcome."))])
-    first = _create(gateway, {"input": f"My garden notes: {LONG}"})
-    second = _create(gateway, {"input": "What did I plant?", "previous_response_id": first["id"],
-                               "context_management": COMPACT})
-    assert [i["type"] for i in second["output"]] == ["compaction", "message"], second["output"]
-    assert decode_compaction(second["output"][0]["encrypted_content"]) == "The user listed 2400 marigolds."
-    assert second["output_text"] == "You planted marigolds."
+    sim.replies.extend([Reply(text_stream("Noted.")), Reply(text_stream(SUMMARY)),
+                        Reply(text_stream(ANSWER)), Reply(text_stream("You are welcome."))])
+    second = compacted_turn(gateway, MODEL)
     _summary_request(sim.requests[1].body)
     answer = sim.requests[2].body
-    assert _system_text(answer) == SUMMARY_PREFIX + "The user listed 2400 marigolds."
+    assert _system_text(answer) == SUMMARY_PREFIX + SUMMARY
     assert answer["messages"] == [{"role": "user", "content": [{"type": "text", "text": "What did I plant?"}]}]
     # the next turn of the chain continues from the compaction: the summary once, as system text
     third = _create(gateway, {"input": "Thanks!", "previous_response_id": second["id"]})
     assert third["output_text"] == "You are welcome."
     after = sim.requests[3].body
-    assert _system_text(after) == SUMMARY_PREFIX + "The user listed 2400 marigolds."
+    assert _system_text(after) == SUMMARY_PREFIX + SUMMARY
     assert [t["role"] for t in after["messages"]] == ["user", "assistant", "user"]
     assert "marigold2399" not in json.dumps(after)
     _assert_well_formed(after)

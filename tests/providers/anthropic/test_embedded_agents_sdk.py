@@ -16,10 +16,11 @@ from typing import Any
 
 import openai
 import pytest
-from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+from agents import Agent, ModelSettings, Runner
 from openai import AsyncOpenAI
 
 from fakes.server_thread import ServerThread
+from interop.weather_agent import weather_agent as sdk_weather_agent
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
 from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
@@ -54,19 +55,8 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 
 def weather_agent(server: ServerThread, calls: list[str], settings: ModelSettings) -> tuple[Agent[Any], AsyncOpenAI]:
-    set_tracing_disabled(True)  # tracing would try to upload to api.openai.com
-
-    @function_tool
-    def get_weather(city: str) -> str:
-        """Get the current weather for a city."""
-        calls.append(city)
-        return f"sunny and 21 C in {city}"
-
-    client = AsyncOpenAI(base_url=server.base_url, api_key="test-key", max_retries=0, timeout=300)
-    agent = Agent(name="weather", instructions="Answer in one short sentence.", tools=[get_weather],
-                  model=OpenAIResponsesModel(model="smollm2-135m-instruct", openai_client=client),
-                  model_settings=settings)
-    return agent, client
+    return sdk_weather_agent(server.base_url, calls, model="smollm2-135m-instruct", timeout=300,
+                             instructions="Answer in one short sentence.", settings=settings)
 
 
 async def test_a_forced_tool_is_refused_before_anything_runs(gateway: ServerThread,

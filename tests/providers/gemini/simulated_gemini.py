@@ -24,6 +24,8 @@ from typing import Any
 from google.genai import types
 from pydantic import ValidationError
 
+from fakes.asgi_body import request_body
+
 __all__ = ["Reply", "SimulatedGemini", "random_pieces", "sse_body", "validate_request"]
 
 _BODY_TYPES: dict[str, Any] = {
@@ -113,12 +115,7 @@ class SimulatedGemini:
                     return
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         self.headers_seen.append(headers)
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(receive)
         if headers.get("x-goog-api-key") != self.api_key:
             await _answer(send, 401, json.dumps({"error": {"code": 401, "message": "API key not valid.",
                                                            "status": "UNAUTHENTICATED"}}).encode())

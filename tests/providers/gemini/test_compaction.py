@@ -12,14 +12,13 @@ from typing import Any
 import httpx
 
 from fakes.server_thread import ServerThread
+from providers.compaction_turns import ANSWER, COMPACT, LONG, SUMMARY, compacted_turn, create_response
 from providers.gemini.simulated_gemini import Reply, SimulatedGemini, sse_body
 from respstream.protocol.stream import StreamCore
 from respstream.server.inputs.compaction_item import SUMMARY_PREFIX, decode_compaction
 from respstream.server.responses.compaction_step import SUMMARY_INSTRUCTIONS
 
 MODEL = "gemini-2.5-flash"
-LONG = " ".join(f"marigold{i}" for i in range(2400))  # past a 1,000-token threshold by any count
-COMPACT = [{"type": "compaction", "compact_threshold": 1000}]
 
 
 def _text(text: str) -> Reply:
@@ -35,9 +34,7 @@ def _call(name: str, args: dict[str, Any], signature: str) -> Reply:
 
 
 def _create(gateway: ServerThread, body: dict[str, Any]) -> dict[str, Any]:
-    answer = httpx.post(f"{gateway.base_url}/responses", json={"model": MODEL, "stream": False, **body}, timeout=30)
-    assert answer.status_code == 200, answer.text
-    return dict(answer.json())
+    return create_response(gateway, MODEL, body)
 
 
 def _system(body: dict[str, Any]) -> str:
@@ -66,22 +63,17 @@ def _summary_request(body: dict[str, Any]) -> None:
 
 
 def test_context_management_compacts_before_the_answer(fake: SimulatedGemini, gateway: ServerThread) -> None:
-    fake.queue(_text("Noted."), _text("The user listed 2400 marigolds."), _text("You planted marigolds."),
+    fake.queue(_text("Noted."), _text(SUMMARY), _text(ANSWER),
                _text("You are welcome."))
-    first = _create(gateway, {"input": f"My garden notes: {LONG}"})
-    second = _create(gateway, {"input": "What did I plant?", "previous_response_id": first["id"],
-                               "context_management": COMPACT})
-    assert [i["type"] for i in second["output"]] == ["compaction", "message"], second["output"]
-    assert decode_compaction(second["output"][0]["encrypted_content"]) == "The user listed 2400 marigolds."
-    assert second["output_text"] == "You planted marigolds."
+    second = compacted_turn(gateway, MODEL)
     _summary_request(fake.requests[1][1])
     answer = fake.requests[2][1]
-    assert _system(answer) == SUMMARY_PREFIX + "The user listed 2400 marigolds."
+    assert _system(answer) == SUMMARY_PREFIX + SUMMARY
     assert answer["contents"] == [{"role": "user", "parts": [{"text": "What did I plant?"}]}]
     third = _create(gateway, {"input": "Thanks!", "previous_response_id": second["id"]})
     assert third["output_text"] == "You are welcome."
     after = fake.requests[3][1]
-    assert _system(after) == SUMMARY_PREFIX + "The user listed 2400 marigolds."
+    assert _system(after) == SUMMARY_PREFIX + SUMMARY
     assert [c["role"] for c in after["contents"]] == ["user", "model", "user"]
     assert "marigold2399" not in json.dumps(after)
     assert fake.invalid == []
