@@ -14,8 +14,9 @@ upstream to core 1) and per repeat, in an order that reverses every repeat:
   and on 200-delta ones (a fresh process in front of the upstream's ``/long/`` answers: the per-event cost);
 then once per system: RSS per idle SSE connection (the upstream goes quiet after one frame) and, for respstream, per
 idle WebSocket connection; and ``respstream check`` on one captured stream, normal and with the upstream cut
-mid-stream; and for respstream, resume latency: a response made on one instance, its stream resumed
-(``starting_after``) on a second instance sharing its SQLite store, time to the first event. Ratios are taken
+mid-stream; the public Open Responses suite's score (benchmarks/board_compliance.py); and for respstream, resume
+latency: a response made on one instance, its stream resumed (``starting_after``) on a second instance sharing its
+SQLite store, time to the first event. Ratios are taken
 within a repeat (against respstream and against the floor) and their median reported.
 
 Output: JSON (``--json``), a Markdown table and PNGs; with ``--docs`` the table, the machine, the versions and the
@@ -41,6 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from added_latency import Target, fetch
+from board_compliance import compliance_scores
 from board_measure import check_stream, cpu_per_events, idle_memory, latency, request_body, resume_latency
 from board_report import update_docs, write_outputs
 from board_systems import SYSTEMS, System, peer_versions, start_resume_pair, start_system
@@ -119,7 +121,7 @@ async def run_board(args: argparse.Namespace) -> dict[str, Any]:
     upstream_proc, upstream = start_upstream(tmp)
     report: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                               "smoke": args.smoke, "sizes": sizes, "systems": {}, "skipped": {},
-                              "rounds": [], "memory": {}, "correctness": {}}
+                              "rounds": [], "memory": {}, "correctness": {}, "compliance": {}}
     frames_file = tmp / "frames.json"
     try:
         for variant, file in (("normal", frames_file), ("long", frames_file.with_name("frames-long.json"))):
@@ -173,6 +175,10 @@ async def run_board(args: argparse.Namespace) -> dict[str, Any]:
             if system.name in report["skipped"]:
                 continue
             await once_per_system(system, upstream, tmp, frames_file, sizes, report)
+        # The public Open Responses suite's score per system (benchmarks/board_compliance.py: how each is run).
+        report["compliance"] = compliance_scores([s.name for s in live if s.name not in report["skipped"]], tmp)
+        for name, why in report["skipped"].items():
+            report["compliance"][name] = {"score": None, "reason": f"skipped on the board: {why}"}
         if "respstream" in names:  # resume on another instance: respstream only (no peer resumes a stream)
             print("[once] respstream resume", flush=True)
             first, second = start_resume_pair(upstream, tmp)

@@ -7,7 +7,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-__all__ = ["draw_plots", "summarize", "table", "update_docs", "write_outputs"]
+__all__ = ["draw_plots", "suite_notes", "summarize", "table", "update_docs", "write_outputs"]
 
 START, END = "<!-- board:start -->", "<!-- board:end -->"
 IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
@@ -63,6 +63,7 @@ def summarize(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
         row["check_normal"] = checks.get("normal", {}).get("violations")
         row["check_cut"] = checks.get("cut", {}).get("violations")
         row["check_cut_codes"] = checks.get("cut", {}).get("codes")
+        row["suite"] = report.get("compliance", {}).get(name, {}).get("score")
         out[name] = row
     return out
 
@@ -85,8 +86,9 @@ def table(report: dict[str, Any]) -> str:
         "| system | added last byte, 1 client p50 / p99 ms (x respstream) | first event p50 ms | non-streaming "
         "p50 / p99 ms | added last byte, 64 clients p50 / p99 ms | CPU ms / 1,000 events, 10-delta responses "
         "(x floor, x respstream) | events/s | CPU ms / 1,000 events, 200-delta responses (x floor, x respstream) "
-        "| events/s | idle SSE KiB / conn | idle WS KiB / conn | check: normal / cut violations |",
-        "|---|---|---:|---|---|---|---:|---|---:|---:|---:|---|",
+        "| events/s | idle SSE KiB / conn | idle WS KiB / conn | check: normal / cut violations "
+        "| Open Responses suite |",
+        "|---|---|---:|---|---|---|---:|---|---:|---:|---:|---|---|",
     ]
     for name, s in summary.items():
         cut = "-" if s["check_cut"] is None else f"{s['check_cut']} ({', '.join(s['check_cut_codes'] or []) or 'ok'})"
@@ -98,9 +100,11 @@ def table(report: dict[str, Any]) -> str:
             f"{_fmt(s.get('cpu_per_1000_vs_respstream'), 'x')}) | {_whole(s['events_per_s'])} "
             f"| {_fmt(s['cpu_long_per_1000'])} ({_fmt(s.get('cpu_long_per_1000_vs_floor'), 'x')}, "
             f"{_fmt(s.get('cpu_long_per_1000_vs_respstream'), 'x')}) | {_whole(s['events_long_per_s'])} "
-            f"| {_fmt(s['idle_sse_kib'])} | {_fmt(s['idle_ws_kib'])} | {_fmt(s['check_normal'])} / {cut} |")
+            f"| {_fmt(s['idle_sse_kib'])} | {_fmt(s['idle_ws_kib'])} | {_fmt(s['check_normal'])} / {cut} "
+            f"| {s['suite'] or 'n/a'} |")
     for name, why in report.get("skipped", {}).items():
-        lines.append(f"| {name} | skipped: {why} | | | | | | | | | | |")
+        lines.append(f"| {name} | skipped: {why} | | | | | | | | | | | n/a |")
+    lines += suite_notes(report.get("compliance", {}))
     resume = report.get("resume")
     if resume:
         lines += ["", f"Resume on another instance (respstream only; two instances sharing a SQLite store, "
@@ -109,6 +113,34 @@ def table(report: dict[str, Any]) -> str:
                   f"{_fmt(resume['first_event_p99_ms'])} ms p99** ({resume['resumed']} of {resume['rounds']} "
                   f"resumed; errors {resume['errors'] or 'none'})."]
     return "\n".join(lines)
+
+
+def suite_notes(compliance: dict[str, dict[str, Any]]) -> list[str]:
+    """Under the table: how each system met the suite, and which tests failed (WebSocket ones counted together)."""
+    if not compliance:
+        return []
+    lines = ["", "Open Responses suite (public, 17 tests; benchmarks/board_compliance.py, every system in front of a "
+             "SIMULATED upstream, HTTP and WebSocket tests each against a fresh process):"]
+    for name, result in compliance.items():
+        if result.get("score") is None:
+            lines.append(f"- {name}: n/a ({result.get('reason')})")
+            continue
+        failed = list(result.get("failed") or {})
+        websocket = [t for t in failed if t.startswith("websocket-")]
+        http = [t for t in failed if not t.startswith("websocket-")]
+        parts = ([f"{len(websocket)} WebSocket tests"] if websocket else []) + http
+        failing = f"; failed: {', '.join(parts)}" if parts else ""
+        if http:
+            failing += f" (first error of {http[0]}: {_one_line(result['failed'][http[0]])})"
+        elif websocket:
+            failing += f" (first error of {websocket[0]}: {_one_line(result['failed'][websocket[0]])})"
+        exited = f"; {'; '.join(result['exited'])}" if result.get("exited") else ""
+        lines.append(f"- {name} **{result['score']}** ({result.get('how', '')}{failing}{exited}).")
+    return lines
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:110].replace("|", "/")
 
 
 def draw_plots(report: dict[str, Any], prefix: str) -> list[Path]:

@@ -9,7 +9,9 @@
   present only where ``granian`` is installed in the gateway's venv).
 - ``litellm``: LiteLLM's proxy, its Responses -> Chat Completions bridge (``use_chat_completions_api``).
 - ``portkey``: the Portkey gateway (Node), ``POST /v1/responses`` with ``x-portkey-provider: openai`` and
-  ``x-portkey-custom-host`` (it forwards the Responses request to the upstream's ``/responses``).
+  ``x-portkey-custom-host`` (it forwards the Responses request to the upstream's ``/responses``). It runs only with
+  the ``@hono/node-server`` / ``@hono/node-ws`` pair the install script pins (scripts/bench_board_install.sh says
+  why; its ``pins`` file is written only when npm honoured them).
 
 Peers live in a bench-only environment outside the repository's venv (``RESPSTREAM_BENCH_DIR``, default
 ``~/.cache/respstream-bench``), installed by ``scripts/bench_board_install.sh`` at pinned versions; a peer that is
@@ -29,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from server_throughput import Proc, free_port
 
-__all__ = ["PEERS_DIR", "SYSTEMS", "System", "peer_versions", "start_resume_pair", "start_system"]
+__all__ = ["PEERS_DIR", "SYSTEMS", "System", "peer_versions", "start_for_suite", "start_resume_pair", "start_system"]
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -73,12 +75,14 @@ def start_resume_pair(upstream: str, tmp: Path) -> tuple[Proc, Proc]:
         raise
 
 
-def _respstream(system: System, upstream_v1: str, tmp: Path, *, granian: bool = False, store: str = "") -> Proc:
+def _respstream(system: System, upstream_v1: str, tmp: Path, *, granian: bool = False, store: str = "",
+                config_extra: str = "", tag: str = "") -> Proc:
     port = free_port()
-    config = tmp / f"{system.name}.toml"
+    config = tmp / f"{system.name}{tag}.toml"
     # Limits raised so the memory figures can hold their connections from one client address; everything else is
     # the default configuration (metrics on, access log on, the rule checker on every event).
-    config.write_text("upstream_probe_seconds = 0\nmax_connections = 5000\nmax_concurrent_streams = 5000\n")
+    config.write_text("upstream_probe_seconds = 0\nmax_connections = 5000\nmax_concurrent_streams = 5000\n"
+                      + config_extra)
     prefix = "responses+" if system.upstream_api == "responses" else "chat+"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     if granian:
@@ -105,7 +109,7 @@ def _litellm(upstream_v1: str, tmp: Path, variant: str) -> Proc:
     venv = PEERS_DIR / "litellm"
     binary = venv / "bin" / "litellm"
     if not binary.exists():
-        raise FileNotFoundError(f"LiteLLM is not installed in {venv} (make bench-board-install)")
+        raise FileNotFoundError(f"LiteLLM is not installed in {venv} (scripts/bench_board_install.sh)")
     port = free_port()
     cfg = tmp / f"litellm-{variant}.yaml"
     cfg.write_text("model_list:\n  - model_name: fake-model\n    litellm_params:\n      model: openai/fake-model\n"
@@ -122,7 +126,10 @@ def _portkey() -> Proc:
     script = PEERS_DIR / "portkey" / "node_modules" / "@portkey-ai" / "gateway" / "build" / "start-server.js"
     if not script.exists():
         raise FileNotFoundError(f"the Portkey gateway is not installed in {script.parent.parent} "
-                                "(make bench-board-install)")
+                                "(scripts/bench_board_install.sh)")
+    if not (PEERS_DIR / "portkey" / "pins").exists():
+        raise FileNotFoundError("the Portkey gateway was installed without the pinned hono pair (every request "
+                                "would be a 500 'TypeError: immutable'); rerun scripts/bench_board_install.sh")
     port = free_port()
     return Proc(["node", str(script), f"--port={port}", "--headless"], port, start_timeout=60)
 
@@ -149,6 +156,20 @@ def start_system(system: System, upstream: str, variant: str, tmp: Path,
     raise ValueError(f"unknown system {system.name!r}")
 
 
+def start_for_suite(system: System, upstream_v1: str, tmp: Path, *, respstream_config: str = "") -> Proc:
+    """``system`` in front of ``upstream_v1`` (a base URL ending in ``/v1``, in the API ``system.upstream_api``
+    names) for the Open Responses suite (benchmarks/board_compliance.py); respstream systems get
+    ``respstream_config`` (TOML lines) after the board's own."""
+    if system.name.startswith("respstream"):
+        return _respstream(system, upstream_v1, tmp, granian=system.name.endswith("granian"),
+                           config_extra=respstream_config, tag="-suite")
+    if system.name == "litellm":
+        return _litellm(upstream_v1, tmp, "suite")
+    if system.name == "portkey":
+        return _portkey()
+    raise ValueError(f"{system.name!r} is not a gateway the suite can run against")
+
+
 def peer_versions() -> dict[str, str]:
     """Installed versions of the peers (and the stacks) the board can name."""
     out: dict[str, str] = {}
@@ -156,7 +177,8 @@ def peer_versions() -> dict[str, str]:
     for found in sorted(meta.glob("python3*/site-packages/litellm-*.dist-info")):
         out["litellm"] = found.name.removeprefix("litellm-").removesuffix(".dist-info")
     node_modules = PEERS_DIR / "portkey" / "node_modules"
-    for name, rel in (("portkey", "@portkey-ai/gateway"), ("hono", "hono"), ("@hono/node-server", "@hono/node-server")):
+    for name, rel in (("portkey", "@portkey-ai/gateway"), ("hono", "hono"), ("@hono/node-server", "@hono/node-server"),
+                      ("@hono/node-ws", "@hono/node-ws")):
         package = node_modules / rel / "package.json"
         if package.exists():
             out[name] = json.loads(package.read_text())["version"]

@@ -7,8 +7,8 @@ Usage (from the repository root)::
 Why raw sockets: at 1,000 streams and ~10^5 events/s the generator must cost far less per event than the server it
 loads, or it measures itself. One ``asyncio.Protocol`` per connection; per received segment the work is one
 ``bytes.count`` (frames), a tail carry for frames split across segments, and a status-line check on the first one.
-Each request uses ``Connection: close``, so a response ends at EOF and is complete only when the chunked body's last
-chunk (``0\\r\\n\\r\\n``) arrived.
+Each request uses ``Connection: close``; a response ends at its chunked body's last chunk (``0\\r\\n\\r\\n``), or at
+EOF, and is complete only when that last chunk arrived.
 
 What counts as an event: an SSE frame carrying an ``id:`` line (keep-alive and ping comments are not events). The
 gateway, the Starlette floor and sse-starlette all write ``id:`` first in every frame, and JSON never holds a raw
@@ -95,6 +95,11 @@ class _StreamProtocol(asyncio.Protocol):
         out.events += joined.count(self.frame)
         # keep enough bytes to see a frame marker or the last chunk split across segments
         self.tail = joined[-max(_CARRY, len(_LAST_CHUNK)) :]
+        if self.tail.endswith(_LAST_CHUNK) and not self.done.done():
+            # The body is complete at its last chunk: a server that keeps the connection open despite our
+            # ``Connection: close`` (Portkey forwards the upstream's ``connection: keep-alive``) must not make the
+            # stream last until its keep-alive timeout.
+            self.done.set_result(None)
 
     def eof_received(self) -> bool | None:
         return None
