@@ -90,7 +90,7 @@ class _ReplayResponse:
 
     status_code = 200
     headers: dict[str, str] = {"content-type": "text/event-stream"}
-    complete = True  # (the adapters' _release asks: the whole body was read, nothing to drain)
+    complete = True  # (HttpUpstream._end_response's give_back asks: the whole body was read, nothing to drain)
 
     def __init__(self, reads: list[bytes]) -> None:
         self._reads = iter(reads)

@@ -16,9 +16,9 @@ from respstream.server.upstream.base import (
     ToolCallDelta,
     UpstreamError,
 )
-from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 from respstream.server.upstream.factory import build_upstream
+from respstream.server.upstream.responses.adapter import ResponsesNativeUpstream
 from respstream.server.upstream.scripted import ScriptedUpstream, parse_scripted_spec
 
 USER: list[dict[str, object]] = [{"role": "user", "content": "what is 2+2?"}]
@@ -114,7 +114,8 @@ def test_factory() -> None:
     assert (scripted.deltas, scripted.delay, scripted.tool, scripted.models) == (200, 0.05, "web_search", ["scripted"])
     assert isinstance(build_upstream("scripted"), ScriptedUpstream)
     http = build_upstream("http://127.0.0.1:8000/v1", api_key="k", idle_timeout=9, models=["m1"])
-    assert isinstance(http, ChatCompletionsUpstream)
+    # (a plain URL is probed at start(): the native adapter, Chat Completions until it knows better)
+    assert isinstance(http, ResponsesNativeUpstream) and http.api_mode == "auto"
     assert (http.name, http.base_url, http.idle_timeout, http.models) == (
         "127.0.0.1:8000",
         "http://127.0.0.1:8000/v1",

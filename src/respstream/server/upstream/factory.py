@@ -25,7 +25,6 @@ the shared ones.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,11 +36,17 @@ from respstream.server.upstream.scripted import ScriptedUpstream, parse_scripted
 __all__ = ["build_upstream"]
 
 
-def _accepted(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
-    params = inspect.signature(factory).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return options
-    return {k: v for k, v in options.items() if k in params and v is not None}
+def _accepted(factory: type[Any], options: dict[str, Any]) -> dict[str, Any]:
+    """The ``options`` a backend class takes (not None): the keyword parameters of its ``__init__`` and of its base
+    classes' (an adapter passes its ``**options`` on to its base, e.g. the HTTP base's timeouts)."""
+    names: set[str] = set()
+    for cls in factory.__mro__:
+        init = cls.__dict__.get("__init__")
+        if init is not None and cls is not object:
+            names.update(name for name, p in inspect.signature(init).parameters.items()
+                         if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD))
+    names.discard("self")
+    return {k: v for k, v in options.items() if k in names and v is not None}
 
 
 def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Upstream:
@@ -82,9 +87,7 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
         parts = urlsplit(url)
         if not parts.hostname:
             raise ValueError(f"upstream URL {url!r} has no host")
-        # (its own options and those of the Chat Completions adapter it extends)
-        kwargs = _accepted(ChatCompletionsUpstream, options)
-        kwargs.update({k: v for k, v in options.items() if k in AnthropicUpstream.OWN_OPTIONS and v is not None})
+        kwargs = _accepted(AnthropicUpstream, options)  # (its own options and the HTTP base's)
         kwargs.pop("name", None)
         return AnthropicUpstream(url, name=name or parts.netloc, **kwargs)
     if spec.startswith(("gemini+http://", "gemini+https://")):
@@ -93,8 +96,7 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
         url = spec.removeprefix("gemini+")
         if not urlsplit(url).hostname:
             raise ValueError(f"upstream URL {spec!r} has no host")
-        gemini = {**_accepted(ChatCompletionsUpstream, options),
-                  **{k: v for k, v in options.items() if k == "max_retry_wait" and v is not None}}
+        gemini = _accepted(GeminiUpstream, options)  # (its own options and the HTTP base's)
         gemini.pop("name", None)
         return GeminiUpstream(url, name=name or urlsplit(url).netloc, **gemini)
     api = "auto"
@@ -105,12 +107,13 @@ def build_upstream(spec: str, *, name: str | None = None, **options: Any) -> Ups
         parts = urlsplit(spec)
         if not parts.hostname:
             raise ValueError(f"upstream URL {spec!r} has no host")
-        kwargs = _accepted(ChatCompletionsUpstream, options)
-        kwargs.pop("name", None)
         if api == "chat":
+            kwargs = _accepted(ChatCompletionsUpstream, options)
+            kwargs.pop("name", None)
             return ChatCompletionsUpstream(spec, name=name or parts.netloc, **kwargs)
-        if "probe_timeout" in options:
-            kwargs["probe_timeout"] = options["probe_timeout"]
+        kwargs = _accepted(ResponsesNativeUpstream, options)
+        kwargs.pop("name", None)
+        kwargs.pop("api", None)
         return ResponsesNativeUpstream(spec, name=name or parts.netloc, api=api, **kwargs)
     raise ValueError(
         f"unknown upstream {spec!r}: use 'embedded' (or embedded:small|medium|large), an OpenAI-compatible base URL "

@@ -1,5 +1,6 @@
-"""Retrying one generation against an HTTP provider: :class:`RetryingUpstream`, the base of every adapter beside
-chat/adapter.py (Chat Completions, Responses, Anthropic Messages, Gemini).
+"""Retrying one generation against an HTTP provider: :class:`RetryingUpstream`, the base of
+:class:`~respstream.server.upstream.http.upstream.HttpUpstream` and so of every HTTP family (Chat Completions,
+Responses, Anthropic Messages, Gemini).
 
 Why: each adapter holds one concurrency slot for the whole generation and retries an attempt that failed before
 its first token while the deadline allows; only which failures are worth a retry (:meth:`_retryable`) and how long

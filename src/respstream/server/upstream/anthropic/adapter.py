@@ -1,7 +1,9 @@
 """An Anthropic Messages API (``POST {base}/v1/messages``, ``stream: true``) as an :class:`Upstream`: the thin IO.
 
 The request is mapped by :mod:`.request`, the stream read by :mod:`.body` and :mod:`.stream`; connections, the
-concurrency limit, deadlines and the retrying generator are the Chat Completions adapter's (this class extends it).
+concurrency limit, deadlines, the retrying generator and the model list (``GET /v1/models``, the same ``data[].id``
+shape as OpenAI's) are the HTTP base's (:class:`~respstream.server.upstream.http.upstream.HttpUpstream`, which this
+class extends, as every HTTP family does).
 The key (``api_key`` option, else ``ANTHROPIC_API_KEY``) goes as ``x-api-key`` with ``anthropic-version``; it is
 never logged or echoed (``repr`` leaves it out). Failures: 401/403 -> ``upstream_auth``; a prompt too long ->
 ``context_length_exceeded``; 429 (``retry-after`` up to ``max_retry_after`` seconds), 529 overloaded, 5xx and an
@@ -31,11 +33,11 @@ from respstream.server.upstream.anthropic.request import (
 )
 from respstream.server.upstream.anthropic.stream import AnthropicStream
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
-from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 from respstream.server.upstream.chat_wire import error_message
 from respstream.server.upstream.generation_deadline import untimed_margin
 from respstream.server.upstream.http.failures import status_failure
 from respstream.server.upstream.http.stream import HTTPStreamError, StreamResponse
+from respstream.server.upstream.http.upstream import HttpUpstream
 from respstream.server.upstream.provider_tools import RefusedField, ToolNames, refused_as_http, tool_choice_of
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicUpstream", "anthropic_base_url", "check_unconstrained"]
@@ -65,15 +67,15 @@ def check_unconstrained(request: GenerationRequest) -> None:
                            "auto (or none)")
 
 
-class AnthropicUpstream(ChatCompletionsUpstream):
-    """Streams from ``{base_url}/messages`` (see the module docstring). Options as
-    :class:`ChatCompletionsUpstream` plus ``anthropic_version``, ``default_max_tokens`` (``max_tokens`` when the
-    request sets no ``max_output_tokens``), ``max_retry_after`` (the longest 429 ``retry-after`` waited here) and
-    ``sampling`` (forward ``temperature``/``top_p``: for servers that take them, such as llama.cpp's) and
-    ``least_thinking_budget`` (the smallest ``budget_tokens``: the API's 1024; 1 for llama.cpp) and ``constrained``
-    (the server honours ``output_config.format`` and a forced ``tool_choice``; false for llama.cpp: see
-    :func:`check_unconstrained`) and ``forced_call_prefix`` (with ``constrained=False``: the text the server's chat
-    template opens a call with, sent as an assistant prefill to force one; see :mod:`.prefill`)."""
+class AnthropicUpstream(HttpUpstream):
+    """Streams from ``{base_url}/messages`` (see the module docstring). Options: the HTTP base's (see
+    :class:`HttpUpstream`), ``api_key`` (``x-api-key``), plus ``anthropic_version``, ``default_max_tokens``
+    (``max_tokens`` when the request sets no ``max_output_tokens``), ``max_retry_after`` (the longest 429
+    ``retry-after`` waited here) and ``sampling`` (forward ``temperature``/``top_p``: for servers that take them,
+    such as llama.cpp's) and ``least_thinking_budget`` (the smallest ``budget_tokens``: the API's 1024; 1 for
+    llama.cpp) and ``constrained`` (the server honours ``output_config.format`` and a forced ``tool_choice``; false
+    for llama.cpp: see :func:`check_unconstrained`) and ``forced_call_prefix`` (with ``constrained=False``: the text
+    the server's chat template opens a call with, sent as an assistant prefill to force one; see :mod:`.prefill`)."""
 
     provider = "anthropic"
     OWN_OPTIONS: Final = frozenset({"anthropic_version", "default_max_tokens", "max_retry_after", "sampling",

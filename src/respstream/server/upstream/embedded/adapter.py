@@ -36,6 +36,7 @@ from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 from respstream.server.upstream.chat_wire import build_request_body
 from respstream.server.upstream.embedded.gguf_meta import model_id_of
 from respstream.server.upstream.embedded.slot_cache import SlotCache
+from respstream.server.upstream.http.upstream import HttpUpstream
 from respstream.server.upstream.model_catalog import (
     DEFAULT_MODEL_SIZE,
     EmbeddedModelMissing,
@@ -74,6 +75,7 @@ DEFAULT_SAMPLING: dict[str, Any] = {"temperature": 0.2, "repeat_penalty": 1.1, "
 # The Anthropic adapter's settings for llama.cpp's /v1/messages: it takes temperature and top_p, any thinking budget
 # below its output cap, and applies neither output_config.format nor a forced tool_choice by itself
 _LLAMA_MESSAGES: dict[str, Any] = {"sampling": True, "least_thinking_budget": 1, "constrained": False}
+_CHAT_API_ONLY = frozenset({"extra_body", "loop_guard", "text_tool_calls"})  # (chat/adapter.py ChatCompletionsAPI)
 # How the chat template of each size opens a tool call: the Qwen2.5 ones (Hermes style) force a call after an
 # assistant turn holding it (anthropic/prefill.py, measured); SmolLM2's template renders no tools at all, so there
 # llama.cpp ignores `tools` and forced calls and structured output are refused.
@@ -265,7 +267,7 @@ class EmbeddedUpstream:
         self.forced_call_prefix = _CALL_OPENERS.get(model_size) if self.model_path is None else None
         self.slots: SlotCache | None = None
         self._server: Any = None
-        self._adapter: ChatCompletionsUpstream | None = None  # or its ResponsesNativeUpstream subclass
+        self._adapter: HttpUpstream | None = None  # Chat Completions, native Responses or Anthropic Messages
         self._lock: asyncio.Lock | None = None
         self.address: str | None = None
 
@@ -311,7 +313,7 @@ class EmbeddedUpstream:
                                   + self._adapter_options["idle_timeout"])
                 await slots.open()
                 self.slots = slots
-            adapter_class = ChatCompletionsUpstream
+            adapter_class: type[HttpUpstream] = ChatCompletionsUpstream
             options = self._adapter_options
             if self.api == "responses":
                 from respstream.server.upstream.responses.adapter import ResponsesNativeUpstream
@@ -321,11 +323,12 @@ class EmbeddedUpstream:
                 from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
 
                 adapter_class = AnthropicUpstream
-                options = {**options, **_LLAMA_MESSAGES, "forced_call_prefix": self.forced_call_prefix}
+                # (the Chat Completions API's own options are not the Messages API's: the adapter never took them)
+                options = {key: value for key, value in options.items() if key not in _CHAT_API_ONLY}
+                options.update(_LLAMA_MESSAGES, forced_call_prefix=self.forced_call_prefix)
             adapter = adapter_class(f"{self.address}/v1", name=self.name, models=self.models, **options)
-            if isinstance(adapter, ChatCompletionsUpstream):  # (and the native one, a subclass)
-                # llama.cpp has no OpenAI prompt-cache fields: the gateway's slot cache keeps its prefixes instead
-                adapter.forward_cache_fields = False
+            # llama.cpp has no OpenAI prompt-cache fields: the gateway's slot cache keeps its prefixes instead
+            adapter.forward_cache_fields = False
             # llama.cpp reports one alias (the first id): every id of ours is sent as that one.
             adapter._upstream_ids = dict.fromkeys(self.models, self.models[0])
             await adapter.start()  # builds its HTTP client now, not on the first request

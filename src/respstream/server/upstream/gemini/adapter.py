@@ -7,7 +7,9 @@ or ``repr``), and hands each read of the body to :class:`~respstream.server.upst
 (SSE framing and JSON) over :class:`~respstream.server.upstream.gemini.stream.GeminiStream` (the state machine); one
 list of chunks per read, read without a timer while the deadline is further off than the idle timeout (the lean
 client's idle timer bounds each wait), as the Chat Completions adapter reads. Connections, the
-concurrency limit, the deadline and the idle timeout are the Chat Completions adapter's (this class extends it).
+concurrency limit, the retrying generator, the deadline and the idle timeout are the HTTP base's
+(:class:`~respstream.server.upstream.http.upstream.HttpUpstream`, which this class extends, as every HTTP family
+does).
 
 Failures (:class:`~respstream.server.upstream.base.UpstreamError`): 401/403 -> ``upstream_auth`` (the key was
 refused; never retried); 429 -> ``rate_limited`` with ``retry_after`` from ``Retry-After`` or the body's
@@ -32,13 +34,13 @@ from urllib.parse import quote
 import msgspec
 
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
-from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
 from respstream.server.upstream.chat_wire import error_message, parse_retry_after
 from respstream.server.upstream.gemini.reads import GeminiBody
 from respstream.server.upstream.gemini.request import build_body, gemini_tool_names
 from respstream.server.upstream.gemini.stream import GeminiStream
 from respstream.server.upstream.generation_deadline import untimed_margin
 from respstream.server.upstream.http.stream import HTTPStreamError, StreamResponse
+from respstream.server.upstream.http.upstream import HttpUpstream
 from respstream.server.upstream.provider_tools import RefusedField, refused_as_http
 
 __all__ = ["GeminiUpstream"]
@@ -50,9 +52,9 @@ _MAX_MODEL_PAGES: Final = 20
 _WINDOW_SOURCE: Final = "GET /v1beta/models inputTokenLimit + outputTokenLimit"
 
 
-class GeminiUpstream(ChatCompletionsUpstream):
-    """Streams from Gemini's ``streamGenerateContent`` (module docstring). Options as
-    :class:`~respstream.server.upstream.chat.adapter.ChatCompletionsUpstream`, plus ``max_retry_wait``."""
+class GeminiUpstream(HttpUpstream):
+    """Streams from Gemini's ``streamGenerateContent`` (module docstring). Options: the HTTP base's (see
+    :class:`HttpUpstream`), ``api_key`` (``x-goog-api-key``) and ``max_retry_wait``."""
 
     provider = "gemini"
     input_modalities = ("text", "image", "file")  # (Gemini models read images and PDFs; [models] can narrow it)
@@ -118,7 +120,7 @@ class GeminiUpstream(ChatCompletionsUpstream):
         return found
 
     async def count_tokens(self, messages: list[dict[str, Any]], extra_text: str = "") -> int | None:
-        """None: the caller estimates (the Chat adapter's llama.cpp ``/apply-template`` is no Gemini endpoint, and
+        """None: the caller estimates (the HTTP base's llama.cpp ``/apply-template`` is no Gemini endpoint, and
         the prompt must not go to a path of Gemini's host that is not the API's)."""
         return None
 

@@ -10,8 +10,9 @@ durable resume on any instance, cancel and conversations work on top unchanged, 
 our sequence numbers, indices and lifecycle whatever the upstream sent. What was repaired is counted per violation
 code (``Finish.repairs``, ``UpstreamError.repairs``) for the response's record, ``GET`` and ``/metrics``.
 
-Everything about connections, limits, timeouts, retries and error codes is the Chat Completions adapter's (this class
-extends it): one keep-alive pool, ``max_concurrency`` slots with a bounded queue, ``idle_timeout``, ``deadline``,
+Everything about connections, limits, timeouts, retries and error codes is the HTTP base's
+(:class:`~respstream.server.upstream.http.upstream.HttpUpstream`, which this class extends), as for every HTTP
+family: one keep-alive pool, ``max_concurrency`` slots with a bounded queue, ``idle_timeout``, ``deadline``,
 ``retries`` before the first token, 429 -> ``rate_limited`` with ``Retry-After``.
 
 ``api``: ``"responses"`` (a ``responses+http(s)://`` spec), or ``"auto"`` (a plain ``http(s)://`` spec): ``start()``
@@ -19,7 +20,8 @@ probes which API the upstream offers with one ``POST {base_url}/responses`` whos
 ``probe_timeout``, same client, headers and API key as generation): a server with the Responses API refuses it
 (400/422: ``input`` is required), one without it answers 404/405/501, and is then used through Chat Completions.
 Any other answer (401, 5xx, no connection) leaves it undecided: that generation goes through Chat Completions, and the
-next one probes again. ``api_mode`` says what was decided.
+next one probes again. ``api_mode`` says what was decided. Chat Completions is spoken through the chat family's
+:class:`~respstream.server.upstream.chat.adapter.ChatCompletionsAPI` over this upstream's own pool, slot and retries.
 """
 
 from __future__ import annotations
@@ -35,9 +37,10 @@ import msgspec
 
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
 from respstream.server.upstream.cache_hints import CACHE_BREAKPOINT_KEY, marked_content
-from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
+from respstream.server.upstream.chat.adapter import ChatCompletionsAPI, bearer_headers
 from respstream.server.upstream.generation_deadline import untimed_margin
 from respstream.server.upstream.http.stream import HTTPStreamError
+from respstream.server.upstream.http.upstream import HttpUpstream
 from respstream.server.upstream.responses.reads import ResponsesBodyReader
 from respstream.server.upstream.responses.stream import ResponsesTranslator
 
@@ -119,15 +122,24 @@ def _responses_tool_choice(choice: Any) -> Any:
     return choice
 
 
-class ResponsesNativeUpstream(ChatCompletionsUpstream):
-    """Streams from ``{base_url}/responses`` (see the module docstring); options as :class:`ChatCompletionsUpstream`
-    plus ``api`` (``responses`` | ``auto``) and ``probe_timeout`` (seconds, for ``auto``)."""
+class ResponsesNativeUpstream(HttpUpstream):
+    """Streams from ``{base_url}/responses`` (see the module docstring). Options: the HTTP base's (see
+    :class:`HttpUpstream`), ``api_key`` (``authorization: Bearer``), ``api`` (``responses`` | ``auto``),
+    ``probe_timeout`` (seconds, for ``auto``), and for Chat Completions (``auto`` without a Responses API)
+    :class:`ChatCompletionsAPI`'s ``include_usage``, ``extra_body``, ``loop_guard`` and ``text_tool_calls``."""
+
+    takes_read_sink = True  # (either API reads plain text into the sink: responses/reads.py, chat/reads.py)
 
     def __init__(self, base_url: str, *, name: str, api: str = "responses", probe_timeout: float = 5.0,
-                 **options: Any) -> None:
+                 api_key: str | None = None, headers: dict[str, str] | None = None, include_usage: bool = True,
+                 extra_body: dict[str, Any] | None = None, loop_guard: bool = False, text_tool_calls: bool = False,
+                 **transport: Any) -> None:
         if api not in API_MODES:
             raise ValueError(f"api must be one of {', '.join(API_MODES)}, not {api!r}")
-        super().__init__(base_url, name=name, **options)
+        super().__init__(base_url, name=name, headers=bearer_headers(api_key, headers), **transport)
+        self.api_key = api_key
+        self.chat_api = ChatCompletionsAPI(include_usage=include_usage, extra_body=extra_body,
+                                           loop_guard=loop_guard, text_tool_calls=text_tool_calls)
         self.api_mode = api  # "responses" | "chat" (decided by the probe) | "auto" (not decided yet)
         self.probe_timeout = probe_timeout
 
@@ -176,7 +188,7 @@ class ResponsesNativeUpstream(ChatCompletionsUpstream):
         API is still undecided: a failed probe)."""
         if self.api_mode == "responses":
             return self._with_retries(request, functools.partial(self._responses_attempt, sink=sink))
-        return super().generate_batches(request, sink)
+        return self.chat_api.batches(self, request, sink)
 
     async def _detected_batches(self, request: GenerationRequest, sink: ReadSink | None
                                 ) -> AsyncGenerator[list[Chunk], None]:
