@@ -4,6 +4,7 @@ one shared options mapping, ignoring the rest. No network: nothing here is start
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -93,3 +94,42 @@ def test_a_chat_only_option_is_refused_by_a_provider_adapter_built_directly() ->
         AnthropicUpstream("http://127.0.0.1:1", name="a", loop_guard=True)
     with pytest.raises(ValueError, match="max_concurrency"):
         GeminiUpstream("http://127.0.0.1:1", name="g", max_concurrency=0)
+
+
+class _RecordingServer:
+    """A SIMULATED HTTP server on loopback that records each request line and answers 404."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        self.lines.append(head.split(b"\r\n", 1)[0].decode())
+        writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+
+@pytest.mark.parametrize(("constrained", "asked"), [(True, False), (False, True)])
+def test_anthropic_token_counts_ask_llamacpp_only_on_the_embedded_server(constrained: bool, asked: bool) -> None:
+    # A real Anthropic host has no /apply-template: the prompt must not be posted to a path of it that is not the
+    # API's. anthropic+embedded (constrained=False) is llama.cpp, whose tokenizer counts exactly.
+    async def run() -> tuple[int | None, list[str]]:
+        server = _RecordingServer()
+        port = await server.start()
+        upstream = AnthropicUpstream(f"http://127.0.0.1:{port}", name="claude", api_key="k", constrained=constrained)
+        try:
+            count = await upstream.count_tokens([{"role": "user", "content": "hello"}])
+        finally:
+            await upstream.aclose()
+            server.server.close()
+        return count, server.lines
+
+    count, lines = asyncio.run(run())
+    assert count is None  # (the embedded case: the SIMULATED server answers 404, so the caller estimates too)
+    assert bool(lines) is asked, lines
+    assert all("/apply-template" in line for line in lines)

@@ -107,6 +107,14 @@ class AnthropicUpstream(HttpUpstream):
     def __repr__(self) -> str:
         return f"AnthropicUpstream({self.base_url!r}, name={self.name!r})"
 
+    async def count_tokens(self, messages: list[dict[str, Any]], extra_text: str = "") -> int | None:
+        """Prompt tokens from llama.cpp's tokenizer on ``anthropic+embedded`` (``constrained=False``); None (the
+        caller estimates) for any other Anthropic server: its host has no ``/apply-template``, and the prompt must
+        not go to a path of it that is not the API's."""
+        if self.constrained:
+            return None
+        return await super().count_tokens(messages, extra_text)
+
     # -- requests --------------------------------------------------------------------------------------------------
 
     def body(self, request: GenerationRequest, names: ToolNames | None = None) -> dict[str, Any]:
