@@ -2,11 +2,13 @@
 
 How this works: a read made only of whole ``data: {json}`` events in Gemini's CRLF framing (nearly every read: one
 chunk a read) is split directly. A chunk that is only answer text (one candidate, bare text parts, no finish: the
-bulk of a stream) is decoded into small typed structs that refuse anything else (every value decoded, none skipped:
-the lane accepts exactly what the full path accepts; :meth:`~.stream.GeminiStream.feed_text`); any other chunk is
-decoded as JSON and fed whole. Anything else (a read cut inside an event, LF or CR framing, comments, multi-line
-data) goes through the protocol core's WHATWG SSE decoder, which keeps the unfinished event for the next read. The
-state machine names what is wrong with an event.
+bulk of a stream) is decoded into small typed structs that refuse anything else (gemini/text_chunk.py: every value
+decoded, none skipped: the lane accepts exactly what the full path accepts; :meth:`~.stream.GeminiStream.feed_text`);
+any other chunk is decoded as JSON and fed whole. Once such a text chunk has been read, it is learned as a template
+(gemini/text_template.py): a read of several text chunks (a gateway busier than its upstream reads many at once) is
+then checked against it and only its texts and last usage decoded. Anything else (a read cut inside an event, LF or
+CR framing, comments, multi-line data) goes through the protocol core's WHATWG SSE decoder, which keeps the
+unfinished event for the next read. The state machine names what is wrong with an event.
 """
 
 from __future__ import annotations
@@ -18,40 +20,16 @@ import msgspec
 from respstream.protocol.sse import SSEDecodeError, SSEDecoder
 from respstream.server.upstream.base import Chunk
 from respstream.server.upstream.gemini.stream import GeminiStream
+from respstream.server.upstream.gemini.text_chunk import decode_text_chunk
+from respstream.server.upstream.gemini.text_template import GeminiTemplate, learn_template
 
 __all__ = ["GeminiBody"]
 
 _EVENT_END: Final = b"\r\n\r\n"
 _BETWEEN: Final = b"\r\n\r\ndata: "
 _decode = msgspec.json.decode
-
-
-class _TextPart(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    text: str
-
-
-class _TextContent(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    parts: list[_TextPart]
-    role: str = "model"
-
-
-class _TextCandidate(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    content: _TextContent
-    index: int = 0
-
-
-class _TextChunk(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """A chunk of answer text only; any other field (a finish, a thought, a call, an error) refuses it."""
-
-    candidates: list[_TextCandidate]
-    # Decoded, never skipped as msgspec.Raw: skipping a value checks neither its UTF-8 nor its numbers' range, and
-    # this lane must refuse exactly what the full decoder refuses (tests/providers/gemini/test_lanes.py).
-    usageMetadata: Any = None
-    modelVersion: Any = None  # (named so the struct takes chunks that carry them; not used)
-    responseId: Any = None
-
-
-_text_chunk = msgspec.json.Decoder(_TextChunk).decode
+_MAX_LEARNS: Final = 8  # tries at learning a template, a stream (each decodes one event: bounded work)
+_MAX_MISSES: Final = 3  # reads in a row a template does not take before it is dropped (a finish, a thought...)
 
 
 def _feed_all(stream: GeminiStream, payloads: list[bytes]) -> list[Chunk]:
@@ -65,7 +43,7 @@ def _feed_all(stream: GeminiStream, payloads: list[bytes]) -> list[Chunk]:
     for payload in payloads:
         if stream.text_lane:
             try:
-                chunk = _text_chunk(payload)
+                chunk = decode_text_chunk(payload)
             except (msgspec.DecodeError, msgspec.ValidationError):
                 chunk = None
             if chunk is not None and len(chunk.candidates) == 1:
@@ -95,21 +73,41 @@ def _json(data: bytes) -> Any:
 class GeminiBody:
     """Feed the body's reads; get chunks (then check ``stream.failure``); :meth:`finish` at its end."""
 
-    __slots__ = ("_boundary", "_decoder", "stream")
+    __slots__ = ("_boundary", "_decoder", "_learns", "_misses", "_template", "stream")
 
     def __init__(self, stream: GeminiStream) -> None:
         self.stream = stream
         self._decoder = SSEDecoder()
         self._boundary = True  # the decoder holds no unfinished event
+        self._template: GeminiTemplate | None = None  # this stream's text chunk, learned (text_template.py)
+        self._learns = 0
+        self._misses = 0  # reads in a row the template did not take
 
     def feed(self, raw: bytes) -> list[Chunk]:
         stream = self.stream
+        template = self._template
+        # (the template checks that the read is whole events itself; text_lane: no thought open, not ended)
+        if template is not None and len(raw) >= template.run_bytes and self._boundary and stream.text_lane:
+            run = template.read(raw)
+            if run is not None:
+                self._misses = 0
+                return stream.feed_text(*run)
+            self._misses += 1
+            if self._misses >= _MAX_MISSES:  # (it no longer fits: learn again from what comes)
+                self._template = None
         if self._boundary and raw.startswith(b"data: ") and raw.endswith(_EVENT_END):
-            body = raw[6:-4]
-            between = body.count(_BETWEEN)
-            # (only the separators' CR and LF: no other line ends, so whole one-line events)
-            if body.count(b"\n") == 2 * between and body.count(b"\r") == 2 * between:
-                return _feed_all(stream, body.split(_BETWEEN) if between else [body])
+            payloads = raw[6:-4].split(_BETWEEN)
+            # Each event is its payload and the separator's CR LF CR LF: any other CR or LF (a comment, another
+            # field, multi-line data, LF framing) lands inside a payload, and then the SSE decoder reads the read.
+            # (Joined and searched: one copy and two memchr, cheaper than counting the read's line ends.)
+            joined = b"".join(payloads)
+            if b"\n" not in joined and b"\r" not in joined:
+                out = _feed_all(stream, payloads)
+                if self._template is None and self._learns < _MAX_LEARNS and stream.text_lane:
+                    self._learns += 1
+                    self._template = learn_template(payloads[-1])
+                    self._misses = 0
+                return out
         try:
             self._decoder.feed(raw)
         except SSEDecodeError as exc:
