@@ -87,7 +87,7 @@ class GeminiBody:
         stream = self.stream
         template = self._template
         # (the template checks that the read is whole events itself; text_lane: no thought open, not ended)
-        if template is not None and len(raw) >= template.run_bytes and self._boundary and stream.text_lane:
+        if template is not None and self._boundary and len(raw) >= template.run_bytes and stream.text_lane:
             run = template.read(raw)
             if run is not None:
                 self._misses = 0
@@ -96,12 +96,11 @@ class GeminiBody:
             if self._misses >= _MAX_MISSES:  # (it no longer fits: learn again from what comes)
                 self._template = None
         if self._boundary and raw.startswith(b"data: ") and raw.endswith(_EVENT_END):
-            payloads = raw[6:-4].split(_BETWEEN)
-            # Each event is its payload and the separator's CR LF CR LF: any other CR or LF (a comment, another
-            # field, multi-line data, LF framing) lands inside a payload, and then the SSE decoder reads the read.
-            # (Joined and searched: one copy and two memchr, cheaper than counting the read's line ends.)
-            joined = b"".join(payloads)
-            if b"\n" not in joined and b"\r" not in joined:
+            body = raw[6:-4]
+            between = body.count(_BETWEEN)
+            # (only the separators' CR and LF: no other line ends, so whole one-line events)
+            if body.count(b"\n") == 2 * between and body.count(b"\r") == 2 * between:
+                payloads = body.split(_BETWEEN) if between else [body]
                 out = _feed_all(stream, payloads)
                 if self._template is None and self._learns < _MAX_LEARNS and stream.text_lane:
                     self._learns += 1

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["TextChunk", "UsageCounts", "decode_text_chunk", "usage_dict"]
+__all__ = ["TextChunk", "UsageCounts", "decode_text_chunk"]
 
 
 class _TextPart(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -49,8 +49,8 @@ class _ModalityCount(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 class UsageCounts(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """``usageMetadata`` as Gemini writes it. Every struct here refuses unknown fields and nothing is ``Any``: the
-    template lane's soundness rests on no value in it taking an object with a key it does not name (text_template)."""
+    """``usageMetadata`` as Gemini writes it, every value typed and checked (unknown fields refused: a skipped value
+    is not checked): a usage this takes is one the full decoder takes (text_template.py checks a tail's usage so)."""
 
     promptTokenCount: int = 0
     candidatesTokenCount: int = 0
@@ -64,9 +64,3 @@ class UsageCounts(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     toolUsePromptTokensDetails: list[_ModalityCount] | None = None
     trafficType: str | None = None
 
-
-def usage_dict(usage: UsageCounts) -> dict[str, Any]:
-    """The counts :func:`~.stream._usage` reads, as the full path's ``usageMetadata`` dict gives them (an absent
-    count and a 0 both count 0; typed ints refuse booleans and floats, which the full path counts 0 too)."""
-    return {"promptTokenCount": usage.promptTokenCount, "candidatesTokenCount": usage.candidatesTokenCount,
-            "thoughtsTokenCount": usage.thoughtsTokenCount, "cachedContentTokenCount": usage.cachedContentTokenCount}

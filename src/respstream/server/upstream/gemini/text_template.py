@@ -4,8 +4,8 @@ from one chunk of a stream, and a whole read of such chunks checked and decoded 
 Why: nearly every chunk of a Gemini stream is the same object with another text and another running usage
 (``candidates``, ``role``, ``index``, ``modelVersion`` and ``responseId`` repeat byte for byte, the usage's counts
 change). Decoding each chunk into objects costs more than all the rest of the gateway's work on it; here a read of K
-chunks costs a few whole-read byte operations (one split, two joins, one translate and compare) and two small
-decodes: the K texts as one JSON array of strings, and the last usage (docs/benchmarks.md, provider adapters).
+chunks costs a few whole-read byte operations (one split, two joins, one translate and compare) and one small
+decode: the K texts as one JSON array of strings (docs/benchmarks.md, provider adapters).
 
 The template is ``prefix`` + (the text: one JSON string) + ``middle`` + (the usage: one JSON object) + ``suffix``.
 It is kept only when a probe text and a probe usage put in its slots decode, through the typed text-chunk decoder
@@ -19,10 +19,12 @@ Why a read is exact (:meth:`GeminiTemplate.read`, given a read that starts where
 1. The read is ``data: `` + prefix ... suffix + CR LF CR LF, split where a separator (CR LF CR LF ``data: ``) is
    followed by the prefix. No piece ("core") holds a CR or LF (3 and 4 check it), so every separator of the read
    was one of those: the read is exactly K one-line events, each ``data: `` + prefix + core.
-2. The reference is the last core's tail, from its last ``middle`` on: it ends with the suffix, its shape (every
-   digit read as ``0``) holds no backslash (so no escapes: a digit changed in one of its strings leaves a valid
-   string), CR or LF, and its usage decodes as :class:`~.text_chunk.UsageCounts` (typed, every value checked: its
-   counts are the ones kept, the usage being cumulative).
+2. The reference is the last core's tail, from its last ``middle`` on. The first time a tail of its shape (every
+   digit read as ``0``) is seen, it must end with the suffix, hold no backslash (so no escapes: a digit changed in
+   one of its strings leaves a valid string), CR or LF, and its usage must decode as
+   :class:`~.text_chunk.UsageCounts` (typed, every value checked); any later tail of that shape is valid by 3. The
+   last usage's bytes are kept, and decoded at the stream's end as the full path decodes them (the usage is
+   cumulative: only the last one counts).
 3. Every core ends with a tail as long as the reference and of its shape (the joined tails, digits as ``0``, equal
    the shape repeated; a shorter core makes the join shorter): the same JSON with other digits in the same places.
    A digit inside a string, or a number of one digit, may be any digit; a number of several digits may not start
@@ -108,10 +110,10 @@ class GeminiTemplate:
         self._shape, self._events, self._shapes = b"", 0, b""
         self._starts: tuple[int, ...] = ()
 
-    def read(self, raw: bytes) -> tuple[list[str], UsageCounts, int] | None:
-        """The texts (empty ones left out), the last usage and the number of events of ``raw`` (a read that starts
-        an event) when it is whole events of this template around a string and a usage, else None (module
-        docstring)."""
+    def read(self, raw: bytes) -> tuple[list[str], bytes, int] | None:
+        """The texts (empty ones left out), the last usage's bytes (checked JSON: decode them for its counts) and the
+        number of events of ``raw`` (a read that starts an event) when it is whole events of this template around a
+        string and a usage, else None (module docstring)."""
         if not raw.startswith(self._head) or not raw.endswith(self._end):
             return None
         # Split where a separator is followed by the prefix: with no CR or LF left in any piece (the run checks its
@@ -121,7 +123,7 @@ class GeminiTemplate:
         cores[-1] = cores[-1][: -len(_EVENT_END)]
         return self._run(cores) or self._rollover(cores)
 
-    def _rollover(self, cores: list[bytes], depth: int = 0) -> tuple[list[str], UsageCounts, int] | None:
+    def _rollover(self, cores: list[bytes], depth: int = 0) -> tuple[list[str], bytes, int] | None:
         """A read whose usage grew a digit: the events from the first whose tail is as long as the last one's on
         (a binary search on the tails' lengths) as one run, the events before it as a run or, when a count grew a
         digit there too, the same again (at most three times); each run is checked whole."""
@@ -144,7 +146,7 @@ class GeminiTemplate:
             return None
         return before[0] + after[0], after[1], events
 
-    def _run(self, cores: list[bytes]) -> tuple[list[str], UsageCounts, int] | None:
+    def _run(self, cores: list[bytes]) -> tuple[list[str], bytes, int] | None:
         """The texts and last usage of ``cores`` (events less their prefix) when each is a slot and a tail shaped
         as the last one's (module docstring), else None."""
         last = cores[-1]
@@ -158,6 +160,10 @@ class GeminiTemplate:
         else:
             if at < 0 or not last.endswith(self.suffix) or b"\\" in shape or b"\n" in shape or b"\r" in shape:
                 return None  # (the tails match the shape: none holds a backslash, CR or LF either)
+            try:  # (a reference of this shape is valid: so is any other, as every tail (module docstring))
+                _decode_usage(tail[len(middle) : self._usage_end])
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None
             known = _NUMBER_STARTS.get(shape)
             if known is None:
                 if len(_NUMBER_STARTS) >= _MAX_SHAPES:
@@ -179,7 +185,6 @@ class GeminiTemplate:
         if b"\n" in document or b"\r" in document:
             return None
         try:
-            usage = _decode_usage(tail[len(middle) : self._usage_end])
             texts = _decode_texts(document)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
@@ -187,7 +192,7 @@ class GeminiTemplate:
             return None
         if "" in texts:  # (an empty text adds nothing, as GeminiStream.feed drops it)
             texts = [text for text in texts if text]
-        return texts, usage, events
+        return texts, tail[len(middle) : self._usage_end], events
 
 
 def _number_starts(tail: bytes) -> tuple[int, ...]:
