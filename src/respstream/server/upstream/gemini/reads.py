@@ -13,6 +13,7 @@ unfinished event for the next read. The state machine names what is wrong with a
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Final
 
 import msgspec
@@ -29,6 +30,7 @@ _EVENT_END: Final = b"\r\n\r\n"
 _BETWEEN: Final = b"\r\n\r\ndata: "
 _decode = msgspec.json.decode
 _MAX_LEARNS: Final = 8  # tries at learning a template, a stream (each decodes one event: bounded work)
+_NEVER: Final = sys.maxsize
 _MAX_MISSES: Final = 3  # reads in a row a template does not take before it is dropped (a finish, a thought...)
 
 
@@ -73,28 +75,31 @@ def _json(data: bytes) -> Any:
 class GeminiBody:
     """Feed the body's reads; get chunks (then check ``stream.failure``); :meth:`finish` at its end."""
 
-    __slots__ = ("_boundary", "_decoder", "_learns", "_misses", "_template", "stream")
+    __slots__ = ("_boundary", "_decoder", "_learns", "_misses", "_run_bytes", "_template", "stream")
 
     def __init__(self, stream: GeminiStream) -> None:
         self.stream = stream
         self._decoder = SSEDecoder()
         self._boundary = True  # the decoder holds no unfinished event
         self._template: GeminiTemplate | None = None  # this stream's text chunk, learned (text_template.py)
+        self._run_bytes = _NEVER  # reads at least this long are tried on the template (none: never)
         self._learns = 0
         self._misses = 0  # reads in a row the template did not take
 
     def feed(self, raw: bytes) -> list[Chunk]:
         stream = self.stream
-        template = self._template
-        # (the template checks that the read is whole events itself; text_lane: no thought open, not ended)
-        if template is not None and self._boundary and len(raw) >= template.run_bytes and stream.text_lane:
+        # (a read of several events, once a template is learned; it checks that the read is whole events itself;
+        # text_lane: no thought open, not ended)
+        if len(raw) >= self._run_bytes and self._boundary and stream.text_lane:
+            template = self._template
+            assert template is not None  # (_run_bytes is finite only with a template)
             run = template.read(raw)
             if run is not None:
                 self._misses = 0
-                return stream.feed_text(*run)
+                return stream.feed_text(run[0], run[1], run[2])
             self._misses += 1
             if self._misses >= _MAX_MISSES:  # (it no longer fits: learn again from what comes)
-                self._template = None
+                self._use(None)
         if self._boundary and raw.startswith(b"data: ") and raw.endswith(_EVENT_END):
             body = raw[6:-4]
             between = body.count(_BETWEEN)
@@ -104,8 +109,7 @@ class GeminiBody:
                 out = _feed_all(stream, payloads)
                 if self._template is None and self._learns < _MAX_LEARNS and stream.text_lane:
                     self._learns += 1
-                    self._template = learn_template(payloads[-1])
-                    self._misses = 0
+                    self._use(learn_template(payloads[-1]))
                 return out
         try:
             self._decoder.feed(raw)
@@ -114,6 +118,11 @@ class GeminiBody:
             return []
         self._boundary = raw.endswith((_EVENT_END, b"\n\n"))
         return self._events()
+
+    def _use(self, template: GeminiTemplate | None) -> None:
+        self._template = template
+        self._run_bytes = template.run_bytes if template is not None else _NEVER
+        self._misses = 0
 
     def finish(self) -> list[Chunk]:
         """The end of the body: its last events, then the state machine's end (a cut stream fails)."""
