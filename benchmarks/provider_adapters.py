@@ -9,7 +9,8 @@ of the sides reversed every other run:
 * ``anthropic`` — ``AnthropicUpstream.generate`` over a ``/v1/messages`` stream in the API's shapes (``event:``
                   lines, ``message_start``, ``content_block_*``, ``ping``, ``message_delta``, ``message_stop``);
 * ``gemini``    — ``GeminiUpstream.generate`` over ``streamGenerateContent?alt=sse`` chunks shaped as Gemini writes
-                  them (CRLF framing, ``usageMetadata``, ``modelVersion`` and ``responseId`` in every chunk);
+                  them (CRLF framing, ``usageMetadata`` with its counts growing, ``modelVersion`` and ``responseId``
+                  in every chunk; at 16 a read, through the learned template of gemini/text_template.py);
 * ``floor``     — the stand-in handing over the Gemini bytes, nothing parsed.
 
 Goal (issue 39): ``anthropic / chat <= 1.2`` and ``gemini / chat <= 1.2``. ``--per-read K`` groups K events to a read
@@ -92,8 +93,10 @@ async def measure(events: int, runs: int, per_read: int = 1, sides: tuple[str, .
         "floor": floor, "chat": lambda: _generate(chat), "anthropic": lambda: _generate(anthropic),
         "gemini": lambda: _generate(gemini)}
     runners = {name: every[name] for name in sides}
-    for run in runners.values():  # warm up
-        await run()
+    for name, run in runners.items():  # warm up, and check that every adapter gave the whole answer
+        count = await run()
+        if name != "floor" and count != events + 1:
+            raise SystemExit(f"{name}: {count} chunks, not the {events} text deltas and the finish")
     cpu: dict[str, list[float]] = {name: [] for name in runners}
     for turn in range(runs):
         order = list(runners.items()) if turn % 2 == 0 else list(reversed(runners.items()))  # sides alternate
