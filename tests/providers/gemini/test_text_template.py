@@ -20,7 +20,8 @@ from respstream.server.upstream.gemini import text_template
 from respstream.server.upstream.gemini.text_template import GeminiTemplate, learn_template
 
 _TEXTS = [" w", " é ü", ' "quoted"', " back\\slash", " \u2028line", " 12:05", ' "}],"role":', " 0", "", " 😀",
-          " \\u0041", " tab\there", " {\"usageMetadata\": 1}", " 99"]
+          " \\u0041", " tab\there", " {\"usageMetadata\": 1}", " 99",
+          ' data: {"candidates": [{"content": {"parts": [{"text": "', " \r\n\r\ndata: "]
 
 
 @pytest.fixture
@@ -125,7 +126,7 @@ def test_a_leading_zero_in_a_count_fails_the_stream_at_that_event_on_the_templat
     assert failure is not None and "event 21 is not a JSON object" in failure
     assert [c.text for c in out if isinstance(c, TextDelta)] == [f" w{at}" for at in range(20)]
     assert (out, failure) == _full_path(body)
-    assert taken[0] == 0  # (the first read held a chunk with other digits in it; the second the bad one)
+    assert taken[0] == 0  # (the first read taught the template; the second held the bad event: the ordinary way)
 
 
 def test_a_count_that_grows_a_digit_inside_a_read_is_still_taken_whole(taken: list[int]) -> None:
@@ -183,3 +184,18 @@ def test_the_number_starts_are_those_of_counts_outside_strings() -> None:
     tail = b'}],"index": 10}],"usageMetadata": {"promptTokenCount": 345,"x": "a77"},"v": "2.5"}'
     starts = text_template._number_starts(tail)
     assert [tail[at : at + 3] for at in starts] == [b"10}", b"345"]
+
+
+def test_an_event_start_inside_a_text_cuts_no_event_there(taken: list[int]) -> None:
+    """The template splits a read where ``data: `` + its prefix starts an event: written raw inside a text (no JSON
+    string can hold its quotes unescaped), the pieces around it end in no tail, and the read goes the ordinary way."""
+    events = [_event(_chunk(f" w{at}", 5, 100 + at, details=False, thoughts=0)) for at in range(32)]
+    events.append(_event(_chunk("", 5, 132, details=False, thoughts=0, finish=True)))
+    head = events[0][: events[0].index(b'" w0"')]
+    events[20] = events[20].replace(b'" w20"', b'" w20 ' + head + b'x"')
+    body = b"".join(events)
+    reads = [sum(map(len, events[:k])) for k in (4, 8, 16, 32)]
+    out, failure = _lanes(body, reads)
+    assert failure is not None and "event 21 is not a JSON object" in failure
+    assert (out, failure) == _full_path(body)
+    assert taken[0] == 2  # (events 5..8 and 9..16, after the first read taught it; not the one with the bad text)

@@ -16,12 +16,12 @@ middle + object + suffix`` is then a text chunk carrying that string and that us
 
 Why a read is exact (:meth:`GeminiTemplate.read`, given a read that starts where the SSE decoder holds nothing):
 
-1. The read is ``data: `` + prefix ... suffix + CR LF CR LF, split where a separator (CR LF CR LF ``data: ``) is
-   followed by the prefix. No piece ("core") holds a CR or LF (3 and 4 check it), so every separator of the read
-   was one of those: the read is exactly K one-line events, each ``data: `` + prefix + core.
+1. The read is split where ``data: `` + prefix starts an event, and must start so. Every piece ("core") must end
+   with a tail (3) whose shape ends with the event's CR LF CR LF and holds no other CR or LF, and its slot (4) holds
+   none either: so the read is exactly K one-line events, each ``data: `` + prefix + core.
 2. The reference is the last core's tail, from its last ``middle`` on. The first time a tail of its shape (every
-   digit read as ``0``) is seen, it must end with the suffix, hold no backslash (so no escapes: a digit changed in
-   one of its strings leaves a valid string), CR or LF, and its usage must decode as
+   digit read as ``0``) is seen, it must end with the suffix and CR LF CR LF, hold no backslash (so no escapes: a
+   digit changed in one of its strings leaves a valid string) and no other CR or LF, and its usage must decode as
    :class:`~.text_chunk.UsageCounts` (typed, every value checked); any later tail of that shape is valid by 3. The
    last usage's bytes are kept, and decoded at the stream's end as the full path decodes them (the usage is
    cumulative: only the last one counts).
@@ -93,7 +93,7 @@ _NUMBER_STARTS: dict[bytes, tuple[int, ...]] = {}  # a tail with its digits as 0
 class GeminiTemplate:
     """``prefix`` + one JSON string + ``middle`` + one usage object + ``suffix``: a text chunk of one stream."""
 
-    __slots__ = ("_end", "_events", "_gap", "_head", "_shape", "_shapes", "_starts", "_usage_end", "middle", "prefix",
+    __slots__ = ("_end", "_events", "_head", "_shape", "_shapes", "_starts", "_usage_end", "middle", "prefix",
                  "run_bytes", "suffix")
 
     def __init__(self, prefix: bytes, middle: bytes, suffix: bytes) -> None:
@@ -102,10 +102,9 @@ class GeminiTemplate:
         self.suffix = suffix
         # (a read shorter than this holds fewer events than _RUN: the typed lane of gemini/reads.py takes it as fast)
         self.run_bytes = _RUN * (len(prefix) + len(middle) + len(suffix) + len(_SEPARATOR))
-        self._head = b"data: " + prefix  # (how a read of such events starts, and ends:)
+        self._head = b"data: " + prefix  # (how each event starts, and ends:)
         self._end = suffix + _EVENT_END
-        self._gap = _SEPARATOR + prefix
-        self._usage_end = -len(suffix)  # (a tail is middle + usage + suffix)
+        self._usage_end = -len(self._end)  # (a tail is middle + usage + suffix + CR LF CR LF)
         # The last run's tail shape (its digits as 0), events, number starts and shape repeated for every event
         self._shape, self._events, self._shapes = b"", 0, b""
         self._starts: tuple[int, ...] = ()
@@ -114,13 +113,13 @@ class GeminiTemplate:
         """The texts (empty ones left out), the last usage's bytes (checked JSON: decode them for its counts) and the
         number of events of ``raw`` (a read that starts an event) when it is whole events of this template around a
         string and a usage, else None (module docstring)."""
-        if not raw.startswith(self._head) or not raw.endswith(self._end):
+        # Split where an event of this template starts: every piece ("core") must then end with a tail of the
+        # reference's shape, which ends with the CR LF CR LF of its event, and hold no other CR or LF (the run checks
+        # both), so the read is exactly these events, each ``data: `` + prefix + core.
+        cores = raw.split(self._head)
+        if cores[0]:  # (the read starts with an event of this template)
             return None
-        # Split where a separator is followed by the prefix: with no CR or LF left in any piece (the run checks its
-        # slots and tails), every separator was one of those, so the pieces are the events less their prefix.
-        cores = raw.split(self._gap)
-        cores[0] = cores[0][len(self._head) :]
-        cores[-1] = cores[-1][: -len(_EVENT_END)]
+        del cores[0]
         return self._run(cores) or self._rollover(cores)
 
     def _rollover(self, cores: list[bytes], depth: int = 0) -> tuple[list[str], bytes, int] | None:
@@ -158,8 +157,9 @@ class GeminiTemplate:
         if shape == self._shape and events == self._events:  # (the last read's: nearly always)
             starts, shapes = self._starts, self._shapes
         else:
-            if at < 0 or not last.endswith(self.suffix) or b"\\" in shape or b"\n" in shape or b"\r" in shape:
-                return None  # (the tails match the shape: none holds a backslash, CR or LF either)
+            body = shape[: -len(_EVENT_END)]
+            if at < 0 or not last.endswith(self._end) or b"\\" in body or b"\n" in body or b"\r" in body:
+                return None  # (the tails match the shape: none holds a backslash, or a CR or LF before its end)
             try:  # (a reference of this shape is valid: so is any other, as every tail (module docstring))
                 _decode_usage(tail[len(middle) : self._usage_end])
             except (msgspec.DecodeError, msgspec.ValidationError):
