@@ -21,7 +21,7 @@ import msgspec
 from respstream.protocol.sse import SSEDecodeError, SSEDecoder
 from respstream.server.upstream.base import Chunk
 from respstream.server.upstream.gemini.stream import GeminiStream
-from respstream.server.upstream.gemini.text_chunk import decode_text_chunk
+from respstream.server.upstream.gemini.text_chunk import UsageCounts, decode_text_chunk
 from respstream.server.upstream.gemini.text_template import GeminiTemplate, learn_template
 
 __all__ = ["GeminiBody"]
@@ -40,7 +40,7 @@ def _feed_all(stream: GeminiStream, payloads: list[bytes]) -> list[Chunk]:
     event decoded and fed whole."""
     out: list[Chunk] = []
     texts: list[str] = []
-    usage: dict[str, Any] | None = None
+    usage: UsageCounts | None = None
     taken = 0
     for payload in payloads:
         if stream.text_lane:
@@ -52,7 +52,7 @@ def _feed_all(stream: GeminiStream, payloads: list[bytes]) -> list[Chunk]:
                 for part in chunk.candidates[0].content.parts:
                     if part.text:
                         texts.append(part.text)
-                if chunk.usageMetadata.__class__ is dict:  # (as feed: a usage that is no object is ignored)
+                if chunk.usageMetadata is not None:  # (as feed: a null usage is ignored)
                     usage = chunk.usageMetadata
                 taken += 1
                 continue

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["TextChunk", "UsageCounts", "decode_text_chunk"]
+__all__ = ["TextChunk", "UsageCounts", "decode_text_chunk", "usage_counts"]
 
 
 class _TextPart(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -27,20 +27,6 @@ class _TextContent(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 class _TextCandidate(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     content: _TextContent
     index: int = 0
-
-
-class TextChunk(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    """A chunk of answer text only; any other field (a finish, a thought, a call, an error) refuses it."""
-
-    candidates: list[_TextCandidate]
-    # Decoded, never skipped as msgspec.Raw: skipping a value checks neither its UTF-8 nor its numbers' range, and
-    # this lane must refuse exactly what the full decoder refuses (tests/providers/gemini/test_lanes.py).
-    usageMetadata: Any = None
-    modelVersion: Any = None  # (named so the struct takes chunks that carry them; not used)
-    responseId: Any = None
-
-
-decode_text_chunk = msgspec.json.Decoder(TextChunk).decode
 
 
 class _ModalityCount(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -64,3 +50,24 @@ class UsageCounts(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     toolUsePromptTokensDetails: list[_ModalityCount] | None = None
     trafficType: str | None = None
 
+
+class TextChunk(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A chunk of answer text only; any other field (a finish, a thought, a call, an error) refuses it."""
+
+    candidates: list[_TextCandidate]
+    # Decoded, never skipped as msgspec.Raw: skipping a value checks neither its UTF-8 nor its numbers' range, and
+    # this lane must refuse exactly what the full decoder refuses (tests/providers/gemini/test_lanes.py). The usage
+    # typed (cheaper than a dict; a usage it refuses, a count that is a float or a boolean, goes the full way).
+    usageMetadata: UsageCounts | None = None
+    modelVersion: Any = None  # (named so the struct takes chunks that carry them; not used)
+    responseId: Any = None
+
+
+decode_text_chunk = msgspec.json.Decoder(TextChunk).decode
+
+
+def usage_counts(usage: UsageCounts) -> dict[str, Any]:
+    """The counts :func:`~.stream._usage` reads, as the full path's ``usageMetadata`` dict gives them (an absent
+    count and a 0 both count 0)."""
+    return {"promptTokenCount": usage.promptTokenCount, "candidatesTokenCount": usage.candidatesTokenCount,
+            "thoughtsTokenCount": usage.thoughtsTokenCount, "cachedContentTokenCount": usage.cachedContentTokenCount}

@@ -61,7 +61,7 @@ _DIGITS_AS_ZERO: Final = bytes(b"0"[0] if b"0"[0] <= byte <= b"9"[0] else byte f
 _DIGITS: Final = frozenset(b"0123456789")
 _MAX_SHAPES: Final = 256  # tails' shapes remembered (a count that grows a digit makes a new one; bounded)
 _PROBE_TEXT: Final = 'probe "\\ é\n'  # quotes, a backslash, non-ASCII and a newline: escapes must land in the slot too
-_PROBE_USAGE: Final = {"promptTokenCount": 7919, "candidatesTokenCount": 104729}
+_PROBE_USAGE: Final = UsageCounts(promptTokenCount=7919, candidatesTokenCount=104729)
 
 
 class _Slots(msgspec.Struct, gc=False):
