@@ -72,10 +72,14 @@ def _json(data: bytes) -> Any:
         return None  # (the state machine says: "event N is not a JSON object")
 
 
+def _no_template(raw: bytes) -> tuple[list[str], bytes, int] | None:
+    return None  # (a GeminiBody without a template: its _run_bytes keeps this from being called)
+
+
 class GeminiBody:
     """Feed the body's reads; get chunks (then check ``stream.failure``); :meth:`finish` at its end."""
 
-    __slots__ = ("_boundary", "_decoder", "_learns", "_misses", "_run_bytes", "_template", "stream")
+    __slots__ = ("_boundary", "_decoder", "_learns", "_misses", "_read", "_run_bytes", "_template", "stream")
 
     def __init__(self, stream: GeminiStream) -> None:
         self.stream = stream
@@ -83,6 +87,7 @@ class GeminiBody:
         self._boundary = True  # the decoder holds no unfinished event
         self._template: GeminiTemplate | None = None  # this stream's text chunk, learned (text_template.py)
         self._run_bytes = _NEVER  # reads at least this long are tried on the template (none: never)
+        self._read = _no_template
         self._learns = 0
         self._misses = 0  # reads in a row the template did not take
 
@@ -91,9 +96,7 @@ class GeminiBody:
         # (a read of several events, once a template is learned; it checks that the read is whole events itself;
         # text_lane: no thought open, not ended)
         if len(raw) >= self._run_bytes and self._boundary and stream.text_lane:
-            template = self._template
-            assert template is not None  # (_run_bytes is finite only with a template)
-            run = template.read(raw)
+            run = self._read(raw)
             if run is not None:
                 self._misses = 0
                 return stream.feed_text(run[0], run[1], run[2])
@@ -122,6 +125,7 @@ class GeminiBody:
     def _use(self, template: GeminiTemplate | None) -> None:
         self._template = template
         self._run_bytes = template.run_bytes if template is not None else _NEVER
+        self._read = template.read if template is not None else _no_template
         self._misses = 0
 
     def finish(self) -> list[Chunk]:

@@ -93,8 +93,7 @@ _NUMBER_STARTS: dict[bytes, tuple[int, ...]] = {}  # a tail with its digits as 0
 class GeminiTemplate:
     """``prefix`` + one JSON string + ``middle`` + one usage object + ``suffix``: a text chunk of one stream."""
 
-    __slots__ = ("_end", "_events", "_head", "_shape", "_shapes", "_starts", "_usage_end", "middle", "prefix",
-                 "run_bytes", "suffix")
+    __slots__ = ("_end", "_head", "_known", "middle", "prefix", "run_bytes", "suffix")
 
     def __init__(self, prefix: bytes, middle: bytes, suffix: bytes) -> None:
         self.prefix = prefix
@@ -104,10 +103,7 @@ class GeminiTemplate:
         self.run_bytes = _RUN * (len(prefix) + len(middle) + len(suffix) + len(_SEPARATOR))
         self._head = b"data: " + prefix  # (how each event starts, and ends:)
         self._end = suffix + _EVENT_END
-        self._usage_end = -len(self._end)  # (a tail is middle + usage + suffix + CR LF CR LF)
-        # The last run's tail shape (its digits as 0), events, number starts and shape repeated for every event
-        self._shape, self._events, self._shapes = b"", 0, b""
-        self._starts: tuple[int, ...] = ()
+        self._known: _Shape | None = None  # the last run's tail shape
 
     def read(self, raw: bytes) -> tuple[list[str], bytes, int] | None:
         """The texts (empty ones left out), the last usage's bytes (checked JSON: decode them for its counts) and the
@@ -149,39 +145,25 @@ class GeminiTemplate:
         """The texts and last usage of ``cores`` (events less their prefix) when each is a slot and a tail shaped
         as the last one's (module docstring), else None."""
         last = cores[-1]
-        middle = self.middle
-        at = last.rfind(middle)
+        at = last.rfind(self.middle)
         tail = last[at:]
-        events = len(cores)
         shape = tail.translate(_DIGITS_AS_ZERO)
-        if shape == self._shape and events == self._events:  # (the last read's: nearly always)
-            starts, shapes = self._starts, self._shapes
-        else:
-            body = shape[: -len(_EVENT_END)]
-            if at < 0 or not last.endswith(self._end) or b"\\" in body or b"\n" in body or b"\r" in body:
-                return None  # (the tails match the shape: none holds a backslash, or a CR or LF before its end)
-            try:  # (a reference of this shape is valid: so is any other, as every tail (module docstring))
-                _decode_usage(tail[len(middle) : self._usage_end])
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                return None
-            known = _NUMBER_STARTS.get(shape)
+        events = len(cores)
+        known = self._known
+        if known is None or shape != known.shape or events != known.events:  # (else the last read's: nearly always)
+            known = self._new_shape(last, at, tail, shape, events)
             if known is None:
-                if len(_NUMBER_STARTS) >= _MAX_SHAPES:
-                    _NUMBER_STARTS.clear()
-                known = _NUMBER_STARTS[shape] = _number_starts(tail)
-            starts = known
-            shapes = shape * events
-            self._shape, self._events, self._starts, self._shapes = shape, events, starts, shapes
-        cut = len(tail)
+                return None
         # (a core shorter than a tail gives a shorter tail: the joined tails are then too short to match)
-        tails = b"".join(map(_cut, cores, repeat(slice(-cut, None))))
-        if tails.translate(_DIGITS_AS_ZERO) != shapes:
+        tails = b"".join(map(_cut, cores, known.tail_cuts))
+        if tails.translate(_DIGITS_AS_ZERO) != known.shapes:
             return None
-        for start in starts:
+        cut = known.cut
+        for start in known.starts:
             if b"0" in tails[start::cut]:
                 return None
         # (a tab: like a newline, never inside a JSON string, and no slot may hold a CR or LF: the event's one line)
-        document = b"[" + b",\t".join(map(_cut, cores, repeat(slice(0, -cut)))) + b"]"
+        document = b"[" + b",\t".join(map(_cut, cores, known.slot_cuts)) + b"]"
         if b"\n" in document or b"\r" in document:
             return None
         try:
@@ -192,7 +174,39 @@ class GeminiTemplate:
             return None
         if "" in texts:  # (an empty text adds nothing, as GeminiStream.feed drops it)
             texts = [text for text in texts if text]
-        return texts, tail[len(middle) : self._usage_end], events
+        return texts, tail[known.usage], events
+
+    def _new_shape(self, last: bytes, at: int, tail: bytes, shape: bytes, events: int) -> _Shape | None:
+        """The first tail of its shape: checked whole (module docstring, 2), then remembered."""
+        body = shape[: -len(_EVENT_END)]
+        if at < 0 or not last.endswith(self._end) or b"\\" in body or b"\n" in body or b"\r" in body:
+            return None  # (the tails match the shape: none holds a backslash, or a CR or LF before its end)
+        usage = slice(len(self.middle), -len(self._end))
+        try:  # (a reference of this shape is valid: so is any other, as every tail (module docstring))
+            _decode_usage(tail[usage])
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        starts = _NUMBER_STARTS.get(shape)
+        if starts is None:
+            if len(_NUMBER_STARTS) >= _MAX_SHAPES:
+                _NUMBER_STARTS.clear()
+            starts = _NUMBER_STARTS[shape] = _number_starts(tail)
+        known = self._known = _Shape(shape, events, starts, usage)
+        return known
+
+
+class _Shape:
+    """A tail's shape (its digits as ``0``) for reads of ``events`` events: the shape repeated, where its numbers
+    start, and the slices that cut a core into its slot and its tail (repeated, for ``map``)."""
+
+    __slots__ = ("cut", "events", "shape", "shapes", "slot_cuts", "starts", "tail_cuts", "usage")
+
+    def __init__(self, shape: bytes, events: int, starts: tuple[int, ...], usage: slice) -> None:
+        self.shape, self.events, self.starts, self.usage = shape, events, starts, usage
+        self.shapes = shape * events
+        self.cut = cut = len(shape)
+        self.tail_cuts = repeat(slice(-cut, None))  # (endless: every map over a read's cores takes what it needs)
+        self.slot_cuts = repeat(slice(0, -cut))
 
 
 def _number_starts(tail: bytes) -> tuple[int, ...]:
