@@ -59,7 +59,7 @@ _RUN: Final = 4  # events a read from which the template is tried
 _MAX_ROLLOVERS: Final = 3  # counts growing a digit within one read that the template still takes
 _DIGITS_AS_ZERO: Final = bytes(b"0"[0] if b"0"[0] <= byte <= b"9"[0] else byte for byte in range(256))
 _DIGITS: Final = frozenset(b"0123456789")
-_MAX_SHAPES: Final = 256  # tails' shapes remembered (a count that grows a digit makes a new one; bounded)
+_MAX_SHAPES: Final = 256  # tails' shapes checked and remembered (a count that grows a digit makes a new one)
 _PROBE_TEXT: Final = 'probe "\\ é\n'  # quotes, a backslash, non-ASCII and a newline: escapes must land in the slot too
 _PROBE_USAGE: Final = UsageCounts(promptTokenCount=7919, candidatesTokenCount=104729)
 
@@ -87,13 +87,14 @@ _decode_texts = msgspec.json.Decoder(list[str]).decode
 _decode_usage = msgspec.json.Decoder(UsageCounts).decode
 _decode_raw_chunk = msgspec.json.Decoder(_RawChunk).decode
 _cut = cast("Callable[[bytes, slice], bytes]", getitem)  # (one slice of each event, in C: map(_cut, ...))
-_NUMBER_STARTS: dict[bytes, tuple[int, ...]] = {}  # a tail with its digits as 0 -> where its numbers start
+# (a template's prefix, middle and suffix, a tail shape it checked: its digits as 0) -> the shape
+_SHAPES: dict[tuple[tuple[bytes, bytes, bytes], bytes], _Shape] = {}
 
 
 class GeminiTemplate:
     """``prefix`` + one JSON string + ``middle`` + one usage object + ``suffix``: a text chunk of one stream."""
 
-    __slots__ = ("_end", "_head", "_known", "middle", "prefix", "run_bytes", "suffix")
+    __slots__ = ("_end", "_head", "_known", "_parts", "middle", "prefix", "run_bytes", "suffix")
 
     def __init__(self, prefix: bytes, middle: bytes, suffix: bytes) -> None:
         self.prefix = prefix
@@ -104,6 +105,7 @@ class GeminiTemplate:
         self._head = b"data: " + prefix  # (how each event starts, and ends:)
         self._end = suffix + _EVENT_END
         self._known: _Shape | None = None  # the last run's tail shape
+        self._parts = (prefix, middle, suffix)  # (a checked shape holds for this template only)
 
     def read(self, raw: bytes) -> tuple[list[str], bytes, int] | None:
         """The texts (empty ones left out), the last usage's bytes (checked JSON: decode them for its counts) and the
@@ -150,10 +152,13 @@ class GeminiTemplate:
         shape = tail.translate(_DIGITS_AS_ZERO)
         events = len(cores)
         known = self._known
-        if known is None or shape != known.shape or events != known.events:  # (else the last read's: nearly always)
-            known = self._new_shape(last, at, tail, shape, events)
+        if known is None or shape != known.shape:  # (else the last read's: nearly always)
+            known = _SHAPES.get((self._parts, shape)) or self._new_shape(last, at, tail, shape)
             if known is None:
                 return None
+            self._known = known
+        if events != known.events:
+            known.repeat(events)
         # (a core shorter than a tail gives a shorter tail: the joined tails are then too short to match)
         tails = b"".join(map(_cut, cores, known.tail_cuts))
         if tails.translate(_DIGITS_AS_ZERO) != known.shapes:
@@ -176,8 +181,9 @@ class GeminiTemplate:
             texts = [text for text in texts if text]
         return texts, tail[known.usage], events
 
-    def _new_shape(self, last: bytes, at: int, tail: bytes, shape: bytes, events: int) -> _Shape | None:
-        """The first tail of its shape: checked whole (module docstring, 2), then remembered."""
+    def _new_shape(self, last: bytes, at: int, tail: bytes, shape: bytes) -> _Shape | None:
+        """The first tail of its shape: checked whole (module docstring, 2), then remembered (for every stream of
+        the same template: a tail of that shape after its prefix is valid wherever it comes)."""
         body = shape[: -len(_EVENT_END)]
         if at < 0 or not last.endswith(self._end) or b"\\" in body or b"\n" in body or b"\r" in body:
             return None  # (the tails match the shape: none holds a backslash, or a CR or LF before its end)
@@ -186,27 +192,27 @@ class GeminiTemplate:
             _decode_usage(tail[usage])
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
-        starts = _NUMBER_STARTS.get(shape)
-        if starts is None:
-            if len(_NUMBER_STARTS) >= _MAX_SHAPES:
-                _NUMBER_STARTS.clear()
-            starts = _NUMBER_STARTS[shape] = _number_starts(tail)
-        known = self._known = _Shape(shape, events, starts, usage)
+        if len(_SHAPES) >= _MAX_SHAPES:
+            _SHAPES.clear()
+        known = _SHAPES[self._parts, shape] = _Shape(shape, _number_starts(tail), usage)
         return known
 
 
 class _Shape:
-    """A tail's shape (its digits as ``0``) for reads of ``events`` events: the shape repeated, where its numbers
-    start, and the slices that cut a core into its slot and its tail (repeated, for ``map``)."""
+    """A tail's shape (its digits as ``0``): where its numbers start, the slices that cut a core into its slot and
+    its tail (repeated, for ``map``), and the shape repeated for the last read's ``events``."""
 
     __slots__ = ("cut", "events", "shape", "shapes", "slot_cuts", "starts", "tail_cuts", "usage")
 
-    def __init__(self, shape: bytes, events: int, starts: tuple[int, ...], usage: slice) -> None:
-        self.shape, self.events, self.starts, self.usage = shape, events, starts, usage
-        self.shapes = shape * events
+    def __init__(self, shape: bytes, starts: tuple[int, ...], usage: slice) -> None:
+        self.shape, self.starts, self.usage = shape, starts, usage
+        self.events, self.shapes = 0, b""
         self.cut = cut = len(shape)
         self.tail_cuts = repeat(slice(-cut, None))  # (endless: every map over a read's cores takes what it needs)
         self.slot_cuts = repeat(slice(0, -cut))
+
+    def repeat(self, events: int) -> None:
+        self.events, self.shapes = events, self.shape * events
 
 
 def _number_starts(tail: bytes) -> tuple[int, ...]:
