@@ -59,7 +59,7 @@ _RUN: Final = 4  # events a read from which the template is tried
 _MAX_ROLLOVERS: Final = 3  # counts growing a digit within one read that the template still takes
 _DIGITS_AS_ZERO: Final = bytes(b"0"[0] if b"0"[0] <= byte <= b"9"[0] else byte for byte in range(256))
 _DIGITS: Final = frozenset(b"0123456789")
-_MAX_SHAPES: Final = 256  # tails' shapes checked and remembered (a count that grows a digit makes a new one)
+_MAX_SHAPES: Final = 64  # tails' shapes checked and remembered (a count that grows a digit makes a new one)
 _PROBE_TEXT: Final = 'probe "\\ é\n'  # quotes, a backslash, non-ASCII and a newline: escapes must land in the slot too
 _PROBE_USAGE: Final = UsageCounts(promptTokenCount=7919, candidatesTokenCount=104729)
 
