@@ -9,13 +9,15 @@ of the sides reversed every other run:
 * ``anthropic`` — ``AnthropicUpstream.generate`` over a ``/v1/messages`` stream in the API's shapes (``event:``
                   lines, ``message_start``, ``content_block_*``, ``ping``, ``message_delta``, ``message_stop``);
 * ``gemini``    — ``GeminiUpstream.generate`` over ``streamGenerateContent?alt=sse`` chunks shaped as Gemini writes
-                  them (CRLF framing, ``usageMetadata``, ``modelVersion`` and ``responseId`` in every chunk);
+                  them (CRLF framing, ``usageMetadata`` with its counts growing, ``modelVersion`` and ``responseId``
+                  in every chunk; at 16 a read, through the learned template of gemini/text_template.py);
 * ``floor``     — the stand-in handing over the Gemini bytes, nothing parsed.
 
 Goal (issue 39): ``anthropic / chat <= 1.2`` and ``gemini / chat <= 1.2``. ``--per-read K`` groups K events to a read
 (1: a live model's token a read; 16: a gateway busier than its upstream).
 
-Run: ``.venv/bin/python benchmarks/provider_adapters.py [--events N] [--runs R] [--per-read K] [--sides ...]``.
+Run: ``.venv/bin/python benchmarks/provider_adapters.py [--events N] [--runs R] [--per-read K] [--sides ...]
+[--gemini-recorded]``.
 """
 
 from __future__ import annotations
@@ -57,30 +59,37 @@ def messages_reads(n: int) -> list[bytes]:
     return out
 
 
-def gemini_reads(n: int) -> list[bytes]:
-    """A Gemini stream of ``n`` text tokens (`` w0``, `` w1``...), one chunk a read, cumulative usage in each."""
+def gemini_reads(n: int, *, recorded: bool = False) -> list[bytes]:
+    """A Gemini stream of ``n`` text tokens (`` w0``, `` w1``...), one chunk a read, cumulative usage in each.
+    ``recorded``: the chunks as the recordings have them (a space after each key, ``promptTokensDetails`` and
+    ``thoughtsTokenCount`` in the usage), else compact."""
     reads = []
     for i in range(n + 1):
         candidate: dict[str, object] = {"content": {"parts": [{"text": f" w{i}"}] if i < n else [{"text": ""}],
                                                     "role": "model"}, "index": 0}
         if i == n:
             candidate["finishReason"] = "STOP"
-        chunk = {"candidates": [candidate], "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": i,
-                                                              "totalTokenCount": 5 + i},
-                 "modelVersion": "gemini-2.5-flash", "responseId": "EXCPatOAKMrQjMcPteHVmQo"}
-        reads.append(b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\r\n\r\n")
+        usage: dict[str, object] = {"promptTokenCount": 5, "candidatesTokenCount": i, "totalTokenCount": 5 + i}
+        if recorded:
+            usage = {"promptTokenCount": 34, "candidatesTokenCount": i, "totalTokenCount": 34 + 68 + i,
+                     "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 34}], "thoughtsTokenCount": 68}
+        chunk = {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-2.5-flash",
+                 "responseId": "EXCPatOAKMrQjMcPteHVmQo"}
+        data = json.dumps(chunk, separators=(",", ": ") if recorded else (",", ":"))
+        reads.append(b"data: " + data.encode() + b"\r\n\r\n")
     return reads
 
 
-async def measure(events: int, runs: int, per_read: int = 1, sides: tuple[str, ...] = SIDES) -> dict[str, float]:
+async def measure(events: int, runs: int, per_read: int = 1, sides: tuple[str, ...] = SIDES,
+                  recorded: bool = False) -> dict[str, float]:
     """Median CPU per token of each side (microseconds)."""
     chat = ChatCompletionsUpstream("http://replay.invalid/v1", name="chat", models=["m"])
     _attach(chat, grouped(chat_reads(events), per_read))
     anthropic = AnthropicUpstream("http://replay.invalid", name="anthropic", models=["m"], api_key="unused")
     _attach(anthropic, grouped(messages_reads(events), per_read))
     gemini = GeminiUpstream("http://replay.invalid", name="gemini", models=["m"], api_key="unused")
-    _attach(gemini, grouped(gemini_reads(events), per_read))
-    floor_client = _ReplayHTTP(grouped(gemini_reads(events), per_read))
+    _attach(gemini, grouped(gemini_reads(events, recorded=recorded), per_read))
+    floor_client = _ReplayHTTP(grouped(gemini_reads(events, recorded=recorded), per_read))
 
     async def floor() -> int:
         response = await floor_client.post("http://replay.invalid/x", b"{}", {})
@@ -92,8 +101,10 @@ async def measure(events: int, runs: int, per_read: int = 1, sides: tuple[str, .
         "floor": floor, "chat": lambda: _generate(chat), "anthropic": lambda: _generate(anthropic),
         "gemini": lambda: _generate(gemini)}
     runners = {name: every[name] for name in sides}
-    for run in runners.values():  # warm up
-        await run()
+    for name, run in runners.items():  # warm up, and check that every adapter gave the whole answer
+        count = await run()
+        if name != "floor" and count != events + 1:
+            raise SystemExit(f"{name}: {count} chunks, not the {events} text deltas and the finish")
     cpu: dict[str, list[float]] = {name: [] for name in runners}
     for turn in range(runs):
         order = list(runners.items()) if turn % 2 == 0 else list(reversed(runners.items()))  # sides alternate
@@ -113,11 +124,13 @@ def main() -> None:
     parser.add_argument("--per-read", type=int, default=1,
                         help="upstream events a read (1: a live model's token a read; 16: a busy gateway's reads)")
     parser.add_argument("--sides", default=",".join(SIDES), help=f"which sides (default {','.join(SIDES)})")
+    parser.add_argument("--gemini-recorded", action="store_true",
+                        help="Gemini's chunks as the recordings have them (spaced JSON, usage details and thoughts)")
     args = parser.parse_args()
     sides = tuple(side for side in args.sides.split(",") if side)
     if "chat" not in sides or not set(sides) <= set(SIDES):
         parser.error(f"--sides: a comma-separated subset of {','.join(SIDES)} with chat (the peer)")
-    per = asyncio.run(measure(args.events, args.runs, args.per_read, sides))
+    per = asyncio.run(measure(args.events, args.runs, args.per_read, sides, args.gemini_recorded))
     print(f"{args.events} text tokens per answer, {args.per_read} events a read, {args.runs} runs, "
           "CPU per token (median run):")
     for name, micros in per.items():

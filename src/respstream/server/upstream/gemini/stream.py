@@ -44,6 +44,7 @@ from respstream.server.upstream.base import (
     UpstreamError,
     Usage,
 )
+from respstream.server.upstream.gemini.text_chunk import UsageCounts, usage_counts
 
 __all__ = ["GENERATED_CALL_PREFIX", "GeminiStream", "new_call_id"]
 
@@ -53,6 +54,7 @@ CONTENT_FILTER_REASONS: Final = frozenset({
     "IMAGE_RECITATION",
 })
 _encode = msgspec.json.encode
+_decode = msgspec.json.decode
 
 
 def new_call_id() -> str:
@@ -87,7 +89,9 @@ class GeminiStream:
         self._keys = 0
         self._reasoning: _Reasoning | None = None
         self._calls = 0
-        self._usage: dict[str, Any] | None = None  # the last usageMetadata (read at the end: it is cumulative)
+        # The last usageMetadata (read at the end: it is cumulative): decoded, typed (gemini/text_chunk.py), or the
+        # JSON bytes of an object that gemini/text_template.py checked (decoded at the end, as the full path does)
+        self._usage: dict[str, Any] | UsageCounts | bytes | None = None
         self._chunks = 0
 
     # -- the API ---------------------------------------------------------------------------------------------------
@@ -136,7 +140,7 @@ class GeminiStream:
         """Whether :meth:`feed_text` may take the next chunk (no thought item open, not ended)."""
         return self._reasoning is None and not self.done
 
-    def feed_text(self, texts: list[str], usage: dict[str, Any] | None, events: int = 1) -> list[Chunk]:
+    def feed_text(self, texts: list[str], usage: UsageCounts | bytes | None, events: int = 1) -> list[Chunk]:
         """What :meth:`feed` gives for ``events`` chunks of bare text parts and no finish (gemini/reads.py decodes
         those typed; ``usage``: the last usage object among them), as one :class:`TextRun` when they hold several
         texts: only when :attr:`text_lane`."""
@@ -246,6 +250,10 @@ class GeminiStream:
             self._fail(f"the model stopped with finishReason {reason}")
             return out
         usage = self._usage
+        if isinstance(usage, bytes):  # (the template's: an object, checked JSON)
+            usage = _decode(usage)
+        elif isinstance(usage, UsageCounts):  # (the typed lane's)
+            usage = usage_counts(usage)
         out.append(Finish(finish, usage=_usage(usage) if usage is not None else None))
         return out
 
