@@ -277,6 +277,20 @@ class TextToolCalls:
         return ToolCallDelta(index, call_id=f"call_{uuid.uuid4().hex[:24]}", name=name,
                              arguments=json.dumps(arguments, ensure_ascii=False))
 
+    def take(self, chunk: Chunk) -> list[Chunk]:
+        """Any chunk of the generation -> the chunks to emit now: text through :meth:`feed`; a :class:`Finish` after
+        what :meth:`finish` releases, its reason ``tool_calls`` when calls were made and the model just stopped;
+        anything else as it is."""
+        if isinstance(chunk, TextDelta):
+            return [chunk] if self.passthrough else self.feed(chunk.text)
+        if isinstance(chunk, Finish):
+            out = self.finish()
+            if self.calls and chunk.reason == "stop":
+                chunk = msgspec.structs.replace(chunk, reason="tool_calls")
+            out.append(chunk)
+            return out
+        return [chunk]
+
     def finish(self) -> list[Chunk]:
         """End of the text: release whatever is still held (a call that never closed is text after all)."""
         if self._state == "after":
@@ -347,18 +361,8 @@ async def text_tool_call_stream(
     """Pass ``chunks`` through :class:`TextToolCalls` (see the module docstring)."""
     detector = TextToolCalls(functions, answered=answered)
     async for chunk in chunks:
-        if isinstance(chunk, TextDelta):
-            if detector.passthrough:
-                yield chunk
-                continue
-            for out in detector.feed(chunk.text):
-                yield out
-        elif isinstance(chunk, Finish):
-            for out in detector.finish():
-                yield out
-            if detector.calls and chunk.reason == "stop":
-                yield msgspec.structs.replace(chunk, reason="tool_calls")
-            else:
-                yield chunk
-        else:
+        if chunk.__class__ is TextDelta and detector.passthrough:
             yield chunk
+            continue
+        for out in detector.take(chunk):
+            yield out

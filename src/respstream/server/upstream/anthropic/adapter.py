@@ -11,7 +11,9 @@ overloaded ``error`` event before any output -> retried ``retries`` times, then 
 next upstream. With ``constrained=False`` (llama.cpp's ``/v1/messages``, which reads neither ``output_config`` nor a
 forced ``tool_choice``: measured on loopback) ``text.format`` json_schema and a forced tool are refused with a 400
 instead of being sent and dropped, unless ``forced_call_prefix`` says how the server's chat template opens a call:
-then both are sent as a forced call after an assistant prefill (:mod:`.prefill`). See docs/gateway.md#anthropic.
+then both are sent as a forced call after an assistant prefill (:mod:`.prefill`); with ``text_tool_calls`` too, a
+call the model wrote as text under ``tool_choice`` auto becomes a real call (:mod:`.text_calls`). See
+docs/gateway.md#anthropic.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any, Final
 import msgspec
 
 from respstream.server.upstream.anthropic.body import AnthropicBody
-from respstream.server.upstream.anthropic.prefill import drop_unread_none, force_by_prefill, prefilled_of
+from respstream.server.upstream.anthropic.prefill import ANSWER_TOOL, drop_unread_none, force_by_prefill, prefilled_of
 from respstream.server.upstream.anthropic.request import (
     DEFAULT_MAX_TOKENS,
     LEAST_THINKING_BUDGET,
@@ -32,6 +34,7 @@ from respstream.server.upstream.anthropic.request import (
     tool_names,
 )
 from respstream.server.upstream.anthropic.stream import AnthropicStream
+from respstream.server.upstream.anthropic.text_calls import written_calls_of
 from respstream.server.upstream.base import Chunk, GenerationRequest, ReadSink, UpstreamError
 from respstream.server.upstream.chat_wire import error_message
 from respstream.server.upstream.generation_deadline import untimed_margin
@@ -75,11 +78,14 @@ class AnthropicUpstream(HttpUpstream):
     such as llama.cpp's) and ``least_thinking_budget`` (the smallest ``budget_tokens``: the API's 1024; 1 for
     llama.cpp) and ``constrained`` (the server honours ``output_config.format`` and a forced ``tool_choice``; false
     for llama.cpp: see :func:`check_unconstrained`) and ``forced_call_prefix`` (with ``constrained=False``: the text
-    the server's chat template opens a call with, sent as an assistant prefill to force one; see :mod:`.prefill`)."""
+    the server's chat template opens a call with, sent as an assistant prefill to force one; see :mod:`.prefill`) and
+    ``text_tool_calls`` (with ``constrained=False``: calls written as answer text become calls; see
+    :mod:`.text_calls`)."""
 
     provider = "anthropic"
     OWN_OPTIONS: Final = frozenset({"anthropic_version", "default_max_tokens", "max_retry_after", "sampling",
-                                    "least_thinking_budget", "constrained", "forced_call_prefix"})
+                                    "least_thinking_budget", "constrained", "forced_call_prefix",
+                                    "text_tool_calls"})
     input_modalities = ("text", "image", "file")
     takes_read_sink = False
     # Claude's text is passed as written: the rewriter's clean-up steps for small local models (leaked markup,
@@ -91,7 +97,7 @@ class AnthropicUpstream(HttpUpstream):
                  anthropic_version: str = ANTHROPIC_VERSION, default_max_tokens: int = DEFAULT_MAX_TOKENS,
                  max_retry_after: float = 10.0, sampling: bool = False,
                  least_thinking_budget: int = LEAST_THINKING_BUDGET, constrained: bool = True,
-                 forced_call_prefix: str | None = None, **options: Any) -> None:
+                 forced_call_prefix: str | None = None, text_tool_calls: bool = False, **options: Any) -> None:
         super().__init__(anthropic_base_url(base_url), name=name, **options)
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         self._headers["anthropic-version"] = anthropic_version
@@ -103,6 +109,8 @@ class AnthropicUpstream(HttpUpstream):
         self.least_thinking_budget = least_thinking_budget
         self.constrained = constrained
         self.forced_call_prefix = forced_call_prefix if not constrained else None
+        # (a server with native tool_use, Claude, writes no calls as text: its text is never read for one)
+        self.text_tool_calls = text_tool_calls and not constrained
 
     def __repr__(self) -> str:
         return f"AnthropicUpstream({self.base_url!r}, name={self.name!r})"
@@ -167,6 +175,9 @@ class AnthropicUpstream(HttpUpstream):
         response = await self._open("/messages", msgspec.json.encode(fields), deadline.at)
         stream = AnthropicStream(name=self.name, names=names, single_call=plan.single_call,
                                  answer_tool=plan.answer_tool)
+        # (a forced call comes as tool_use after the prefill: only an unforced turn's text may hold a written call)
+        written = written_calls_of(fields, request, names, skip=frozenset({ANSWER_TOOL})) \
+            if self.text_tool_calls and not plan.single_call else None
         reader = AnthropicBody(stream)
         try:
             if response.status_code != 200:
@@ -186,6 +197,8 @@ class AnthropicUpstream(HttpUpstream):
                 except HTTPStreamError as exc:
                     raise self._stream_error(exc, before_first_token=not stream.streamed) from None
                 batch = reader.feed(raw) if raw else reader.end()
+                if written is not None and batch:
+                    batch = written.read(batch)
                 if batch:
                     if deadline.waiting:
                         deadline.first_out()

@@ -75,7 +75,8 @@ DEFAULT_SAMPLING: dict[str, Any] = {"temperature": 0.2, "repeat_penalty": 1.1, "
 # The Anthropic adapter's settings for llama.cpp's /v1/messages: it takes temperature and top_p, any thinking budget
 # below its output cap, and applies neither output_config.format nor a forced tool_choice by itself
 _LLAMA_MESSAGES: dict[str, Any] = {"sampling": True, "least_thinking_budget": 1, "constrained": False}
-_CHAT_API_ONLY = frozenset({"extra_body", "loop_guard", "text_tool_calls"})  # (chat/adapter.py ChatCompletionsAPI)
+# (chat/adapter.py ChatCompletionsAPI's; text_tool_calls is the Messages adapter's too: anthropic/text_calls.py)
+_CHAT_API_ONLY = frozenset({"extra_body", "loop_guard"})
 # How the chat template of each size opens a tool call: the Qwen2.5 ones (Hermes style) force a call after an
 # assistant turn holding it (anthropic/prefill.py, measured); SmolLM2's template renders no tools at all, so there
 # llama.cpp ignores `tools` and forced calls and structured output are refused.

@@ -1,0 +1,121 @@
+"""A tool call the MODEL makes under ``tool_choice`` auto through llama.cpp's own ``POST /v1/messages``
+(``anthropic+embedded:large``: Qwen2.5-Coder-1.5B through ``xllamacpp``, no simulated part). llama.cpp renders the
+tools but the model writes its call as text (no ``tool_use``); the adapter recognises it
+(upstream/anthropic/text_calls.py) and the round trip completes. What llama.cpp streamed is recorded as it sent it:
+the call came in a ``text`` block, and nothing forced it (no prefill, ``tool_choice`` auto). Needs the large model
+(``make install-model``); two real turns, outputs capped."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from fakes.server_thread import ServerThread
+from respstream.protocol.stream import StreamCore
+from respstream.server.config import Config
+from respstream.server.http.app import create_app
+from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
+from respstream.server.upstream.anthropic.body import AnthropicBody
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+WEATHER = {"type": "function", "name": "get_weather", "description": "Get the current weather for a city",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+                          "additionalProperties": False}}
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[tuple[ServerThread, str]]:
+    if not EmbeddedUpstream.available("large"):
+        pytest.skip("the large embedded model is not installed (make install-model)")
+    config = Config(dialect="openai", upstreams=["anthropic+embedded:large"], tools={"enabled": []},
+                    rewrite={"steps": []}, upstream_options={"n_parallel": 1})
+    with ServerThread(create_app(config), start_timeout=180) as server:
+        models = [m["id"] for m in httpx.get(f"{server.base_url}/models", timeout=10).json()["data"]
+                  if m["id"] != "auto"]
+        yield server, models[0]
+
+
+@pytest.fixture
+def wire(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """What went to llama.cpp (the bodies) and the raw stream bytes it answered with, as it sent them."""
+    seen: dict[str, list[Any]] = {"bodies": [], "raw": []}
+    build, feed = AnthropicUpstream.body, AnthropicBody.feed
+
+    def body(self: AnthropicUpstream, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        out = build(self, *args, **kwargs)
+        seen["bodies"].append(out)
+        return out
+
+    def fed(self: AnthropicBody, raw: bytes) -> Any:
+        seen["raw"].append(bytes(raw))
+        return feed(self, raw)
+
+    monkeypatch.setattr(AnthropicUpstream, "body", body)
+    monkeypatch.setattr(AnthropicBody, "feed", fed)
+    return seen
+
+
+def post(server: ServerThread, body: dict[str, Any]) -> tuple[dict[str, Any], list[Any], httpx.Response]:
+    with httpx.Client(timeout=300) as client:  # (the 1.5B model reads a prompt at ~20-100 tokens/s on 2 cores)
+        response = client.post(f"{server.base_url}/responses", json={"stream": True, **body})
+    if response.status_code != 200:
+        return {}, [], response
+    core = StreamCore(dialect="openai")
+    core.feed(response.content)
+    core.close()
+    return core.result.to_json(), [v.to_json() for v in core.violations], response
+
+
+def streamed_blocks(raw: bytes) -> tuple[list[str], str]:
+    """The content block types llama.cpp started and the text it streamed, read from its SSE bytes."""
+    kinds, text = [], []
+    for line in raw.decode().splitlines():
+        if not line.startswith("data: "):
+            continue
+        event = json.loads(line[6:])
+        if event.get("type") == "content_block_start":
+            kinds.append(event["content_block"]["type"])
+        elif event.get("type") == "content_block_delta" and event["delta"].get("type") == "text_delta":
+            text.append(event["delta"]["text"])
+    return kinds, "".join(text)
+
+
+def test_an_auto_call_written_as_text_is_made_and_its_round_trip_completes(
+        gateway: tuple[ServerThread, str], wire: dict[str, list[Any]]) -> None:
+    server, model = gateway
+    question = {"type": "message", "role": "user", "content": "What is the weather in Paris? Use the tool."}
+    got, violations, response = post(server, {"model": model, "input": [question], "tools": [WEATHER],
+                                              "tool_choice": "auto", "max_output_tokens": 64, "store": False,
+                                              "temperature": 0})
+    assert response.status_code == 200, response.text
+    kinds, text = streamed_blocks(b"".join(wire["raw"]))
+    print(f"llama.cpp streamed blocks {kinds}, text {text!r}")  # (the shape, for the docs)
+    sent = wire["bodies"][-1]
+    assert sent["tool_choice"] == {"type": "auto"} and sent["messages"][-1]["role"] == "user"  # nothing forced
+    assert violations == [] and got["status"] == "completed", (got["error"], got["output"])
+    calls = [item for item in got["output"] if item["type"] == "function_call"]
+    assert len(calls) == 1 and calls[0]["name"] == "get_weather", got["output"]
+    assert "paris" in json.loads(calls[0]["arguments"])["city"].lower()
+    # the model wrote it as text: llama.cpp sent no tool_use, and the call's JSON was in its text
+    assert "tool_use" not in kinds and "get_weather" in text, (kinds, text)
+    # the round trip: the call and its output go back as tool_use and tool_result, the model answers
+    history = [question, {"type": "function_call", "call_id": calls[0]["call_id"], "name": "get_weather",
+                          "arguments": calls[0]["arguments"]},
+               {"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "Sunny, 21 C"}]
+    got, violations, response = post(server, {"model": model, "input": history, "tools": [WEATHER],
+                                              "max_output_tokens": 48, "store": False, "temperature": 0})
+    assert response.status_code == 200, response.text
+    assert violations == [] and got["status"] in ("completed", "incomplete"), got["error"]
+    assert got["output_text"].strip(), got["output"]
+    assert not [item for item in got["output"] if item["type"] == "function_call"], got["output"]  # no loop
+    turns = wire["bodies"][-1]["messages"]
+    assert turns[1]["content"][-1] == {"type": "tool_use", "id": calls[0]["call_id"], "name": "get_weather",
+                                       "input": json.loads(calls[0]["arguments"])}, turns
+    assert turns[2]["content"][0]["type"] == "tool_result" and turns[2]["content"][0]["tool_use_id"] == \
+        calls[0]["call_id"], turns
