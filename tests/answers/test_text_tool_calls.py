@@ -40,6 +40,7 @@ def split(text: str, size: int = 3) -> list[str]:
     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
     '```\n{"name":"get_weather","parameters":{"city":"Paris"}}\n```',
     '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}',
+    '{{"name": "get_weather", "arguments": {"city": "Paris"}}}',  # (the braces of Qwen2.5's template text)
 ])
 def test_a_call_written_as_text_becomes_a_tool_call(text: str) -> None:
     for pieces in ([text], split(text, 1), split(text, 7)):
@@ -61,6 +62,8 @@ def test_a_call_written_as_text_becomes_a_tool_call(text: str) -> None:
     '```python\nprint("hi")\n```',
     "<b>bold</b> text",
     '{"name": "get_weather", "arguments": {"city": "Par',             # never closed
+    '{{"name": "get_weather", "arguments": {"city": "Paris"}}, 1}',   # not one object in doubled braces
+    '{{"name": "get_weather"}, {"arguments": {"city": "Paris"}}}',    # two objects in braces: not JSON inside
 ])
 def test_anything_else_is_released_unchanged(text: str) -> None:
     for pieces in ([text], split(text, 1), split(text, 5)):

@@ -5,9 +5,10 @@ What a real model call can and cannot be here: on the small model llama.cpp's /v
 ``tool_use`` block (SmolLM2's chat template does not render tools, so nothing can force a call: measured on
 loopback), so the SDK's forced tool is refused with a 400 naming ``tool_choice`` before anything runs, and the
 round trip is carried from the SDK's side (the large model, where the model makes the call, is
-test_embedded_forced.py): the run's input holds the agent's earlier ``get_weather`` call and its
-output (the SDK's own item shapes), the gateway sends them to llama.cpp as a ``tool_use`` and, right after it, its
-``tool_result``, and the model's answer ends the run. Needs the embedded model (``make install-model``)."""
+test_embedded_forced.py, forced, and test_embedded_auto_calls.py, under the SDK's default tool_choice auto): the
+run's input holds the agent's earlier ``get_weather`` call and its output (the SDK's own item shapes), the gateway
+sends them to llama.cpp as a ``tool_use`` and, right after it, its ``tool_result``, and the model's answer ends the
+run. Needs the embedded model (``make install-model``)."""
 
 from __future__ import annotations
 

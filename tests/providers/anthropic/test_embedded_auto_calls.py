@@ -2,8 +2,9 @@
 (``anthropic+embedded:large``: Qwen2.5-Coder-1.5B through ``xllamacpp``, no simulated part). llama.cpp renders the
 tools but the model writes its call as text (no ``tool_use``); the adapter recognises it
 (upstream/anthropic/text_calls.py) and the round trip completes. What llama.cpp streamed is recorded as it sent it:
-the call came in a ``text`` block, and nothing forced it (no prefill, ``tool_choice`` auto). Needs the large model
-(``make install-model``); two real turns, outputs capped."""
+the call came in a ``text`` block, and nothing forced it (no prefill, ``tool_choice`` auto). Then the OpenAI Agents
+SDK (unmodified), which sends ``tool_choice`` auto, runs a tool the model called that way. Needs the large model
+(``make install-model``); four real turns, outputs capped."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
+from agents import ModelSettings, Runner
 
 from fakes.server_thread import ServerThread
+from interop.weather_agent import weather_agent
 from respstream.protocol.stream import StreamCore
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
@@ -119,3 +122,21 @@ def test_an_auto_call_written_as_text_is_made_and_its_round_trip_completes(
                                        "input": json.loads(calls[0]["arguments"])}, turns
     assert turns[2]["content"][0]["type"] == "tool_result" and turns[2]["content"][0]["tool_use_id"] == \
         calls[0]["call_id"], turns
+
+
+async def test_the_agents_sdk_runs_a_tool_the_model_called_under_auto(gateway: tuple[ServerThread, str],
+                                                                      wire: dict[str, list[Any]]) -> None:
+    server, model = gateway
+    calls: list[str] = []
+    # (ModelSettings() sends no tool_choice: the Responses default, auto)
+    agent, client = weather_agent(server.base_url, calls, model=model, timeout=300,
+                                  settings=ModelSettings(max_tokens=64, temperature=0.0, store=False))
+    result = await Runner.run(agent, "What is the weather in Paris?", max_turns=3)
+    await client.close()
+    kinds, text = streamed_blocks(b"".join(wire["raw"]))
+    print(f"llama.cpp streamed blocks {kinds}, text {text!r}")  # (the shape, for the docs)
+    assert [city.lower() for city in calls] == ["paris"], (calls, result.raw_responses)  # the SDK ran the call
+    assert isinstance(result.final_output, str) and result.final_output.strip(), result.raw_responses
+    first = wire["bodies"][0]
+    assert first.get("tool_choice", {"type": "auto"}) == {"type": "auto"} and first["messages"][-1]["role"] == "user"
+    assert "tool_use" not in kinds and "get_weather" in text, (kinds, text)  # (written as text, made a call)

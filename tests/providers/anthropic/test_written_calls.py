@@ -75,6 +75,7 @@ def text_of(chunks: list[Chunk]) -> str:
     CALL,
     f"  \n```\n{CALL}\n```\n",
     '{"name": "weather", "arguments": "{\\"city\\": \\"Paris\\"}"}',  # (arguments as a JSON string)
+    '{{"name": "weather", "arguments": {"city": "Paris"}}}',  # (the large model under the Agents SDK: measured)
 ])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 async def test_a_call_written_as_text_becomes_a_call(written: str, seed: int) -> None:
@@ -87,8 +88,9 @@ async def test_a_call_written_as_text_becomes_a_call(written: str, seed: int) ->
     assert chunks[-1].usage is not None and chunks[-1].usage.input_tokens == 169
 
 
-async def test_a_lead_in_then_a_fenced_call_keeps_the_text_and_adds_the_call() -> None:
-    written = f"I will look it up.\n```json\n{CALL}\n```"
+@pytest.mark.parametrize("call", [CALL, "{" + CALL + "}"])
+async def test_a_lead_in_then_a_fenced_call_keeps_the_text_and_adds_the_call(call: str) -> None:
+    written = f"I will look it up.\n```json\n{call}\n```"
     (chunks,), _ = await run([llama_text(written)], [request()])
     assert text_of(chunks) == written  # (streamed at once: the client already has it)
     assert calls_of(chunks) == [(0, "weather", {"city": "Paris"})]

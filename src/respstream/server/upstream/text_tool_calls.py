@@ -17,7 +17,10 @@ Small models served by llama.cpp often answer a tool request with the call as te
    round's :class:`Finish` says ``tool_calls``; a closing fence or tag after it is dropped, other text after it is
    kept as text. If anything fails, the held text is released unchanged: nothing is ever lost.
 
-A JSON list of such objects becomes several calls. An answer that starts with a short lead-in (the fence within
+A call wrapped in one extra pair of braces, ``{{"name": ..., "arguments": {...}}}``, counts as the call inside: that
+is how Qwen2.5's own chat template shows the call format to the model (the braces are literal in its prompt text), and
+the model copies them (measured: Qwen2.5-Coder-1.5B under ``tool_choice`` auto). A JSON list of such objects becomes
+several calls. An answer that starts with a short lead-in (the fence within
 1,024 characters, at most 8 fences tried) and then a fenced or tagged call is streamed as text at once, and the
 call is added at the end of the text (the text is kept as well: the client already has it). A call identical to one the
 conversation already has a result for (:func:`answered_calls`) stays text: a model echoing its history must not
@@ -83,6 +86,17 @@ def _unwrapped(body: str) -> str:
         if body.endswith(closer):
             return body[: -len(closer)].strip()
     return body.strip()
+
+
+def _loads_call(text: str) -> Any:
+    """``text`` parsed as JSON, or, when it is ``{{...}}`` (never valid JSON), the object inside the outer braces
+    (see the module docstring). Raises ValueError."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        if not (text.startswith("{{") and text.endswith("}}")):
+            raise
+    return json.loads(text[1:-1])
 
 
 class _ObjectScanner:
@@ -225,7 +239,7 @@ class TextToolCalls:
         first = _FIRST_BRACKET.search(held)
         begin = first.start() if first else 0
         try:
-            value = json.loads(held[begin:end])
+            value = _loads_call(held[begin:end])
         except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter's stack
             return self._release("not valid JSON")
         objects = value if isinstance(value, list) else [value]
@@ -319,7 +333,7 @@ class TextToolCalls:
             if scanner.end is None:
                 continue
             try:
-                value = json.loads(text[opener.end():opener.end() + scanner.end])
+                value = _loads_call(text[opener.end():opener.end() + scanner.end])
             except (ValueError, RecursionError):
                 continue
             objects = value if isinstance(value, list) else [value]
