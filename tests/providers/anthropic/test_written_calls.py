@@ -209,3 +209,21 @@ def test_the_embedded_kind_turns_it_on() -> None:
         options = {k: v for k, v in embedded._adapter_options.items() if k not in _CHAT_API_ONLY}
         adapter = AnthropicUpstream("http://127.0.0.1:9/v1", name="e", models=["m"], **options, **_LLAMA_MESSAGES)
         assert adapter.text_tool_calls is wanted
+
+
+async def test_a_written_call_then_a_native_tool_use_are_numbered_in_order() -> None:
+    text = f"<tool_call>\n{CALL}\n</tool_call>"
+    mixed = sse([START, {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                 {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+                 {"type": "content_block_stop", "index": 0},
+                 {"type": "content_block_start", "index": 1,
+                  "content_block": {"type": "tool_use", "id": "toolu_native", "name": "weather", "input": {}}},
+                 {"type": "content_block_delta", "index": 1,
+                  "delta": {"type": "input_json_delta", "partial_json": '{"city": "Rome"}'}},
+                 {"type": "content_block_stop", "index": 1},
+                 {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 30}},
+                 {"type": "message_stop"}])
+    (chunks,), _ = await run([mixed], [request()])
+    assert calls_of(chunks) == [(0, "weather", {"city": "Paris"}), (1, "weather", {"city": "Rome"})]
+    assert [c.call_id for c in chunks if isinstance(c, ToolCallDelta)][1] == "toolu_native"
+    assert text_of(chunks) == "" and isinstance(chunks[-1], Finish) and chunks[-1].reason == "tool_calls"
