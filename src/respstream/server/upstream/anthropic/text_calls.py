@@ -51,11 +51,6 @@ class WrittenCalls:
         self._made += 1
         return ToolCallDelta(self._made - 1, call_id=call.call_id, name=name, arguments=call.arguments)
 
-    @property
-    def written(self) -> int:
-        """How many calls were recognised in the text."""
-        return self._detector.calls
-
 
 def written_calls_of(body: dict[str, Any], request: GenerationRequest, names: ToolNames,
                      skip: frozenset[str] = frozenset()) -> WrittenCalls | None:
