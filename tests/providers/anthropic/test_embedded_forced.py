@@ -97,8 +97,9 @@ def test_a_forced_call_is_made_by_the_model_and_its_round_trip_completes(
     history = [question, {"type": "function_call", "call_id": calls[0]["call_id"], "name": "weather",
                           "arguments": calls[0]["arguments"]},
                {"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "Sunny, 21 C"}]
+    # (temperature 0: at the default 0.8 the 1.5B model now and then answers the tool result with nothing)
     got, violations, response = post(server, {"model": model, "input": history, "tools": [WEATHER],
-                                              "max_output_tokens": 48, "store": False})
+                                              "max_output_tokens": 48, "store": False, "temperature": 0})
     assert response.status_code == 200, response.text
     assert violations == [] and got["status"] in ("completed", "incomplete"), got["error"]
     assert got["output_text"].strip(), got["output"]
