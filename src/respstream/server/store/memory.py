@@ -126,11 +126,24 @@ class MemoryStore:
         self._conversation_objects: dict[str, ConversationRecord] = {}
         self._retention = retention_seconds
         self._max_responses = max_responses
+        self._measured: tuple[ResponseRecord, dict[str, Any], bytes, int] | None = None  # see _measured_for
 
     # -- records ---------------------------------------------------------------------------------------------------
     def check_room(self, record: ResponseRecord) -> None:
         """Raise ``StoreUnavailable`` now when :meth:`create` would (finished responses are dropped to make room)."""
-        self._room_for(_record_bytes(record, encoded_request(record)))
+        request = encoded_request(record)
+        size = _record_bytes(record, request)
+        self._room_for(size)
+        self._measured = (record, record.response, request, size)
+
+    def _measured_for(self, record: ResponseRecord) -> tuple[bytes, int]:
+        """The record's encoded request and size: what :meth:`check_room` measured of this very record and Response
+        (the service changes neither in between; measuring walks every object: issue 41), else measured now."""
+        measured, self._measured = self._measured, None  # one slot: nothing is kept past create
+        if measured is not None and measured[0] is record and measured[1] is record.response:
+            return measured[2], measured[3]
+        request = encoded_request(record)
+        return request, _record_bytes(record, request)
 
     def _room_for(self, size: int) -> None:
         self._evict(room=1, room_bytes=size)
@@ -141,8 +154,7 @@ class MemoryStore:
             )
 
     async def create(self, record: ResponseRecord) -> None:
-        request = encoded_request(record)
-        size = _record_bytes(record, request)
+        request, size = self._measured_for(record)
         self._room_for(size)
         self._store(record, request, size)
 
