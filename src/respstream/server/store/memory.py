@@ -11,10 +11,11 @@ Retry-After) instead of growing; :meth:`MemoryStore.check_room` asks the same qu
 precedes ``create`` (fetching files).
 
 Bytes are what the objects really take (issue 42, H4v: counting JSON length charged a record of 30,000 tiny input
-items 4.3 MB while it held 17.4 MB): a record's request (which nothing changes once it is created) is kept as its
-compact JSON bytes, so its charge is exact (and the memory a quarter of the objects'), and decoded by :meth:`get`;
-the Response snapshot, which the writer keeps as live objects, is measured by
-:func:`~respstream.server.store.object_size.deep_size`; each record and log entry adds its calibrated overhead.
+items 4.3 MB while it held 17.4 MB): a record's request and its Response snapshot are kept as compact JSON bytes
+(the request as created; the Response as of the last create or update), so their charge is exact (and the memory
+a fifth to a quarter of the objects'), and decoded by :meth:`get`; each record and log entry adds its calibrated
+overhead. (The Response was measured object by object as the writer's live dict: a walk of ~100 objects, twice a
+response, ~20% of a short streaming request's instructions; encoding it costs a twentieth of that: issue 41.)
 
 Text deltas may be appended as :class:`~respstream.server.store.base.DeltaEntry` (the delta and its part's
 template, ~90 bytes instead of ~270): :meth:`MemoryStore.read` hands every other reader real ``LogEntry`` objects;
@@ -50,28 +51,33 @@ from respstream.server.store.base import (
     StoreUnavailable,
 )
 from respstream.server.store.memory_conversations import MemoryConversations, item_bytes
-from respstream.server.store.object_size import DELTA_ENTRY_BYTES, DICT_ENTRY_BYTES, LOG_ENTRY_BYTES, deep_size
+from respstream.server.store.object_size import DELTA_ENTRY_BYTES, DICT_ENTRY_BYTES, LOG_ENTRY_BYTES
 
 __all__ = ["MemoryStore"]
 
 _FINISHED = frozenset({"completed", "incomplete", "failed", "cancelled"})
 DEFAULT_MAX_BYTES = 256 << 20
-_APART: dict[str, Any] = {}  # a stored record's ``request`` field: the request itself is kept encoded, apart
+_APART: dict[str, Any] = {}  # a stored record's ``request`` and ``response``: kept encoded, apart
 # An entry besides its payload's bytes: the struct, its list slot and the bytes object's header.
 _LOG_ENTRY = LOG_ENTRY_BYTES + sys.getsizeof(b"")
 _DELTA_ENTRY = DELTA_ENTRY_BYTES + sys.getsizeof(b"")
 
 
+def _encoded(value: dict[str, Any]) -> bytes:
+    """Compact JSON in a bytes object of exactly its size (the encoder's own buffer is over-allocated by up to half,
+    and ``getsizeof`` would not show it)."""
+    return bytes(memoryview(msgspec.json.encode(value)))
+
+
 def encoded_request(record: ResponseRecord) -> bytes:
-    """The request as the memory store keeps it: compact JSON in a bytes object of exactly its size (the encoder's
-    own buffer is over-allocated by up to half, and ``getsizeof`` would not show it)."""
-    return bytes(memoryview(msgspec.json.encode(record.request)))
+    """The request as the memory store keeps it (see :func:`_encoded`)."""
+    return _encoded(record.request)
 
 
-def _record_bytes(record: ResponseRecord, request: bytes) -> int:
-    """What a record kept as (``request`` encoded) takes: the request's bytes, the live Response snapshot, the
-    record and its (still empty) log with their dict slots."""
-    return (_RECORD_OVERHEAD + sys.getsizeof(record.id) + sys.getsizeof(request) + deep_size(record.response))
+def _record_bytes(record: ResponseRecord, request: bytes, response: bytes) -> int:
+    """What a record kept as (``request`` and ``response`` encoded) takes: their bytes, the record and its (still
+    empty) log with their dict slots."""
+    return _RECORD_OVERHEAD + sys.getsizeof(record.id) + sys.getsizeof(request) + sys.getsizeof(response)
 
 
 def _entry_bytes(entries: Sequence[Entry]) -> int:
@@ -102,9 +108,9 @@ class _Log:
                     fut.set_result(None)
 
 
-# The record object, its log (with its three lists) and its slots in the store's four dicts.
+# The record object, its log (with its three lists) and its slots in the store's five dicts.
 _RECORD_OVERHEAD = (sys.getsizeof(ResponseRecord(id="", status="", created_at=0.0)) + sys.getsizeof(_Log())
-                    + 3 * sys.getsizeof([]) + 4 * DICT_ENTRY_BYTES + sys.getsizeof(0))
+                    + 3 * sys.getsizeof([]) + 5 * DICT_ENTRY_BYTES + sys.getsizeof(0))
 
 
 class MemoryStore:
@@ -112,6 +118,7 @@ class MemoryStore:
     ``max_bytes``."""
 
     # The request is kept encoded at create and :meth:`update` never reads it: the caller may drop its own copy.
+    # (The Response is kept encoded too: a change to the caller's dict is stored by the next update, not before.)
     keeps_request_apart = True
 
     def __init__(self, *, retention_seconds: float = 24 * 3600, max_responses: int = 10_000, history_limit: int = 1000,
@@ -119,6 +126,7 @@ class MemoryStore:
         self._records: OrderedDict[str, ResponseRecord] = OrderedDict()
         self._record_sizes: dict[str, int] = {}
         self._requests: dict[str, bytes] = {}  # each record's request, encoded (see the module's docstring)
+        self._responses: dict[str, bytes] = {}  # each record's Response snapshot, encoded
         self._max_bytes = max_bytes
         self.bytes = 0  # stored bytes now (records + logs), for metrics and tests
         self._logs: dict[str, _Log] = {}
@@ -126,24 +134,17 @@ class MemoryStore:
         self._conversation_objects: dict[str, ConversationRecord] = {}
         self._retention = retention_seconds
         self._max_responses = max_responses
-        self._measured: tuple[ResponseRecord, dict[str, Any], bytes, int] | None = None  # see _measured_for
 
     # -- records ---------------------------------------------------------------------------------------------------
     def check_room(self, record: ResponseRecord) -> None:
         """Raise ``StoreUnavailable`` now when :meth:`create` would (finished responses are dropped to make room)."""
-        request = encoded_request(record)
-        size = _record_bytes(record, request)
-        self._room_for(size)
-        self._measured = (record, record.response, request, size)
+        self._room_for(self._measure(record)[2])
 
-    def _measured_for(self, record: ResponseRecord) -> tuple[bytes, int]:
-        """The record's encoded request and size: what :meth:`check_room` measured of this very record and Response
-        (the service changes neither in between; measuring walks every object: issue 41), else measured now."""
-        measured, self._measured = self._measured, None  # one slot: nothing is kept past create
-        if measured is not None and measured[0] is record and measured[1] is record.response:
-            return measured[2], measured[3]
-        request = encoded_request(record)
-        return request, _record_bytes(record, request)
+    @staticmethod
+    def _measure(record: ResponseRecord) -> tuple[bytes, bytes, int]:
+        """The record's request and Response as this store keeps them, and the size it is charged."""
+        request, response = encoded_request(record), _encoded(record.response)
+        return request, response, _record_bytes(record, request, response)
 
     def _room_for(self, size: int) -> None:
         self._evict(room=1, room_bytes=size)
@@ -154,13 +155,14 @@ class MemoryStore:
             )
 
     async def create(self, record: ResponseRecord) -> None:
-        request, size = self._measured_for(record)
+        request, response, size = self._measure(record)
         self._room_for(size)
-        self._store(record, request, size)
+        self._store(record, request, response, size)
 
-    def _store(self, record: ResponseRecord, request: bytes, size: int) -> None:
-        self._records[record.id] = replace(record, request=_APART)
+    def _store(self, record: ResponseRecord, request: bytes, response: bytes, size: int) -> None:
+        self._records[record.id] = replace(record, request=_APART, response=_APART)
         self._requests[record.id] = request
+        self._responses[record.id] = response
         self._record_sizes[record.id] = size
         self.bytes += size
         self._logs[record.id] = _Log()
@@ -173,7 +175,8 @@ class MemoryStore:
         record = self._records.get(response_id)
         if record is None:
             return None
-        return replace(record, request=msgspec.json.decode(self._requests[response_id]))
+        return replace(record, request=msgspec.json.decode(self._requests[response_id]),
+                       response=msgspec.json.decode(self._responses[response_id]))
 
     async def update(self, record: ResponseRecord) -> None:
         """Store the record's new status and Response; its request is the one it was created with, plus the keys the
@@ -185,8 +188,9 @@ class MemoryStore:
                 # next turn of a previous_response_id chain starts from; or a whole request read back by get()).
                 request = bytes(memoryview(msgspec.json.encode({**msgspec.json.decode(request), **record.request})))
                 self._requests[record.id] = request
-            self._records[record.id] = replace(record, request=_APART)
-            size = _record_bytes(record, request)
+            self._records[record.id] = replace(record, request=_APART, response=_APART)
+            response = self._responses[record.id] = _encoded(record.response)
+            size = _record_bytes(record, request, response)
             self.bytes += size - self._record_sizes.get(record.id, 0)
             self._record_sizes[record.id] = size
             if self.bytes > self._max_bytes:
@@ -201,6 +205,7 @@ class MemoryStore:
         """Drop the log and the byte count of a response whose record is gone; readers see the end."""
         self.bytes -= self._record_sizes.pop(response_id, 0)
         self._requests.pop(response_id, None)
+        self._responses.pop(response_id, None)
         log = self._logs.pop(response_id, None)
         if log is not None:
             self.bytes -= log.size

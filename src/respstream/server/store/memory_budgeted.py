@@ -60,9 +60,9 @@ class BudgetedMemoryStore(MemoryStore):
         self._settle()
 
     async def create(self, record: ResponseRecord) -> None:
-        request, size = self._measured_for(record)  # what it will really hold, charged before it is stored
+        request, response, size = self._measure(record)  # what it will hold, charged before it is stored
         self._room_for(size)
-        self._store(record, request, size)
+        self._store(record, request, response, size)
         self._settle()
 
     async def update(self, record: ResponseRecord) -> None:
