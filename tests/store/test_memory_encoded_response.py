@@ -8,6 +8,7 @@ instructions. Now it is encoded once per create or update (its charge exact), an
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import time
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from respstream.server.store import memory_records
 from respstream.server.store.base import ResponseRecord
 from respstream.server.store.byte_budget import ByteBudget
 from respstream.server.store.memory import MemoryStore
@@ -65,3 +67,13 @@ def test_a_change_to_the_callers_dict_is_stored_by_update(kind: str) -> None:
     assert store.bytes - before == len(msgspec.json.encode(record.response)) - len(msgspec.json.encode(
         seen.response))
     assert asyncio.run(store.delete("resp_a")) and store.bytes == 0
+
+
+def test_the_kept_record_copies_every_other_field() -> None:
+    values: dict[str, Any] = {"id": "resp_k", "status": "queued", "created_at": 12.5, "background": True,
+                              "dialect": "openai", "owner": "owner-hash", "instance_id": "i-1",
+                              "response": {"r": 1}, "request": {"q": 2}, "conversation_id": "conv_1"}
+    assert set(values) == {f.name for f in dataclasses.fields(ResponseRecord)}  # a new field: add it here
+    record = ResponseRecord(**values)
+    assert memory_records.kept(record) == dataclasses.replace(record, request=memory_records.APART,
+                                                              response=memory_records.APART)

@@ -11,11 +11,10 @@ Retry-After) instead of growing; :meth:`MemoryStore.check_room` asks the same qu
 precedes ``create`` (fetching files).
 
 Bytes are what the objects really take (issue 42, H4v: counting JSON length charged a record of 30,000 tiny input
-items 4.3 MB while it held 17.4 MB): a record's request and its Response snapshot are kept as compact JSON bytes
-(the request as created; the Response as of the last create or update), so their charge is exact (and the memory
-a fifth to a quarter of the objects'), and decoded by :meth:`get`; each record and log entry adds its calibrated
-overhead. (The Response was measured object by object as the writer's live dict: a walk of ~100 objects, twice a
-response, ~20% of a short streaming request's instructions; encoding it costs a twentieth of that: issue 41.)
+items 4.3 MB while it held 17.4 MB): a record's request and its Response snapshot (as of the last create or update)
+are kept as compact JSON bytes (store/memory_records.py), so their charge is exact, and decoded by :meth:`get`;
+each record and log entry adds its calibrated overhead. (Measuring the writer's live Response object by object took
+~20% of a short streaming request's instructions: issue 41.)
 
 Text deltas may be appended as :class:`~respstream.server.store.base.DeltaEntry` (the delta and its part's
 template, ~90 bytes instead of ~270): :meth:`MemoryStore.read` hands every other reader real ``LogEntry`` objects;
@@ -51,27 +50,16 @@ from respstream.server.store.base import (
     StoreUnavailable,
 )
 from respstream.server.store.memory_conversations import MemoryConversations, item_bytes
+from respstream.server.store.memory_records import APART, encoded, kept
 from respstream.server.store.object_size import DELTA_ENTRY_BYTES, DICT_ENTRY_BYTES, LOG_ENTRY_BYTES
 
 __all__ = ["MemoryStore"]
 
 _FINISHED = frozenset({"completed", "incomplete", "failed", "cancelled"})
 DEFAULT_MAX_BYTES = 256 << 20
-_APART: dict[str, Any] = {}  # a stored record's ``request`` and ``response``: kept encoded, apart
 # An entry besides its payload's bytes: the struct, its list slot and the bytes object's header.
 _LOG_ENTRY = LOG_ENTRY_BYTES + sys.getsizeof(b"")
 _DELTA_ENTRY = DELTA_ENTRY_BYTES + sys.getsizeof(b"")
-
-
-def _encoded(value: dict[str, Any]) -> bytes:
-    """Compact JSON in a bytes object of exactly its size (the encoder's own buffer is over-allocated by up to half,
-    and ``getsizeof`` would not show it)."""
-    return bytes(memoryview(msgspec.json.encode(value)))
-
-
-def encoded_request(record: ResponseRecord) -> bytes:
-    """The request as the memory store keeps it (see :func:`_encoded`)."""
-    return _encoded(record.request)
 
 
 def _record_bytes(record: ResponseRecord, request: bytes, response: bytes) -> int:
@@ -118,7 +106,7 @@ class MemoryStore:
     ``max_bytes``."""
 
     # The request is kept encoded at create and :meth:`update` never reads it: the caller may drop its own copy.
-    # (The Response is kept encoded too: a change to the caller's dict is stored by the next update, not before.)
+    # (So is the Response: a change to the caller's dict is stored by the next update.)
     keeps_request_apart = True
 
     def __init__(self, *, retention_seconds: float = 24 * 3600, max_responses: int = 10_000, history_limit: int = 1000,
@@ -143,7 +131,7 @@ class MemoryStore:
     @staticmethod
     def _measure(record: ResponseRecord) -> tuple[bytes, bytes, int]:
         """The record's request and Response as this store keeps them, and the size it is charged."""
-        request, response = encoded_request(record), _encoded(record.response)
+        request, response = encoded(record.request), encoded(record.response)
         return request, response, _record_bytes(record, request, response)
 
     def _room_for(self, size: int) -> None:
@@ -160,7 +148,7 @@ class MemoryStore:
         self._store(record, request, response, size)
 
     def _store(self, record: ResponseRecord, request: bytes, response: bytes, size: int) -> None:
-        self._records[record.id] = replace(record, request=_APART, response=_APART)
+        self._records[record.id] = kept(record)
         self._requests[record.id] = request
         self._responses[record.id] = response
         self._record_sizes[record.id] = size
@@ -183,13 +171,13 @@ class MemoryStore:
         caller's copy sets (a running response's copy is emptied at create: see ``keeps_request_apart``)."""
         request = self._requests.get(record.id)
         if request is not None:
-            if record.request and record.request is not _APART:
+            if record.request and record.request is not APART:
                 # The caller's copy holds what changed after create (a compaction's request["context"], which the
                 # next turn of a previous_response_id chain starts from; or a whole request read back by get()).
-                request = bytes(memoryview(msgspec.json.encode({**msgspec.json.decode(request), **record.request})))
+                request = encoded({**msgspec.json.decode(request), **record.request})
                 self._requests[record.id] = request
-            self._records[record.id] = replace(record, request=_APART, response=_APART)
-            response = self._responses[record.id] = _encoded(record.response)
+            self._records[record.id] = kept(record)
+            response = self._responses[record.id] = encoded(record.response)
             size = _record_bytes(record, request, response)
             self.bytes += size - self._record_sizes.get(record.id, 0)
             self._record_sizes[record.id] = size
