@@ -156,9 +156,18 @@ def test_events_counted_in_batches_are_all_in_every_scrape() -> None:
     metrics = Metrics(multiprocess_dir="")
     for _ in range(EVENTS_BATCH + 5):  # one flush of one event at a time, no response ended yet
         metrics.count_events(1)
-    assert metrics.events._value.get() == EVENTS_BATCH  # published when the batch filled
+    assert metrics._totals is not None  # one process: samples are added up until a render (issue 41)
+    assert metrics._totals._counters[(id(metrics.events), ())][1] == EVENTS_BATCH  # published when the batch filled
     assert _value(_samples(metrics.render().decode()), "respstream_events_total") == EVENTS_BATCH + 5
     metrics.count_events(3)
     metrics.finished(status="completed", dialect="openai", model="m", seconds=0.1, error_code=None,
                      input_tokens=None, output_tokens=None)
-    assert metrics.events._value.get() == EVENTS_BATCH + 8
+    assert _value(_samples(metrics.render().decode()), "respstream_events_total") == EVENTS_BATCH + 8
+    straight = Metrics(multiprocess_dir="")
+    straight._totals = None  # multiprocess mode: straight through, the batch as before
+    for _ in range(EVENTS_BATCH + 5):
+        straight.count_events(1)
+    assert straight.events._value.get() == EVENTS_BATCH
+    straight.finished(status="completed", dialect="openai", model="m", seconds=0.1, error_code=None,
+                      input_tokens=None, output_tokens=None)
+    assert straight.events._value.get() == EVENTS_BATCH + 5

@@ -31,7 +31,13 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from respstream.server.http import socket_reclaim
 from respstream.server.http.peer_limit import PeerConnections
 
-__all__ = ["GuardedH11Protocol", "GuardedHttpToolsProtocol", "guarded_protocol", "quiet_accept_errors"]
+__all__ = ["DISCONNECT_HOOK", "GuardedH11Protocol", "GuardedHttpToolsProtocol", "guarded_protocol",
+           "quiet_accept_errors"]
+
+# A request's ``scope["state"]`` key the httptools protocol offers (None): a response that sets a callable there has it
+# called when the client goes away before the response is complete, instead of watching ``receive()`` from a task of
+# its own (sse_response.py: one task per stream fewer, issue 41). False: the client has already gone.
+DISCONNECT_HOOK = "respstream.on_disconnect"
 
 
 class _ReadDeadline:
@@ -68,6 +74,14 @@ class _ReadDeadline:
         self._disarm()
         self._release_peer()
         super().connection_lost(exc)  # type: ignore[misc]
+        cycle = getattr(self, "cycle", None)
+        if cycle is not None and cycle.disconnected:  # (set by uvicorn when the response was not complete)
+            state = cycle.scope.get("state", {})
+            hook = state.get(DISCONNECT_HOOK)
+            if DISCONNECT_HOOK in state:
+                state[DISCONNECT_HOOK] = False  # gone: a response that starts later watches receive() instead
+            if hook:
+                hook()
 
     def _release_peer(self) -> None:
         key, self._peer_key = self._peer_key, ""
@@ -192,6 +206,8 @@ def _httptools_guard() -> type[Any] | None:
         def on_headers_complete(self) -> None:
             super().on_headers_complete()
             self._head_done()
+            if self.cycle is not None:  # (None for a WebSocket upgrade)
+                self.cycle.scope.setdefault("state", {})[DISCONNECT_HOOK] = None
 
         def on_message_complete(self) -> None:
             super().on_message_complete()

@@ -4,9 +4,10 @@ How this works: it reads every entry after the cursor, sends each as one frame (
 arrive one at a time), and when it has caught up waits for the next appended batch. It ends after the terminal
 entry. A stream never ends without a terminal: when the response is deleted before its terminal reached this reader,
 or the store fails mid-stream, the reader gets an ``error`` of its own (``cancelled`` / ``store_unavailable``, see
-:func:`writer.reader_terminal_frame`) and the stream closes. A watcher task reads ``receive()``:
-``http.disconnect`` stops the sender and calls ``on_disconnect`` (the service then cancels a foreground generation;
-a background one runs on).
+:func:`writer.reader_terminal_frame`) and the stream closes. A client that goes away stops the sender, which calls
+``on_disconnect`` (the service then cancels a foreground generation; a background one runs on): the gateway's
+httptools protocol says so through a hook (http_guard.DISCONNECT_HOOK), elsewhere a watcher task reads
+``receive()`` until ``http.disconnect``.
 
 One timer per stream (:class:`~respstream.server.http.stream_timer.StreamTimer`, this class's base) sends
 ``: keep-alive`` when the sender has been idle for ``keepalive_seconds``, and cuts a reader whose ``send`` has made no
@@ -34,6 +35,7 @@ from typing import Any
 from respstream.server.events.dialects import Dialect
 from respstream.server.events.frames import frame, frames, reader_terminal_frame
 from respstream.server.http.direct_send import DirectSend, direct_send_ok, finish_suspended
+from respstream.server.http.http_guard import DISCONNECT_HOOK
 from respstream.server.http.stream_timer import StreamTimer, configured_timeout
 from respstream.server.store.base import Entry, Store, StoreUnavailable
 
@@ -108,16 +110,23 @@ class EventStreamResponse(StreamTimer):
         me = asyncio.current_task()
         limit = configured_timeout(scope) if self.slow_reader_timeout is None else self.slow_reader_timeout
 
+        def gone() -> None:
+            self.disconnected = True
+            if me is not None:
+                me.cancel()
+
         async def watch() -> None:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":
-                    self.disconnected = True
-                    if me is not None:
-                        me.cancel()
+                    gone()
                     return
 
-        watcher = asyncio.create_task(watch())
+        state = scope.get("state")
+        hooked = isinstance(state, dict) and state.get(DISCONNECT_HOOK, False) is None  # offered, client still here
+        if hooked:
+            state[DISCONNECT_HOOK] = gone  # the protocol calls it (and drops it) if the client goes first
+        watcher = None if hooked else asyncio.create_task(watch())
         self.arm_timer(limit)
         try:
             try:
@@ -143,9 +152,12 @@ class EventStreamResponse(StreamTimer):
                 self.disconnected = True  # the peer went away while we wrote
         finally:
             self.disarm_timer()
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            if watcher is None:
+                state[DISCONNECT_HOOK] = None  # type: ignore[index]  # (hooked: the state is a dict)
+            else:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
             if self.disconnected and self.on_disconnect is not None:
                 self.on_disconnect()
             if self.on_close is not None:

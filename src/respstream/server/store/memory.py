@@ -11,10 +11,10 @@ Retry-After) instead of growing; :meth:`MemoryStore.check_room` asks the same qu
 precedes ``create`` (fetching files).
 
 Bytes are what the objects really take (issue 42, H4v: counting JSON length charged a record of 30,000 tiny input
-items 4.3 MB while it held 17.4 MB): a record's request (which nothing changes once it is created) is kept as its
-compact JSON bytes, so its charge is exact (and the memory a quarter of the objects'), and decoded by :meth:`get`;
-the Response snapshot, which the writer keeps as live objects, is measured by
-:func:`~respstream.server.store.object_size.deep_size`; each record and log entry adds its calibrated overhead.
+items 4.3 MB while it held 17.4 MB): a record's request and its Response snapshot (as of the last create or update)
+are kept as compact JSON bytes (store/memory_records.py), so their charge is exact, and decoded by :meth:`get`;
+each record and log entry adds its calibrated overhead. (Measuring the writer's live Response object by object took
+~20% of a short streaming request's instructions: issue 41.)
 
 Text deltas may be appended as :class:`~respstream.server.store.base.DeltaEntry` (the delta and its part's
 template, ~90 bytes instead of ~270): :meth:`MemoryStore.read` hands every other reader real ``LogEntry`` objects;
@@ -50,28 +50,22 @@ from respstream.server.store.base import (
     StoreUnavailable,
 )
 from respstream.server.store.memory_conversations import MemoryConversations, item_bytes
-from respstream.server.store.object_size import DELTA_ENTRY_BYTES, DICT_ENTRY_BYTES, LOG_ENTRY_BYTES, deep_size
+from respstream.server.store.memory_records import APART, encoded, kept
+from respstream.server.store.object_size import DELTA_ENTRY_BYTES, DICT_ENTRY_BYTES, LOG_ENTRY_BYTES
 
 __all__ = ["MemoryStore"]
 
 _FINISHED = frozenset({"completed", "incomplete", "failed", "cancelled"})
 DEFAULT_MAX_BYTES = 256 << 20
-_APART: dict[str, Any] = {}  # a stored record's ``request`` field: the request itself is kept encoded, apart
 # An entry besides its payload's bytes: the struct, its list slot and the bytes object's header.
 _LOG_ENTRY = LOG_ENTRY_BYTES + sys.getsizeof(b"")
 _DELTA_ENTRY = DELTA_ENTRY_BYTES + sys.getsizeof(b"")
 
 
-def encoded_request(record: ResponseRecord) -> bytes:
-    """The request as the memory store keeps it: compact JSON in a bytes object of exactly its size (the encoder's
-    own buffer is over-allocated by up to half, and ``getsizeof`` would not show it)."""
-    return bytes(memoryview(msgspec.json.encode(record.request)))
-
-
-def _record_bytes(record: ResponseRecord, request: bytes) -> int:
-    """What a record kept as (``request`` encoded) takes: the request's bytes, the live Response snapshot, the
-    record and its (still empty) log with their dict slots."""
-    return (_RECORD_OVERHEAD + sys.getsizeof(record.id) + sys.getsizeof(request) + deep_size(record.response))
+def _record_bytes(record: ResponseRecord, request: bytes, response: bytes) -> int:
+    """What a record kept as (``request`` and ``response`` encoded) takes: their bytes, the record and its (still
+    empty) log with their dict slots."""
+    return _RECORD_OVERHEAD + sys.getsizeof(record.id) + sys.getsizeof(request) + sys.getsizeof(response)
 
 
 def _entry_bytes(entries: Sequence[Entry]) -> int:
@@ -102,9 +96,9 @@ class _Log:
                     fut.set_result(None)
 
 
-# The record object, its log (with its three lists) and its slots in the store's four dicts.
+# The record object, its log (with its three lists) and its slots in the store's five dicts.
 _RECORD_OVERHEAD = (sys.getsizeof(ResponseRecord(id="", status="", created_at=0.0)) + sys.getsizeof(_Log())
-                    + 3 * sys.getsizeof([]) + 4 * DICT_ENTRY_BYTES + sys.getsizeof(0))
+                    + 3 * sys.getsizeof([]) + 5 * DICT_ENTRY_BYTES + sys.getsizeof(0))
 
 
 class MemoryStore:
@@ -112,6 +106,7 @@ class MemoryStore:
     ``max_bytes``."""
 
     # The request is kept encoded at create and :meth:`update` never reads it: the caller may drop its own copy.
+    # (So is the Response: a change to the caller's dict is stored by the next update.)
     keeps_request_apart = True
 
     def __init__(self, *, retention_seconds: float = 24 * 3600, max_responses: int = 10_000, history_limit: int = 1000,
@@ -119,6 +114,7 @@ class MemoryStore:
         self._records: OrderedDict[str, ResponseRecord] = OrderedDict()
         self._record_sizes: dict[str, int] = {}
         self._requests: dict[str, bytes] = {}  # each record's request, encoded (see the module's docstring)
+        self._responses: dict[str, bytes] = {}  # each record's Response snapshot, encoded
         self._max_bytes = max_bytes
         self.bytes = 0  # stored bytes now (records + logs), for metrics and tests
         self._logs: dict[str, _Log] = {}
@@ -130,7 +126,13 @@ class MemoryStore:
     # -- records ---------------------------------------------------------------------------------------------------
     def check_room(self, record: ResponseRecord) -> None:
         """Raise ``StoreUnavailable`` now when :meth:`create` would (finished responses are dropped to make room)."""
-        self._room_for(_record_bytes(record, encoded_request(record)))
+        self._room_for(self._measure(record)[2])
+
+    @staticmethod
+    def _measure(record: ResponseRecord) -> tuple[bytes, bytes, int]:
+        """The record's request and Response as this store keeps them, and the size it is charged."""
+        request, response = encoded(record.request), encoded(record.response)
+        return request, response, _record_bytes(record, request, response)
 
     def _room_for(self, size: int) -> None:
         self._evict(room=1, room_bytes=size)
@@ -141,14 +143,14 @@ class MemoryStore:
             )
 
     async def create(self, record: ResponseRecord) -> None:
-        request = encoded_request(record)
-        size = _record_bytes(record, request)
+        request, response, size = self._measure(record)
         self._room_for(size)
-        self._store(record, request, size)
+        self._store(record, request, response, size)
 
-    def _store(self, record: ResponseRecord, request: bytes, size: int) -> None:
-        self._records[record.id] = replace(record, request=_APART)
+    def _store(self, record: ResponseRecord, request: bytes, response: bytes, size: int) -> None:
+        self._records[record.id] = kept(record)
         self._requests[record.id] = request
+        self._responses[record.id] = response
         self._record_sizes[record.id] = size
         self.bytes += size
         self._logs[record.id] = _Log()
@@ -161,20 +163,22 @@ class MemoryStore:
         record = self._records.get(response_id)
         if record is None:
             return None
-        return replace(record, request=msgspec.json.decode(self._requests[response_id]))
+        return replace(record, request=msgspec.json.decode(self._requests[response_id]),
+                       response=msgspec.json.decode(self._responses[response_id]))
 
     async def update(self, record: ResponseRecord) -> None:
         """Store the record's new status and Response; its request is the one it was created with, plus the keys the
         caller's copy sets (a running response's copy is emptied at create: see ``keeps_request_apart``)."""
         request = self._requests.get(record.id)
         if request is not None:
-            if record.request and record.request is not _APART:
+            if record.request and record.request is not APART:
                 # The caller's copy holds what changed after create (a compaction's request["context"], which the
                 # next turn of a previous_response_id chain starts from; or a whole request read back by get()).
-                request = bytes(memoryview(msgspec.json.encode({**msgspec.json.decode(request), **record.request})))
+                request = encoded({**msgspec.json.decode(request), **record.request})
                 self._requests[record.id] = request
-            self._records[record.id] = replace(record, request=_APART)
-            size = _record_bytes(record, request)
+            self._records[record.id] = kept(record)
+            response = self._responses[record.id] = encoded(record.response)
+            size = _record_bytes(record, request, response)
             self.bytes += size - self._record_sizes.get(record.id, 0)
             self._record_sizes[record.id] = size
             if self.bytes > self._max_bytes:
@@ -189,6 +193,7 @@ class MemoryStore:
         """Drop the log and the byte count of a response whose record is gone; readers see the end."""
         self.bytes -= self._record_sizes.pop(response_id, 0)
         self._requests.pop(response_id, None)
+        self._responses.pop(response_id, None)
         log = self._logs.pop(response_id, None)
         if log is not None:
             self.bytes -= log.size

@@ -22,7 +22,7 @@ from collections.abc import Hashable, Sequence
 
 from respstream.server.store.base import Entry, ResponseRecord, StoreUnavailable
 from respstream.server.store.byte_budget import ByteBudget
-from respstream.server.store.memory import MemoryStore, _record_bytes, encoded_request
+from respstream.server.store.memory import MemoryStore
 
 __all__ = ["BudgetedMemoryStore"]
 
@@ -42,10 +42,6 @@ class BudgetedMemoryStore(MemoryStore):
             self.budget.adjust(self.holder, self.bytes - self._charged)
             self._charged = self.bytes
 
-    def check_room(self, record: ResponseRecord) -> None:
-        """Raise ``StoreUnavailable`` now when :meth:`create` would (before the work that precedes it)."""
-        self._room_for(_record_bytes(record, encoded_request(record)))
-
     def _room_for(self, size: int) -> None:
         short = size - self.budget.room(self.holder)
         if short > 0:  # drop this store's oldest finished responses until the new one fits (as far as they go)
@@ -64,10 +60,9 @@ class BudgetedMemoryStore(MemoryStore):
         self._settle()
 
     async def create(self, record: ResponseRecord) -> None:
-        request = encoded_request(record)
-        size = _record_bytes(record, request)  # what it will really hold, charged before it is stored
+        request, response, size = self._measure(record)  # what it will hold, charged before it is stored
         self._room_for(size)
-        self._store(record, request, size)
+        self._store(record, request, response, size)
         self._settle()
 
     async def update(self, record: ResponseRecord) -> None:

@@ -17,6 +17,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import multiprocess as _multiprocess
 
+from respstream.server.telemetry.metric_totals import MetricTotals
+
 __all__ = ["CONTENT_TYPE", "Metrics", "NoMetrics"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -43,6 +45,8 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         reg = self.registry
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        # Samples added up between scrapes in one process (telemetry/metric_totals.py); None: straight through.
+        self._totals = None if self.multiprocess_dir else MetricTotals()
         self._pending_events = 0
         self.tool_names: frozenset[str] = frozenset()  # the server tools (set by the service): tool label values
         livesum: dict[str, Any] = {"multiprocess_mode": "livesum"} if self.multiprocess_dir else {}
@@ -110,17 +114,35 @@ class Metrics:
         key = (id(metric), labels)
         child = self._children.get(key)
         if child is None:
-            child = self._children[key] = metric.labels(*labels)
+            child = self._children[key] = metric.labels(*labels) if labels else metric
         return child
 
+    def _inc(self, metric: Any, *labels: str, amount: float = 1) -> None:
+        if self._totals is not None:
+            self._totals.inc(metric, labels, amount)
+        else:
+            self._child(metric, *labels).inc(amount)
+
+    def _observe(self, metric: Any, value: float, *labels: str) -> None:
+        if self._totals is not None:
+            self._totals.observe(metric, labels, value)
+        else:
+            self._child(metric, *labels).observe(value)
+
+    def _set(self, gauge: Any, value: float) -> None:
+        if self._totals is not None:
+            self._totals.set(gauge, value)
+        else:
+            gauge.set(value)
+
     def request(self, method: str, route: str, status: int) -> None:
-        self._child(self.http_requests, method if method in HTTP_METHODS else OTHER, route, str(status)).inc()
+        self._inc(self.http_requests, method if method in HTTP_METHODS else OTHER, route, str(status))
         if status >= 400:
-            self._child(self.errors, f"http_{status}").inc()
+            self._inc(self.errors, f"http_{status}")
 
     def ignored(self, transport: str, n: int) -> None:
         """``n`` unknown request fields were ignored on ``transport`` (http or websocket)."""
-        self._child(self.ignored_fields, transport).inc(n)
+        self._inc(self.ignored_fields, transport, amount=n)
 
     def count_events(self, n: int) -> None:
         """Called per flush of a response's events (dozens per response): the counter's lock is taken once per
@@ -132,7 +154,7 @@ class Metrics:
     def _publish_events(self) -> None:
         pending, self._pending_events = self._pending_events, 0
         if pending:
-            self.events.inc(pending)
+            self._inc(self.events, amount=pending)
 
     def tool_label(self, name: str) -> str:
         """``name`` when it is a server tool, else "other" (a model-invented name must not make a time series)."""
@@ -140,44 +162,47 @@ class Metrics:
 
     def tool(self, name: str, status: str, seconds: float | None = None) -> None:
         label = self.tool_label(name)
-        self._child(self.tool_calls, label, status).inc()
+        self._inc(self.tool_calls, label, status)
         if seconds is not None:
             self.tool_seconds(name, seconds)
 
     def tool_seconds(self, name: str, seconds: float) -> None:
-        self._child(self.tool_latency, self.tool_label(name)).observe(seconds)
+        self._observe(self.tool_latency, seconds, self.tool_label(name))
 
     def finished(self, *, status: str, dialect: str, model: str, seconds: float, error_code: str | None,
                  input_tokens: int | None, output_tokens: int | None) -> None:
         self._publish_events()
-        self._child(self.responses, status, dialect, model).inc()
-        self._child(self.duration, status).observe(seconds)
+        self._inc(self.responses, status, dialect, model)
+        self._observe(self.duration, seconds, status)
         if error_code:
-            self._child(self.errors, error_code).inc()
+            self._inc(self.errors, error_code)
         if input_tokens is not None:
-            self._child(self.tokens, "input").observe(input_tokens)
+            self._observe(self.tokens, input_tokens, "input")
         if output_tokens is not None:
-            self._child(self.tokens, "output").observe(output_tokens)
+            self._observe(self.tokens, output_tokens, "output")
+
+    def queue_waited(self, seconds: float) -> None:
+        self._observe(self.queue_wait, seconds)
 
     def repairs(self, counts: dict[str, int]) -> None:
         """What the gateway repaired in one response's native Responses upstream stream (violation code -> n)."""
         for code, n in counts.items():
-            self._child(self.upstream_repairs, code).inc(n)
+            self._inc(self.upstream_repairs, code, amount=n)
 
     def first_token(self, model: str, seconds: float) -> None:
-        self._child(self.ttft, model).observe(seconds)
+        self._observe(self.ttft, seconds, model)
 
     def upstream_phase(self, upstream: str, phase: str, seconds: float) -> None:
-        self._child(self.upstream_latency, upstream, phase).observe(seconds)
+        self._observe(self.upstream_latency, seconds, upstream, phase)
 
     def upstream_failure(self, upstream: str, code: str) -> None:
-        self._child(self.upstream_failures, upstream, code).inc()
+        self._inc(self.upstream_failures, upstream, code)
 
     def set_open_streams(self, n: int) -> None:
-        self.open_streams.set(n)
+        self._set(self.open_streams, n)
 
     def set_running(self, n: int) -> None:
-        self.running_generations.set(n)
+        self._set(self.running_generations, n)
 
     def set_deferred(self, *, waiting: int, taken: int, oldest_wait: float, least_slack: float | None) -> None:
         self._child(self.deferred_depth, "waiting").set(waiting)
@@ -186,7 +211,7 @@ class Metrics:
         self.deferred_slack.set(least_slack if least_slack is not None else 0.0)
 
     def deferred_run(self, outcome: str) -> None:
-        self._child(self.deferred_runs, outcome).inc()
+        self._inc(self.deferred_runs, outcome)
 
     def set_health(self, *, store_ok: bool | None = None, upstreams: dict[str, bool] | None = None) -> None:
         if store_ok is not None:
@@ -197,6 +222,8 @@ class Metrics:
     # -- exposition ------------------------------------------------------------------------------------------------
     def render(self) -> bytes:
         self._publish_events()
+        if self._totals is not None:
+            self._totals.publish()
         if self.multiprocess_dir:
             merged = CollectorRegistry()
             _multiprocess.MultiProcessCollector(merged, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
@@ -233,6 +260,9 @@ class NoMetrics(Metrics):
         pass
 
     def first_token(self, model: str, seconds: float) -> None:
+        pass
+
+    def queue_waited(self, seconds: float) -> None:
         pass
 
     def upstream_phase(self, upstream: str, phase: str, seconds: float) -> None:

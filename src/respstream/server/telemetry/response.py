@@ -97,8 +97,8 @@ class ResponseTelemetry:
         model = str(response.get("model") or getattr(pipeline.decision, "model_id", "") or "unknown")
         input_tokens, output_tokens = usage.get("input_tokens"), usage.get("output_tokens")
         if self.metrics is not None:
-            self.metrics.queue_wait.observe(max(0.0, pipeline.generation_started - self.started)
-                                            if pipeline.generation_started else 0.0)
+            self.metrics.queue_waited(max(0.0, pipeline.generation_started - self.started)
+                                      if pipeline.generation_started else 0.0)
             self.metrics.finished(status=record.status, dialect=dialect, model=model,
                                   seconds=time.perf_counter() - self.started,
                                   error_code=error.get("code") if isinstance(error, dict) else None,

@@ -175,6 +175,9 @@ def _head_overdue(head: asyncio.Future[Any], seconds: float) -> None:
         head.set_exception(IdleTimeout(f"no response head for {seconds:g} s"))
 
 
+_HEADS_KEPT = 64  # request heads remembered per client (see LeanHTTP._head)
+
+
 class LeanHTTP:
     """Keep-alive connections per (scheme, host, port), for streaming ``post`` requests."""
 
@@ -188,6 +191,9 @@ class LeanHTTP:
         self._idle: dict[tuple[str, str, int], list[UpstreamConnection]] = {}
         self._ssl: ssl.SSLContext | None = None
         self._closed = False
+        # (method, url, headers) -> (pool key, head before content-length, head after it): an upstream sends the
+        # same few heads, each built (URL parsed, lines joined, encoded) once; bounded for traced heads, which vary.
+        self._heads: dict[tuple[str, ...], tuple[tuple[str, str, int], bytes, bytes]] = {}
 
     def _ssl_context(self) -> ssl.SSLContext:
         if self._ssl is None:
@@ -236,13 +242,9 @@ class LeanHTTP:
 
     async def request(self, method: str, url: str, body: bytes, headers: dict[str, str]) -> StreamResponse:
         """Send ``method url`` (with ``body``) and wait for the response head. Raises :class:`HTTPStreamError`."""
-        key, target, host_header = _target(url)
-        lines = [f"{method} {target} HTTP/1.1", f"host: {host_header}"]
-        if body or method not in ("GET", "HEAD"):
-            lines.append(f"content-length: {len(body)}")
-        lines += [f"{name}: {value}" for name, value in headers.items() if name.lower() not in ("host",
-                                                                                             "content-length")]
-        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        key, before, after = self._head(method, url, headers)
+        length = b"content-length: %d\r\n" % len(body) if body or method not in ("GET", "HEAD") else b""
+        request = b"".join((before, length, after, body))
         for attempt in (0, 1):
             conn = self._pooled(key)
             reused = conn is not None
@@ -277,6 +279,21 @@ class LeanHTTP:
                     conn.transport.abort()
                 raise
         raise ProtocolError("the server closed the connection before answering")  # pragma: no cover
+
+    def _head(self, method: str, url: str, headers: dict[str, str]) -> tuple[tuple[str, str, int], bytes, bytes]:
+        """The request head of ``method url`` with ``headers``, split where its content-length goes."""
+        cache_key = (method, url, *headers.keys(), *headers.values())
+        head = self._heads.get(cache_key)
+        if head is None:
+            key, target, host_header = _target(url)
+            lines = [f"{name}: {value}\r\n" for name, value in headers.items()
+                     if name.lower() not in ("host", "content-length")]
+            head = (key, f"{method} {target} HTTP/1.1\r\nhost: {host_header}\r\n".encode("latin-1"),
+                    ("".join(lines) + "\r\n").encode("latin-1"))
+            if len(self._heads) >= _HEADS_KEPT:
+                self._heads.clear()
+            self._heads[cache_key] = head
+        return head
 
     async def aclose(self) -> None:
         self._closed = True
