@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
-from respstream.server.upstream import http_stream
-from respstream.server.upstream.http_stream import LeanHTTP
+from respstream.server.upstream.http import stream as http_stream
+from respstream.server.upstream.http.stream import LeanHTTP
 
 
 def _wire(url: str, body: bytes, headers: dict[str, str]) -> bytes:
