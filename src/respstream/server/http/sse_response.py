@@ -250,6 +250,13 @@ class EventStreamResponse(StreamTimer):
         if direct.ended:
             self._ended = True
             return True
+        if direct.oversize is not None:  # a read too big for one send, its frames made already
+            entries, bodies = direct.oversize
+            self._sending = True
+            done = await self._send_bodies(send, entries, bodies)
+            self._sending = False
+            self._active = loop.time()
+            return done
         if self._keepalive_due:  # the timer woke us, not an append
             await self._send_keepalive(send)
         return False
@@ -280,7 +287,10 @@ class EventStreamResponse(StreamTimer):
         """The SSE frames of ``entries`` (ready together) in as few ASGI sends as ``COALESCE_BYTES`` allows: the
         same bytes in the same order, fewer HTTP chunks (each send costs the server its own chunk framing, flow
         control check and transport write). True once the terminal was sent."""
-        bodies = frames(self.dialect, entries)
+        return await self._send_bodies(send, entries, frames(self.dialect, entries))
+
+    async def _send_bodies(self, send: Any, entries: list[Entry], bodies: list[bytes]) -> bool:
+        """:meth:`_send_frames` with the frames of ``entries`` made already (``bodies``, one each)."""
         # A log ends with its terminal: only the last entry of a read can be one. The body ends in the same send
         # (one write of the terminal and the end of the chunked body, not two).
         terminal = entries[-1].terminal
