@@ -103,8 +103,8 @@ async def main() -> None:
     for name in names:
         long = [row["cpu_ms_per_1000_events"] for row in rows[name, "long"]]
         line = f"{name}: CPU ms / 1,000 events on 200-delta responses {long}"
-        if name != "floor":
-            ratios = [value / base for value, base in zip(long, floor, strict=True)]
+        ratios = [value / base for value, base in zip(long, floor, strict=True) if base]
+        if name != "floor" and ratios:  # (none when a tiny load took under a clock tick of the floor's CPU)
             line += (f"; x floor min {min(ratios):.2f} median {statistics.median(ratios):.2f} "
                      f"max {max(ratios):.2f}")
         if args.short_requests:
