@@ -24,6 +24,7 @@ import uvicorn.protocols.http.httptools_impl as httptools_impl
 
 from faults.helpers import GatewayThread, check, gateway_app
 from respstream.server.events.dialects import get_dialect
+from respstream.server.events.frames import frames
 from respstream.server.http import direct_send, sse_response
 from respstream.server.http.direct_send import DirectSend, direct_send_ok, finish_suspended
 from respstream.server.store.base import LogEntry
@@ -193,6 +194,22 @@ async def test_a_read_past_the_limit_and_the_end_without_terminal_wake_the_task(
     assert d2.wake.done() and not d2.ended
 
 
+async def test_a_read_past_the_limit_hands_its_frames_to_the_task() -> None:
+    """The frames made for a read too big for one send go to the task as they are (not formatted again)."""
+    log = FakeLog()
+
+    async def send(message: dict[str, Any]) -> None:
+        raise AssertionError("nothing is sent directly here")
+
+    d, _ = _direct(log, send, limit=10)
+    log.add(), log.add()
+    d.on_append()
+    assert d.wake.done() and d.oversize is not None
+    entries, bodies = d.oversize
+    assert [e.sequence_number for e in entries] == [0, 1]
+    assert bodies == frames(get_dialect("platform"), log.entries)
+
+
 async def test_errors_go_to_the_task_not_the_writer() -> None:
     log = FakeLog()
 
@@ -326,3 +343,38 @@ def test_an_idle_direct_reader_gets_keepalives_and_then_the_rest(monkeypatch: py
     core = check(raw)
     assert core.violations == [] and core.result.status == "completed"
     assert len(core.result.streamed_text.split()) == 4
+
+
+def test_a_read_past_the_limit_is_framed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deltas of 40,000 characters: every read is over ``COALESCE_BYTES``, so the direct path hands each to the task.
+    Each event is framed once (the task sends the frames the direct path made), and the bytes are those of a stream
+    the task sends alone."""
+    framed: list[int] = []
+    handed: list[int] = []
+
+    def counting_frames(dialect: Any, entries: list[Any]) -> list[bytes]:
+        framed.extend(e.sequence_number for e in entries)
+        return frames(dialect, entries)
+
+    monkeypatch.setattr(direct_send, "frames", counting_frames)
+    monkeypatch.setattr(sse_response, "frames", counting_frames)
+    on_append = DirectSend.on_append
+
+    def noting_on_append(self: DirectSend) -> None:
+        on_append(self)
+        if self.oversize is not None and handed[-1:] != [id(self)]:
+            handed.append(id(self))
+
+    monkeypatch.setattr(DirectSend, "on_append", noting_on_append)
+    upstream = ScriptedUpstream(12, name="scripted", models=["scripted"], delay_ms=2, text="z" * 40_000 * 12)
+    app = gateway_app([upstream])
+    with GatewayThread(app) as gw:
+        direct = _stream(gw.url, {"input": "hi", "stream": True})
+        events = direct.count(b"\ndata: ")
+        assert handed, "no read went over the limit"
+        assert sorted(framed) == list(range(events)), "an event was framed twice, or not at all"
+        monkeypatch.setattr(sse_response.EventStreamResponse, "direct", False)
+        own = _stream(gw.url, {"input": "hi", "stream": True})
+    assert _normalized(direct) == _normalized(own)
+    core = check(direct, dialect="platform")
+    assert core.violations == [] and core.result.status == "completed"

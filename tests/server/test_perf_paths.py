@@ -293,6 +293,8 @@ async def test_frames_ready_together_go_out_in_few_sends_with_the_same_bytes(eve
     else:  # a long batch: bounded chunks, each at most the limit plus the frame that crossed it
         assert 1 < len(bodies) < events
         assert all(len(b) < sse_response.COALESCE_BYTES + biggest for b in bodies)
+        # ... and each but the last one reached the limit: as few sends as the limit allows.
+        assert all(len(b) >= sse_response.COALESCE_BYTES for b in bodies[:-1])
     # The body ends with the terminal's own send: no empty send after it.
     assert [m["more_body"] for m in sent[1:]] == [True] * (len(sent) - 2) + [False]
 

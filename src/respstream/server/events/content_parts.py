@@ -32,7 +32,13 @@ class OpenPart:
         self.logprobs: list[Any] = []  # token logprobs of an output_text part, when the request asked for them
 
     def joined(self) -> str:
-        return "".join(self.parts)
+        """The part's text so far. The deltas are kept joined (closing a part asks for its text more than once)."""
+        parts = self.parts
+        if len(parts) < 2:
+            return parts[0] if parts else ""
+        text = "".join(parts)
+        parts[:] = [text]  # (in place: the same text, one string; later deltas are appended after it)
+        return text
 
 
 class OpenItem:

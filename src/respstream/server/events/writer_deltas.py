@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -115,7 +116,8 @@ class DeltaWriting:
         checker = self._checker
         # Surely under the size limit: a character is at most 6 bytes of JSON (\u escape), plus the quotes and the
         # sequence number's digits. Else (a huge delta) each takes the exact path, as does a checker that objects.
-        if template.fixed_len + 6 * max(map(len, rest)) + 22 > self._max_event_bytes or (
+        longest = len(rest[0]) if len(rest) == 1 else max(map(len, rest))
+        if template.fixed_len + 6 * longest + 22 > self._max_event_bytes or (
             checker is not None
             and not checker.check_text_deltas(seq, item.id, item.output_index, part.content_index, rest)
         ):
@@ -124,7 +126,11 @@ class DeltaWriting:
             return
         part.parts.extend(rest)
         if self._compact:
-            self._pending.extend([DeltaEntry(n, _encode(d), template) for n, d in enumerate(rest, seq)])
+            if len(rest) == 1:  # (a read of one token: a real model's usual read)
+                self._pending.append(DeltaEntry(seq, _encode(rest[0]), template))
+            else:  # (map, not a comprehension: no Python step a delta; faster from about ten deltas on)
+                self._pending.extend(map(DeltaEntry, range(seq, seq + len(rest)), map(_encode, rest),
+                                         repeat(template)))
         else:
             fmt, kind = template.data_fmt, template.type
             self._pending.extend([LogEntry(n, kind, fmt % (n, _encode(d))) for n, d in enumerate(rest, seq)])

@@ -12,7 +12,8 @@ The reader's task still owns the stream. It waits on one future, resolved only w
 - the terminal frame went out (the body ended with it), or the log ended without one (deleted);
 - a send suspended (the client reads slowly, flow control): the task runs the suspended send to its end
   (:func:`finish_suspended`), with the slow-reader timer watching it as it watches any send, then catches up itself;
-- a read too big for one send (``COALESCE_BYTES``), or a keep-alive is due (the timer resolves the future);
+- a read too big for one send (``COALESCE_BYTES``: the task sends the frames already made, in bounded pieces), or a
+  keep-alive is due (the timer resolves the future);
 - anything raised while sending (the task raises it, as its own send would have).
 
 Only uvicorn's own HTTP ``send`` is driven this way (:func:`direct_send_ok`): a coroutine known to keep no state in
@@ -69,8 +70,8 @@ class DirectSend:
     """One wait of a caught-up reader: the store's appends call :meth:`on_append` until the task is needed (then
     :attr:`wake` is resolved and appends are left to the task)."""
 
-    __slots__ = ("after_send", "dialect", "ended", "entries_after", "is_ended", "last", "limit", "send", "suspended",
-                 "wake")
+    __slots__ = ("after_send", "dialect", "ended", "entries_after", "is_ended", "last", "limit", "oversize", "send",
+                 "suspended", "wake")
 
     def __init__(self, *, send: Callable[[dict[str, Any]], Any], dialect: Dialect,
                  entries_after: Callable[[int], list[Entry]], is_ended: Callable[[], bool], last: int, limit: int,
@@ -86,6 +87,8 @@ class DirectSend:
         self.ended = False  # the terminal went out (the body ended with it)
         # A send that suspended: (its coroutine, what it yielded, the last sequence number it carries, terminal).
         self.suspended: tuple[Coroutine[Any, Any, Any], Any, int, bool] | None = None
+        # A read too big for one send: its entries and their frames, for the task to send in bounded pieces.
+        self.oversize: tuple[list[Entry], list[bytes]] | None = None
 
     def on_append(self) -> None:
         """Called by the store after every append (and end, delete, close). Never raises into the writer."""
@@ -99,9 +102,17 @@ class DirectSend:
                     wake.set_result(None)  # deleted (or ended with nothing more): the task says so
                 return
             bodies = frames(self.dialect, entries)
-            body = bodies[0] if len(bodies) == 1 else b"".join(bodies)
+            if len(bodies) == 1:
+                body = bodies[0]
+            elif sum(map(len, bodies)) < self.limit:
+                body = b"".join(bodies)
+            else:  # the task sends it in bounded pieces, these frames (formatted once)
+                self.oversize = entries, bodies
+                wake.set_result(None)
+                return
             if len(body) >= self.limit:
-                wake.set_result(None)  # the task sends it in bounded pieces
+                self.oversize = entries, bodies
+                wake.set_result(None)
                 return
             last, terminal = entries[-1].sequence_number, entries[-1].terminal
             coro = self.send({"type": "http.response.body", "body": body, "more_body": not terminal})

@@ -27,8 +27,10 @@ or an error, not for every read of the upstream.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import functools
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -262,6 +264,13 @@ class EventStreamResponse(StreamTimer):
         if direct.ended:
             self._ended = True
             return True
+        if direct.oversize is not None:  # a read too big for one send, its frames made already
+            entries, bodies = direct.oversize
+            self._sending = True
+            done = await self._send_bodies(send, entries, bodies)
+            self._sending = False
+            self._active = loop.time()
+            return done
         if self._keepalive_due:  # the timer woke us, not an append
             await self._send_keepalive(send)
         return False
@@ -292,24 +301,29 @@ class EventStreamResponse(StreamTimer):
         """The SSE frames of ``entries`` (ready together) in as few ASGI sends as ``COALESCE_BYTES`` allows: the
         same bytes in the same order, fewer HTTP chunks (each send costs the server its own chunk framing, flow
         control check and transport write). True once the terminal was sent."""
-        bodies = frames(self.dialect, entries)
+        return await self._send_bodies(send, entries, frames(self.dialect, entries))
+
+    async def _send_bodies(self, send: Any, entries: list[Entry], bodies: list[bytes]) -> bool:
+        """:meth:`_send_frames` with the frames of ``entries`` made already (``bodies``, one each)."""
         # A log ends with its terminal: only the last entry of a read can be one. The body ends in the same send
         # (one write of the terminal and the end of the chunked body, not two).
         terminal = entries[-1].terminal
-        if sum(map(len, bodies)) < COALESCE_BYTES:  # the usual read: one send
+        if len(bodies) == 1 or sum(map(len, bodies)) < COALESCE_BYTES:  # the usual read: one send
             await send({"type": "http.response.body", "more_body": not terminal,
                         "body": bodies[0] if len(bodies) == 1 else b"".join(bodies)})
             self.last = entries[-1].sequence_number
             self._ended = terminal
             return terminal
-        first, size, last = 0, 0, len(bodies) - 1
-        for i, body in enumerate(bodies):
-            size += len(body)
-            if size >= COALESCE_BYTES or i == last:
-                await send({"type": "http.response.body", "more_body": not (terminal and i == last),
-                            "body": body if i == first else b"".join(bodies[first:i + 1])})
-                self.last = entries[i].sequence_number
-                first, size = i + 1, 0
+        # Pieces of at least COALESCE_BYTES (or what is left), each ending at a frame's end: where the running total
+        # first reaches the piece's start + COALESCE_BYTES, found by bisection (not a Python step a frame).
+        ends = list(itertools.accumulate(map(len, bodies)))
+        first, start, last = 0, 0, len(bodies) - 1
+        while first <= last:
+            i = min(bisect.bisect_left(ends, start + COALESCE_BYTES, first), last)
+            await send({"type": "http.response.body", "more_body": not (terminal and i == last),
+                        "body": bodies[i] if i == first else b"".join(bodies[first:i + 1])})
+            self.last = entries[i].sequence_number
+            first, start = i + 1, ends[i]
         self._ended = terminal
         return terminal
 
