@@ -48,13 +48,18 @@ class System:
     gateway: bool = True  # False: the floor (no upstream, so no cut-stream check)
     notes: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+    # Why it has no Responses WebSocket mode on the board ("": it has one, at ``GET /v1/responses`` upgraded)
+    no_websocket: str = "no WebSocket mode"
 
 
 SYSTEMS: dict[str, System] = {
     "floor": System("floor", "chat", gateway=False, notes="uvicorn + Starlette, pre-encoded frames, no upstream"),
-    "respstream": System("respstream", "chat", notes="Chat Completions bridge (uvicorn + uvloop + httptools)"),
-    "respstream-native": System("respstream-native", "responses", notes="native Responses upstream"),
-    "respstream-granian": System("respstream-granian", "chat", notes="Chat Completions bridge on Granian"),
+    "respstream": System("respstream", "chat", notes="Chat Completions bridge (uvicorn + uvloop + httptools)",
+                         no_websocket=""),
+    "respstream-native": System("respstream-native", "responses", notes="native Responses upstream",
+                                no_websocket=""),
+    "respstream-granian": System("respstream-granian", "chat", notes="Chat Completions bridge on Granian",
+                                 no_websocket="served with Granian's --no-ws"),
     "litellm": System("litellm", "chat", headers=(("authorization", f"Bearer {LITELLM_KEY}"),),
                       notes="LiteLLM proxy, Responses -> Chat Completions bridge"),
     "portkey": System("portkey", "responses",

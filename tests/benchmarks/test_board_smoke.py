@@ -41,6 +41,23 @@ def _measured(report: dict[str, Any], name: str) -> None:
     assert row["cpu_long"]["events"] > 0 and row["cpu_long"]["errors"] == {}, row["cpu_long"]
     memory = report["memory"][name]["sse"]
     assert memory["failures"] == 0 and memory["connections"] > 0, memory
+    if report["systems"][name]["no_websocket"]:  # no WebSocket mode: not measured, and the table says why
+        assert "ws_vs_sse" not in row and "ws_vs_sse_long" not in row, row
+        assert f"| {name} | n/a ({report['systems'][name]['no_websocket']}) |" in _board_md(report)
+        return
+    for key, deltas in (("ws_vs_sse", 10), ("ws_vs_sse_long", 200)):
+        compared = row[key]
+        assert compared["failures"] == {"websocket": {}, "sse": {}}, (name, key, compared)
+        # the same responses on both sides: as many events, and more than the deltas each (created ... completed)
+        assert compared["events"]["websocket"] == compared["events"]["sse"], compared
+        assert min(compared["events"]["sse"]) > 0, compared
+        per_response = compared["events_per_response"]
+        assert per_response["websocket"] == per_response["sse"] > deltas, compared
+        assert compared["websocket_cpu_ms_per_1000_events"] is not None, compared
+
+
+def _board_md(report: dict[str, Any]) -> str:
+    return str(_bench("board_report").table(report))
 
 
 def _bench(module: str) -> Any:
@@ -49,6 +66,22 @@ def _bench(module: str) -> Any:
         return importlib.import_module(module)
     finally:
         sys.path.remove(str(BENCH))
+
+
+def test_the_transport_table_shows_the_ratio_or_why_there_is_none() -> None:
+    report = {"systems": {"respstream": {"no_websocket": ""}, "litellm": {"no_websocket": "no WebSocket mode"}},
+              "rounds": [{"respstream": {"ws_vs_sse": {"websocket_cpu_ms_per_1000_events": 45.0,
+                                                       "sse_cpu_ms_per_1000_events": 50.0,
+                                                       "websocket_over_sse": 0.9},
+                                         "ws_vs_sse_long": {"websocket_cpu_ms_per_1000_events": 6.6,
+                                                            "sse_cpu_ms_per_1000_events": 6.0,
+                                                            "websocket_over_sse": 1.1}},
+                          "litellm": {}}]}
+    text = _board_md(report)
+    assert "| respstream | 45.00 / 50.00 (**0.90x**) | 6.60 / 6.00 (**1.10x**) |" in text, text
+    assert "| litellm | n/a (no WebSocket mode) | n/a (no WebSocket mode) |" in text, text
+    summary = _bench("board_report").summarize(report)["respstream"]
+    assert "ws_over_sse_vs_respstream" not in summary  # a ratio is not compared with itself
 
 
 def _upstream_module() -> Any:
@@ -148,6 +181,7 @@ def test_the_board_runs_the_floor_and_respstream(tmp_path: Path) -> None:
         _measured(report, name)
     assert report["rounds"][0]["respstream"]["latency_1_json"]["errors"] == {}
     assert report["memory"]["respstream"]["websocket"]["failures"] == 0
+    assert "ws_vs_sse" in report["rounds"][0]["respstream"]  # respstream has a WebSocket mode: it is measured
     resume = report["resume"]
     assert resume["resumed"] == resume["rounds"] > 0 and resume["first_event_p50_ms"] > 0, resume
     checks = report["correctness"]["respstream"]
@@ -156,10 +190,12 @@ def test_the_board_runs_the_floor_and_respstream(tmp_path: Path) -> None:
     assert checks["cut"]["violations"] == 0, checks
     assert checks["cut"]["final_status"] in ("error", "failed", "incomplete"), checks
     suite = report["compliance"]
-    assert suite["floor"]["score"] is None and "not a gateway" in suite["floor"]["reason"], suite
-    if _bench("board_compliance").suite_dir() is None:
+    assert suite["floor"]["score"] is None, suite
+    if _bench("board_compliance").suite_dir() is None:  # (then every system's reason is the missing suite)
+        assert "OPENRESPONSES_SUITE" in suite["floor"]["reason"], suite
         assert suite["respstream"]["score"] is None and "OPENRESPONSES_SUITE" in suite["respstream"]["reason"]
     else:  # the public suite, respstream in front of the SIMULATED Chat Completions upstream: every test passes
+        assert "not a gateway" in suite["floor"]["reason"], suite
         assert suite["respstream"]["score"] == "17/17", suite["respstream"]
     assert "| Open Responses suite |" in (tmp_path / "board.md").read_text()
 
