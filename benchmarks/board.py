@@ -16,11 +16,12 @@ upstream to core 1) and per repeat, in an order that reverses every repeat:
   events for the same responses over WebSocket sessions and over keep-alive SSE, alternated on the same instance,
   on both the 10-delta and the 200-delta instance (benchmarks/board_websocket.py); peers show why not;
 then once per system: RSS per idle SSE connection (the upstream goes quiet after one frame) and, for respstream, per
-idle WebSocket connection; and ``respstream check`` on one captured stream, normal and with the upstream cut
-mid-stream; the public Open Responses suite's score (benchmarks/board_compliance.py); and for respstream, resume
-latency: a response made on one instance, its stream resumed (``starting_after``) on a second instance sharing its
-SQLite store, time to the first event. Ratios are taken
-within a repeat (against respstream and against the floor) and their median reported.
+idle WebSocket connection; RSS per active connection, SSE and (respstream) WebSocket, with events still flowing on
+each (the upstream drips a frame every half second; benchmarks/board_active_memory.py); ``respstream check`` on
+one captured stream, normal and with the upstream cut mid-stream; the public Open Responses suite's score
+(benchmarks/board_compliance.py); and for respstream, resume latency: a response made on one instance, its stream
+resumed (``starting_after``) on a second instance sharing its SQLite store, time to the first event. Ratios are
+taken within a repeat (against respstream and against the floor) and their median reported.
 
 Output: JSON (``--json``), a Markdown table and PNGs; with ``--docs`` the table, the machine, the versions and the
 plots replace the board section of docs/benchmarks.md (between its ``board:start`` / ``board:end`` markers).
@@ -45,6 +46,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from added_latency import Target, fetch
+from board_active_memory import active_memory
 from board_compliance import compliance_scores
 from board_measure import check_stream, cpu_per_events, idle_memory, latency, request_body, resume_latency
 from board_report import update_docs, write_outputs
@@ -56,9 +58,9 @@ DEFAULT_SYSTEMS = "floor,respstream,respstream-native,respstream-granian,litellm
 
 # ws_*: WebSocket vs SSE (board_websocket.py): sessions at once, responses a session (10-delta / 200-delta), pairs
 FULL = {"rounds_1": 300, "rounds_64": 8, "cpu_requests": 1500, "idle": 1000, "time": 40.0, "clients": 64,
-        "resume": 200, "ws_clients": 8, "ws_turns": 150, "ws_turns_long": 40, "ws_pairs": 3}
+        "resume": 200, "active": 1000, "ws_clients": 8, "ws_turns": 150, "ws_turns_long": 40, "ws_pairs": 3}
 SMOKE = {"rounds_1": 10, "rounds_64": 2, "cpu_requests": 24, "idle": 20, "time": 10.0, "clients": 4, "resume": 5,
-         "ws_clients": 2, "ws_turns": 3, "ws_turns_long": 2, "ws_pairs": 2}
+         "active": 20, "ws_clients": 2, "ws_turns": 3, "ws_turns_long": 2, "ws_pairs": 2}
 
 
 def start_upstream(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -233,6 +235,14 @@ async def once_per_system(system: System, upstream: str, tmp: Path, frames_file:
         try:
             memory["websocket"] = await idle_memory(proc.proc.pid, proc.url, headers, system.upstream_api,
                                                     count=sizes["idle"], websocket=True)
+        finally:
+            proc.stop()
+    # Active connections: fresh processes in front of the dripping upstream (a stream lasts minutes)
+    for side in ("sse", "websocket") if not system.no_websocket else ("sse",):
+        proc, headers = start_system(system, upstream, "drip", tmp, frames_file)
+        try:
+            memory[f"{side}_active"] = await active_memory(proc.proc.pid, proc.url, headers, system.upstream_api,
+                                                           count=sizes["active"], websocket=side == "websocket")
         finally:
             proc.stop()
     report["memory"][system.name] = memory

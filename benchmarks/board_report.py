@@ -67,6 +67,8 @@ def summarize(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
         memory = report.get("memory", {}).get(name, {})
         row["idle_sse_kib"] = memory.get("sse", {}).get("kib_per_connection")
         row["idle_ws_kib"] = memory.get("websocket", {}).get("kib_per_connection")
+        for side in ("sse", "websocket"):
+            row[f"active_{side}"] = memory.get(f"{side}_active")
         checks = report.get("correctness", {}).get(name, {})
         row["check_normal"] = checks.get("normal", {}).get("violations")
         row["check_cut"] = checks.get("cut", {}).get("violations")
@@ -132,18 +134,31 @@ def transport_table(summary: dict[str, dict[str, Any]]) -> list[str]:
     if not summary:
         return []
     lines = ["", "WebSocket vs SSE per event (the same responses, the same instance, sides alternated; CPU ms per "
-             "1,000 events, WebSocket / SSE, and the median of the within-pair ratios WebSocket/SSE):", "",
-             "| system | 10-delta responses: WS / SSE ms (WS/SSE) | 200-delta responses: WS / SSE ms (WS/SSE) |",
-             "|---|---|---|"]
+             "1,000 events, WebSocket / SSE, and the median of the within-pair ratios WebSocket/SSE), and RSS per "
+             "ACTIVE connection (streams in flight, the upstream dripping a frame every 0.5 s; KiB per connection, "
+             "MiB per 1,000 in brackets; benchmarks/board_active_memory.py):", "",
+             "| system | 10-delta responses: WS / SSE ms (WS/SSE) | 200-delta responses: WS / SSE ms (WS/SSE) "
+             "| active SSE KiB / conn | active WS KiB / conn |",
+             "|---|---|---|---:|---:|"]
     for name, s in summary.items():
-        if s.get("no_websocket"):
-            why = f"n/a ({s['no_websocket']})"
-            lines.append(f"| {name} | {why} | {why} |")
-            continue
-        cells = [f"{_fmt(s[f'{k}cpu_per_1000'])} / {_fmt(s[f'{k}sse_cpu_per_1000'])} "
+        why = f"n/a ({s['no_websocket']})" if s.get("no_websocket") else ""
+        cells = [why or f"{_fmt(s[f'{k}cpu_per_1000'])} / {_fmt(s[f'{k}sse_cpu_per_1000'])} "
                  f"(**{_fmt(s[f'{k}over_sse'], 'x')}**)" for k in ("ws_", "ws_long_")]
-        lines.append(f"| {name} | {cells[0]} | {cells[1]} |")
+        cells += [_active(s.get("active_sse")), why or _active(s.get("active_websocket"))]
+        lines.append(f"| {name} | {' | '.join(cells)} |")
     return lines
+
+
+def _active(measured: dict[str, Any] | None) -> str:
+    """KiB per active connection (MiB per 1,000), and how many of the held connections were not active."""
+    if not measured:
+        return "-"
+    kib = float(measured["kib_per_connection"])
+    text = f"{kib:,.1f} ({kib * 1000 / 1024:,.1f} MiB)"
+    short = measured["connections"] - measured.get("active", 0)
+    if short:
+        text += f", {short} of {measured['connections']} not active ({measured.get('failures', 0)} failed)"
+    return text
 
 
 def suite_notes(compliance: dict[str, dict[str, Any]]) -> list[str]:

@@ -41,6 +41,10 @@ def _measured(report: dict[str, Any], name: str) -> None:
     assert row["cpu_long"]["events"] > 0 and row["cpu_long"]["errors"] == {}, row["cpu_long"]
     memory = report["memory"][name]["sse"]
     assert memory["failures"] == 0 and memory["connections"] > 0, memory
+    sides = ("sse",) if report["systems"][name]["no_websocket"] else ("sse", "websocket")
+    for side in sides:  # active connections: every one held, and still receiving events when RSS was read
+        active = report["memory"][name][f"{side}_active"]
+        assert active["failures"] == 0 and active["active"] == active["connections"] > 0, (name, side, active)
     if report["systems"][name]["no_websocket"]:  # no WebSocket mode: not measured, and the table says why
         assert "ws_vs_sse" not in row and "ws_vs_sse_long" not in row, row
         assert f"| {name} | n/a ({report['systems'][name]['no_websocket']}) |" in _board_md(report)
@@ -77,9 +81,15 @@ def test_the_transport_table_shows_the_ratio_or_why_there_is_none() -> None:
                                                             "sse_cpu_ms_per_1000_events": 6.0,
                                                             "websocket_over_sse": 1.1}},
                           "litellm": {}}]}
+    report["memory"] = {"respstream": {
+        "sse_active": {"connections": 1000, "active": 1000, "kib_per_connection": 51.2, "failures": 0},
+        "websocket_active": {"connections": 1000, "active": 990, "kib_per_connection": 76.8, "failures": 10}},
+        "litellm": {"sse_active": {"connections": 1000, "active": 1000, "kib_per_connection": 102.4}}}
     text = _board_md(report)
-    assert "| respstream | 45.00 / 50.00 (**0.90x**) | 6.60 / 6.00 (**1.10x**) |" in text, text
-    assert "| litellm | n/a (no WebSocket mode) | n/a (no WebSocket mode) |" in text, text
+    assert ("| respstream | 45.00 / 50.00 (**0.90x**) | 6.60 / 6.00 (**1.10x**) | 51.2 (50.0 MiB) "
+            "| 76.8 (75.0 MiB), 10 of 1000 not active (10 failed) |") in text, text
+    assert ("| litellm | n/a (no WebSocket mode) | n/a (no WebSocket mode) | 102.4 (100.0 MiB) "
+            "| n/a (no WebSocket mode) |") in text, text
     summary = _bench("board_report").summarize(report)["respstream"]
     assert "ws_over_sse_vs_respstream" not in summary  # a ratio is not compared with itself
 
@@ -143,6 +153,10 @@ async def test_the_simulated_upstream_answers_each_route() -> None:
         assert b"[DONE]" not in cut and not cut.endswith(b"0\r\n\r\n")  # closed mid-body
         stalled = await _raw(port, "/stall/v1/responses", b'{"stream": true}', until_eof=False)
         assert stalled.count(b"\ndata: ") == 1 and b"response.created" in stalled
+        # /drip/: the long stream, a frame every DRIP_SECONDS: a few frames in _raw's 2 s, then still going
+        dripped = await _raw(port, "/drip/v1/chat/completions", b'{"stream": true}', until_eof=False)
+        assert 1 <= dripped.count(b'"delta":{"content":') <= 2 / fake.DRIP_SECONDS + 1, dripped
+        assert dripped.count(b"\r\ndata: ") >= 3 and not dripped.endswith(b"0\r\n\r\n"), dripped
         plain = await _raw(port, "/v1/chat/completions", b'{"stream": false}')
         assert b'"object":"chat.completion"' in plain
     finally:
