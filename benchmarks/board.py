@@ -56,9 +56,11 @@ from board_websocket import ws_vs_sse
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SYSTEMS = "floor,respstream,respstream-native,respstream-granian,litellm,portkey"
 
-# ws_*: WebSocket vs SSE (board_websocket.py): sessions at once, responses a session (10-delta / 200-delta), pairs
+# ws_*: WebSocket vs SSE (board_websocket.py): sessions at once, responses a session (10-delta / 200-delta), pairs;
+# 80 x 8 200-delta responses are ~0.8 s of server CPU a side, so one 10 ms clock tick is ~1% of the figure.
+# active: connections held in flight for the RSS per active connection (board_active_memory.py)
 FULL = {"rounds_1": 300, "rounds_64": 8, "cpu_requests": 1500, "idle": 1000, "time": 40.0, "clients": 64,
-        "resume": 200, "active": 1000, "ws_clients": 8, "ws_turns": 150, "ws_turns_long": 40, "ws_pairs": 3}
+        "resume": 200, "active": 1000, "ws_clients": 8, "ws_turns": 150, "ws_turns_long": 80, "ws_pairs": 3}
 SMOKE = {"rounds_1": 10, "rounds_64": 2, "cpu_requests": 24, "idle": 20, "time": 10.0, "clients": 4, "resume": 5,
          "active": 20, "ws_clients": 2, "ws_turns": 3, "ws_turns_long": 2, "ws_pairs": 2}
 
