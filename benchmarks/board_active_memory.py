@@ -116,7 +116,7 @@ async def active_memory(pid: int, url: str, headers: dict[str, str], api: str, *
         holders = [_Holder() for _ in range(n)]
         tasks = [asyncio.create_task(h.run(host, port, first(), then, release)) for h in holders]
         for at in range(0, n, 100):  # open them in waves: a listen backlog is not the thing measured
-            await asyncio.wait([asyncio.ensure_future(h.opened.wait()) for h in holders[at : at + 100]], timeout=10)
+            await asyncio.wait([asyncio.ensure_future(h.opened.wait()) for h in holders[at : at + 100]], timeout=5)
         await asyncio.wait([asyncio.ensure_future(h.opened.wait()) for h in holders], timeout=20)
         await asyncio.sleep(settle)
         received = [h.received for h in holders]

@@ -211,6 +211,8 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
+        if self.dripping is not None:
+            self.dripping.cancel()
 
 
 def _unchunk(data: bytes) -> bytes:

@@ -168,13 +168,16 @@ async def test_a_stream_ends_at_its_last_chunk_when_the_server_keeps_the_connect
     the load generator must take the last chunk as the end, not wait for the server's keep-alive timeout."""
     loadgen = _bench("loadgen")
     frames = b"".join(b"%x\r\n%s\r\n" % (len(f), f) for f in [b"data: {}\n\n"] * 3)
+    release = asyncio.Event()
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(b"HTTP/1.1 200 OK\r\nconnection: keep-alive\r\ntransfer-encoding: chunked\r\n\r\n" + frames
                      + b"0\r\n\r\n")
-        await asyncio.sleep(30)  # keeps the connection open, as a keep-alive server would
-        writer.close()
+        try:  # keeps the connection open, as a keep-alive server would, until the test is over
+            await asyncio.wait_for(release.wait(), 30)
+        finally:
+            writer.close()  # (closed before the loop ends: no unclosed transport for a later test's collector)
 
     server = await asyncio.start_server(answer, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -184,7 +187,10 @@ async def test_a_stream_ends_at_its_last_chunk_when_the_server_keeps_the_connect
             out = await loadgen.stream_once("127.0.0.1", port, request, timeout=20, frame=b"\ndata:")
         assert out.error is None and out.events == 3, out
     finally:
+        release.set()
+        await asyncio.sleep(0.05)  # the handler closes its connection
         server.close()
+        await server.wait_closed()
 
 
 @pytest.mark.timeout(400)
