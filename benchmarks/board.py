@@ -12,12 +12,16 @@ upstream to core 1) and per repeat, in an order that reverses every repeat:
   and last byte) and non-streaming;
 - server CPU per 1,000 events and events/s with 64 streams in flight, on 10-delta responses (per-request costs in)
   and on 200-delta ones (a fresh process in front of the upstream's ``/long/`` answers: the per-event cost);
+- for a system with a Responses WebSocket mode (respstream), WebSocket vs SSE per event: the server's CPU per 1,000
+  events for the same responses over WebSocket sessions and over keep-alive SSE, alternated on the same instance,
+  on both the 10-delta and the 200-delta instance (benchmarks/board_websocket.py); peers show why not;
 then once per system: RSS per idle SSE connection (the upstream goes quiet after one frame) and, for respstream, per
-idle WebSocket connection; and ``respstream check`` on one captured stream, normal and with the upstream cut
-mid-stream; the public Open Responses suite's score (benchmarks/board_compliance.py); and for respstream, resume
-latency: a response made on one instance, its stream resumed (``starting_after``) on a second instance sharing its
-SQLite store, time to the first event. Ratios are taken
-within a repeat (against respstream and against the floor) and their median reported.
+idle WebSocket connection; RSS per active connection, SSE and (respstream) WebSocket, with events still flowing on
+each (the upstream drips a frame every half second; benchmarks/board_active_memory.py); ``respstream check`` on
+one captured stream, normal and with the upstream cut mid-stream; the public Open Responses suite's score
+(benchmarks/board_compliance.py); and for respstream, resume latency: a response made on one instance, its stream
+resumed (``starting_after``) on a second instance sharing its SQLite store, time to the first event. Ratios are
+taken within a repeat (against respstream and against the floor) and their median reported.
 
 Output: JSON (``--json``), a Markdown table and PNGs; with ``--docs`` the table, the machine, the versions and the
 plots replace the board section of docs/benchmarks.md (between its ``board:start`` / ``board:end`` markers).
@@ -42,17 +46,23 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from added_latency import Target, fetch
+from board_active_memory import active_memory
 from board_compliance import compliance_scores
 from board_measure import check_stream, cpu_per_events, idle_memory, latency, request_body, resume_latency
 from board_report import update_docs, write_outputs
 from board_systems import SYSTEMS, System, peer_versions, start_resume_pair, start_system
+from board_websocket import ws_vs_sse
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SYSTEMS = "floor,respstream,respstream-native,respstream-granian,litellm,portkey"
 
+# ws_*: WebSocket vs SSE (board_websocket.py): sessions at once, responses a session (10-delta / 200-delta), pairs;
+# 80 x 8 200-delta responses are ~0.8 s of server CPU a side, so one 10 ms clock tick is ~1% of the figure.
+# active: connections held in flight for the RSS per active connection (board_active_memory.py)
 FULL = {"rounds_1": 300, "rounds_64": 8, "cpu_requests": 1500, "idle": 1000, "time": 40.0, "clients": 64,
-        "resume": 200}
-SMOKE = {"rounds_1": 10, "rounds_64": 2, "cpu_requests": 24, "idle": 20, "time": 10.0, "clients": 4, "resume": 5}
+        "resume": 200, "active": 1000, "ws_clients": 8, "ws_turns": 150, "ws_turns_long": 80, "ws_pairs": 3}
+SMOKE = {"rounds_1": 10, "rounds_64": 2, "cpu_requests": 24, "idle": 20, "time": 10.0, "clients": 4, "resume": 5,
+         "active": 20, "ws_clients": 2, "ws_turns": 3, "ws_turns_long": 2, "ws_pairs": 2}
 
 
 def start_upstream(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -106,6 +116,9 @@ async def measure_round(system: System, url: str, headers: dict[str, str], pid: 
                                              rounds=sizes["rounds_64"], time_limit=sizes["time"], stream=True)
     row["cpu"] = await cpu_per_events(pid, url, headers, api, clients=sizes["clients"], total=sizes["cpu_requests"],
                                       time_limit=sizes["time"])
+    if not system.no_websocket:
+        row["ws_vs_sse"] = await ws_vs_sse(pid, url, headers, api, clients=sizes["ws_clients"],
+                                           turns=sizes["ws_turns"], pairs=sizes["ws_pairs"], time_limit=sizes["time"])
     return row
 
 
@@ -133,7 +146,8 @@ async def run_board(args: argparse.Namespace) -> dict[str, Any]:
         live = []
         for name in names:
             system = SYSTEMS[name]
-            report["systems"][name] = {"notes": system.notes, "upstream_api": system.upstream_api}
+            report["systems"][name] = {"notes": system.notes, "upstream_api": system.upstream_api,
+                                       "no_websocket": system.no_websocket}
             live.append(system)
         for repeat in range(args.repeat):
             order = live if repeat % 2 == 0 else list(reversed(live))
@@ -167,6 +181,10 @@ async def run_board(args: argparse.Namespace) -> dict[str, Any]:
                     rows[system.name]["cpu_long"] = await cpu_per_events(
                         proc.proc.pid, proc.url, headers, system.upstream_api, clients=sizes["clients"],
                         total=max(8, sizes["cpu_requests"] // 10), time_limit=sizes["time"])
+                    if not system.no_websocket:
+                        rows[system.name]["ws_vs_sse_long"] = await ws_vs_sse(
+                            proc.proc.pid, proc.url, headers, system.upstream_api, clients=sizes["ws_clients"],
+                            turns=sizes["ws_turns_long"], pairs=sizes["ws_pairs"], time_limit=sizes["time"])
                 finally:
                     proc.stop()
                 print(f"  {json.dumps(rows[system.name])[:400]}", flush=True)
@@ -214,11 +232,19 @@ async def once_per_system(system: System, upstream: str, tmp: Path, frames_file:
                                            count=sizes["idle"])}
     finally:
         proc.stop()
-    if system.name in ("respstream", "respstream-native"):  # WebSocket mode: a fresh process, its own baseline
+    if not system.no_websocket:  # WebSocket mode: a fresh process, its own baseline
         proc, headers = start_system(system, upstream, "normal", tmp, frames_file)
         try:
             memory["websocket"] = await idle_memory(proc.proc.pid, proc.url, headers, system.upstream_api,
                                                     count=sizes["idle"], websocket=True)
+        finally:
+            proc.stop()
+    # Active connections: fresh processes in front of the dripping upstream (a stream lasts minutes)
+    for side in ("sse", "websocket") if not system.no_websocket else ("sse",):
+        proc, headers = start_system(system, upstream, "drip", tmp, frames_file)
+        try:
+            memory[f"{side}_active"] = await active_memory(proc.proc.pid, proc.url, headers, system.upstream_api,
+                                                           count=sizes["active"], websocket=side == "websocket")
         finally:
             proc.stop()
     report["memory"][system.name] = memory

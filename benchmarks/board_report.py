@@ -7,7 +7,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-__all__ = ["draw_plots", "suite_notes", "summarize", "table", "update_docs", "write_outputs"]
+__all__ = ["draw_plots", "suite_notes", "summarize", "table", "transport_table", "update_docs", "write_outputs"]
 
 START, END = "<!-- board:start -->", "<!-- board:end -->"
 IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
@@ -34,7 +34,15 @@ FIGURES = {
     "events_per_s": "cpu.events_per_s",
     "cpu_long_per_1000": "cpu_long.cpu_ms_per_1000_events",
     "events_long_per_s": "cpu_long.events_per_s",
+    "ws_cpu_per_1000": "ws_vs_sse.websocket_cpu_ms_per_1000_events",
+    "ws_sse_cpu_per_1000": "ws_vs_sse.sse_cpu_ms_per_1000_events",
+    "ws_over_sse": "ws_vs_sse.websocket_over_sse",
+    "ws_long_cpu_per_1000": "ws_vs_sse_long.websocket_cpu_ms_per_1000_events",
+    "ws_long_sse_cpu_per_1000": "ws_vs_sse_long.sse_cpu_ms_per_1000_events",
+    "ws_long_over_sse": "ws_vs_sse_long.websocket_over_sse",
 }
+# Figures whose ratio against another system means nothing (they are already a ratio, or the other side of one)
+_OWN_RATIO = {"ws_over_sse", "ws_long_over_sse"}
 
 
 def summarize(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -54,16 +62,19 @@ def summarize(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
                     theirs = _get(rows.get(peer, {}), path)
                     if mine is not None and theirs:
                         ratios.append(mine / theirs)
-                if ratios and peer != name:
+                if ratios and peer != name and key not in _OWN_RATIO:
                     row[f"{key}_vs_{peer}"] = round(statistics.median(ratios), 2)
         memory = report.get("memory", {}).get(name, {})
         row["idle_sse_kib"] = memory.get("sse", {}).get("kib_per_connection")
         row["idle_ws_kib"] = memory.get("websocket", {}).get("kib_per_connection")
+        for side in ("sse", "websocket"):
+            row[f"active_{side}"] = memory.get(f"{side}_active")
         checks = report.get("correctness", {}).get(name, {})
         row["check_normal"] = checks.get("normal", {}).get("violations")
         row["check_cut"] = checks.get("cut", {}).get("violations")
         row["check_cut_codes"] = checks.get("cut", {}).get("codes")
         row["suite"] = report.get("compliance", {}).get(name, {}).get("score")
+        row["no_websocket"] = report.get("systems", {}).get(name, {}).get("no_websocket", "no WebSocket mode")
         out[name] = row
     return out
 
@@ -104,6 +115,7 @@ def table(report: dict[str, Any]) -> str:
             f"| {s['suite'] or 'n/a'} |")
     for name, why in report.get("skipped", {}).items():
         lines.append(f"| {name} | skipped: {why} | | | | | | | | | | | n/a |")
+    lines += transport_table(summary)
     lines += suite_notes(report.get("compliance", {}))
     resume = report.get("resume")
     if resume:
@@ -113,6 +125,40 @@ def table(report: dict[str, Any]) -> str:
                   f"{_fmt(resume['first_event_p99_ms'])} ms p99** ({resume['resumed']} of {resume['rounds']} "
                   f"resumed; errors {resume['errors'] or 'none'})."]
     return "\n".join(lines)
+
+
+def transport_table(summary: dict[str, dict[str, Any]]) -> list[str]:
+    """WebSocket vs SSE per event: per system, the server's CPU per 1,000 events for the same responses over
+    WebSocket sessions and over keep-alive SSE on the same instance (benchmarks/board_websocket.py), with the median
+    of the per-pair ratios; a system without a Responses WebSocket mode says so."""
+    if not summary:
+        return []
+    lines = ["", "WebSocket vs SSE per event (the same responses, the same instance, sides alternated; CPU ms per "
+             "1,000 events, WebSocket / SSE, and the median of the within-pair ratios WebSocket/SSE), and RSS per "
+             "ACTIVE connection (streams in flight, the upstream dripping a frame every 0.5 s; KiB per connection, "
+             "MiB per 1,000 in brackets; benchmarks/board_active_memory.py):", "",
+             "| system | 10-delta responses: WS / SSE ms (WS/SSE) | 200-delta responses: WS / SSE ms (WS/SSE) "
+             "| active SSE KiB / conn | active WS KiB / conn |",
+             "|---|---|---|---:|---:|"]
+    for name, s in summary.items():
+        why = f"n/a ({s['no_websocket']})" if s.get("no_websocket") else ""
+        cells = [why or f"{_fmt(s[f'{k}cpu_per_1000'])} / {_fmt(s[f'{k}sse_cpu_per_1000'])} "
+                 f"(**{_fmt(s[f'{k}over_sse'], 'x')}**)" for k in ("ws_", "ws_long_")]
+        cells += [_active(s.get("active_sse")), why or _active(s.get("active_websocket"))]
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return lines
+
+
+def _active(measured: dict[str, Any] | None) -> str:
+    """KiB per active connection (MiB per 1,000), and how many of the held connections were not active."""
+    if not measured:
+        return "-"
+    kib = float(measured["kib_per_connection"])
+    text = f"{kib:,.1f} ({kib * 1000 / 1024:,.1f} MiB)"
+    short = measured["connections"] - measured.get("active", 0)
+    if short:
+        text += f", {short} of {measured['connections']} not active ({measured.get('failures', 0)} failed)"
+    return text
 
 
 def suite_notes(compliance: dict[str, dict[str, Any]]) -> list[str]:

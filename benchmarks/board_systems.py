@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_upstreams import DRIP_SECONDS
 from server_throughput import Proc, free_port
 
 __all__ = ["PEERS_DIR", "SYSTEMS", "System", "peer_versions", "start_for_suite", "start_resume_pair", "start_system"]
@@ -48,13 +49,18 @@ class System:
     gateway: bool = True  # False: the floor (no upstream, so no cut-stream check)
     notes: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+    # Why it has no Responses WebSocket mode on the board ("": it has one, at ``GET /v1/responses`` upgraded)
+    no_websocket: str = "no WebSocket mode"
 
 
 SYSTEMS: dict[str, System] = {
     "floor": System("floor", "chat", gateway=False, notes="uvicorn + Starlette, pre-encoded frames, no upstream"),
-    "respstream": System("respstream", "chat", notes="Chat Completions bridge (uvicorn + uvloop + httptools)"),
-    "respstream-native": System("respstream-native", "responses", notes="native Responses upstream"),
-    "respstream-granian": System("respstream-granian", "chat", notes="Chat Completions bridge on Granian"),
+    "respstream": System("respstream", "chat", notes="Chat Completions bridge (uvicorn + uvloop + httptools)",
+                         no_websocket=""),
+    "respstream-native": System("respstream-native", "responses", notes="native Responses upstream",
+                                no_websocket=""),
+    "respstream-granian": System("respstream-granian", "chat", notes="Chat Completions bridge on Granian",
+                                 no_websocket="served with Granian's --no-ws"),
     "litellm": System("litellm", "chat", headers=(("authorization", f"Bearer {LITELLM_KEY}"),),
                       notes="LiteLLM proxy, Responses -> Chat Completions bridge"),
     "portkey": System("portkey", "responses",
@@ -137,17 +143,23 @@ def _portkey() -> Proc:
 def start_system(system: System, upstream: str, variant: str, tmp: Path,
                  frames_file: Path) -> tuple[Proc, dict[str, str]]:
     """Start ``system`` in front of ``upstream`` (``http://127.0.0.1:P``) for ``variant``: ``normal``, ``long``
-    (200 deltas a response), ``cut`` (the upstream dies mid-stream) or ``stall`` (the upstream sends one frame and
-    then nothing; the floor: its first frame, then nothing for an hour). Returns the process
+    (200 deltas a response), ``cut`` (the upstream dies mid-stream), ``stall`` (the upstream sends one frame and
+    then nothing; the floor: its first frame, then nothing for an hour) or ``drip`` (the 200-delta stream, a frame
+    every ``DRIP_SECONDS``, the floor likewise). Returns the process
     and the extra request headers. Raises FileNotFoundError / RuntimeError when it cannot run here."""
     prefix = "" if variant == "normal" else f"/{variant}"
     upstream_v1 = f"{upstream}{prefix}/v1"
     headers = dict(system.headers)
     if system.name == "floor":
-        frames = frames_file.with_name("frames-long.json") if variant == "long" else frames_file
-        return _floor(frames, 3_600_000 if variant == "stall" else 0), headers
+        frames = frames_file.with_name("frames-long.json") if variant in ("long", "drip") else frames_file
+        delay_ms = {"stall": 3_600_000, "drip": DRIP_SECONDS * 1000}.get(variant, 0)
+        return _floor(frames, delay_ms), headers
     if system.name.startswith("respstream"):
-        return _respstream(system, upstream_v1, tmp, granian=system.name.endswith("granian")), headers
+        # Memory figures hold a thousand streams: each must reach the upstream, not wait in the queue of the upstream's
+        # default 16 generations at once (upstream_options.max_concurrency), or the queued ones would pass for cheap.
+        extra = "upstream_options = { max_concurrency = 5000 }\n" if variant in ("stall", "drip") else ""
+        return _respstream(system, upstream_v1, tmp, granian=system.name.endswith("granian"), config_extra=extra,
+                           tag=f"-{variant}"), headers
     if system.name == "litellm":
         return _litellm(upstream_v1, tmp, variant), headers
     if system.name == "portkey":

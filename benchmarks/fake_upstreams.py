@@ -19,6 +19,9 @@ Routes (any prefix before them is ignored, so ``/v1/chat/completions`` and ``/ch
   benchmarks/server_throughput.py's 200-delta responses).
 - A path containing ``/stall/``: the stream's head and first frame, then nothing until the client goes away (an idle
   stream: the memory-per-connection figures hold thousands of these).
+- A path containing ``/drip/``: the ``/long/`` stream, one frame every ``DRIP_SECONDS`` (an active stream that lasts
+  minutes: the memory per active connection holds a thousand of these while events flow); it stops writing when
+  the client goes away.
 
 Run alone: ``python benchmarks/fake_upstreams.py --port-file F [--deltas 10]`` (prints nothing; writes the port).
 """
@@ -34,10 +37,11 @@ from typing import Any
 
 from text_events import text_response_events  # (the same folder)
 
-__all__ = ["LONG_DELTAS", "MODEL", "UpstreamBodies", "serve_forever", "start_upstream"]
+__all__ = ["DRIP_SECONDS", "LONG_DELTAS", "MODEL", "UpstreamBodies", "serve_forever", "start_upstream"]
 
 MODEL = "fake-model"
 LONG_DELTAS = 200
+DRIP_SECONDS = 0.5
 _WORDS = ("The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "and", "runs", "far", "away.")
 
 
@@ -61,6 +65,13 @@ def _sse_response(frames: list[bytes]) -> tuple[bytes, bytes, bytes]:
     body = b"".join(_chunked(f) for f in frames)
     cut = b"".join(_chunked(f) for f in frames[: len(frames) // 2])
     return head + body + b"0\r\n\r\n", head + cut, head + _chunked(frames[0])
+
+
+def _pieces(frames: list[bytes]) -> list[bytes]:
+    pieces = [_chunked(f) for f in frames]
+    pieces[0] = _head(b"text/event-stream", chunked=True) + pieces[0]
+    pieces[-1] += b"0\r\n\r\n"
+    return pieces
 
 
 def _json_response(obj: dict[str, Any]) -> bytes:
@@ -110,6 +121,9 @@ class UpstreamBodies:
         frames, final = responses_frames(deltas)
         native_full, native_cut, native_stall = _sse_response(frames)
         self.stalls = {"chat": chat_stall, "responses": native_stall}
+        # one piece a frame, the head with the first, the last chunk with the last (for /drip/)
+        self.drips = {route: _pieces(frames_of) for route, frames_of in (("chat", chat_frames(deltas)),
+                                                                          ("responses", frames))}
         self.answers = {
             ("chat", True, False): chat_full, ("chat", True, True): chat_cut,
             ("chat", False, False): _json_response(chat_json(deltas)),
@@ -132,6 +146,7 @@ class _Connection(asyncio.Protocol):
         self.bodies = bodies
         self.buffer = b""
         self.transport: asyncio.Transport | None = None
+        self.dripping: asyncio.Future[None] | None = None  # (held: a task nobody references may be collected)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  (uvloop's is no asyncio.Transport subclass)
@@ -162,7 +177,7 @@ class _Connection(asyncio.Protocol):
     def _answer(self, method: str, target: str, body: bytes) -> None:
         assert self.transport is not None
         path = target.split("?", 1)[0]
-        self.bodies = self.long if "/long/" in path else self.short
+        self.bodies = self.long if "/long/" in path or "/drip/" in path else self.short
         if method == "GET" and path.endswith("/models"):
             self.transport.write(self.bodies.models)
             return
@@ -177,14 +192,27 @@ class _Connection(asyncio.Protocol):
         if stream and "/stall/" in path:
             self.transport.write(self.bodies.stalls[route])  # and nothing more: the client ends it
             return
+        if stream and "/drip/" in path:
+            self.dripping = asyncio.ensure_future(self._drip(self.bodies.drips[route]))
+            return
         cut = "/cut/" in path
         self.transport.write(self.bodies.answers[(route, stream, cut)])
         if cut and stream:
             self.transport.close()
             self.transport = None
 
+    async def _drip(self, pieces: list[bytes]) -> None:
+        for at, piece in enumerate(pieces):
+            if at:
+                await asyncio.sleep(DRIP_SECONDS)
+            if self.transport is None or self.transport.is_closing():
+                return  # the client went away
+            self.transport.write(piece)
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
+        if self.dripping is not None:
+            self.dripping.cancel()
 
 
 def _unchunk(data: bytes) -> bytes:

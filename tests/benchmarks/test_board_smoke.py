@@ -41,6 +41,27 @@ def _measured(report: dict[str, Any], name: str) -> None:
     assert row["cpu_long"]["events"] > 0 and row["cpu_long"]["errors"] == {}, row["cpu_long"]
     memory = report["memory"][name]["sse"]
     assert memory["failures"] == 0 and memory["connections"] > 0, memory
+    sides = ("sse",) if report["systems"][name]["no_websocket"] else ("sse", "websocket")
+    for side in sides:  # active connections: every one held, and still receiving events when RSS was read
+        active = report["memory"][name][f"{side}_active"]
+        assert active["failures"] == 0 and active["active"] == active["connections"] > 0, (name, side, active)
+    if report["systems"][name]["no_websocket"]:  # no WebSocket mode: not measured, and the table says why
+        assert "ws_vs_sse" not in row and "ws_vs_sse_long" not in row, row
+        assert f"| {name} | n/a ({report['systems'][name]['no_websocket']}) |" in _board_md(report)
+        return
+    for key, deltas in (("ws_vs_sse", 10), ("ws_vs_sse_long", 200)):
+        compared = row[key]
+        assert compared["failures"] == {"websocket": {}, "sse": {}}, (name, key, compared)
+        # the same responses on both sides: as many events, and more than the deltas each (created ... completed)
+        assert compared["events"]["websocket"] == compared["events"]["sse"], compared
+        assert min(compared["events"]["sse"]) > 0, compared
+        per_response = compared["events_per_response"]
+        assert per_response["websocket"] == per_response["sse"] > deltas, compared
+        assert compared["websocket_cpu_ms_per_1000_events"] is not None, compared
+
+
+def _board_md(report: dict[str, Any]) -> str:
+    return str(_bench("board_report").table(report))
 
 
 def _bench(module: str) -> Any:
@@ -49,6 +70,28 @@ def _bench(module: str) -> Any:
         return importlib.import_module(module)
     finally:
         sys.path.remove(str(BENCH))
+
+
+def test_the_transport_table_shows_the_ratio_or_why_there_is_none() -> None:
+    report = {"systems": {"respstream": {"no_websocket": ""}, "litellm": {"no_websocket": "no WebSocket mode"}},
+              "rounds": [{"respstream": {"ws_vs_sse": {"websocket_cpu_ms_per_1000_events": 45.0,
+                                                       "sse_cpu_ms_per_1000_events": 50.0,
+                                                       "websocket_over_sse": 0.9},
+                                         "ws_vs_sse_long": {"websocket_cpu_ms_per_1000_events": 6.6,
+                                                            "sse_cpu_ms_per_1000_events": 6.0,
+                                                            "websocket_over_sse": 1.1}},
+                          "litellm": {}}]}
+    report["memory"] = {"respstream": {
+        "sse_active": {"connections": 1000, "active": 1000, "kib_per_connection": 51.2, "failures": 0},
+        "websocket_active": {"connections": 1000, "active": 990, "kib_per_connection": 76.8, "failures": 10}},
+        "litellm": {"sse_active": {"connections": 1000, "active": 1000, "kib_per_connection": 102.4}}}
+    text = _board_md(report)
+    assert ("| respstream | 45.00 / 50.00 (**0.90x**) | 6.60 / 6.00 (**1.10x**) | 51.2 (50.0 MiB) "
+            "| 76.8 (75.0 MiB), 10 of 1000 not active (10 failed) |") in text, text
+    assert ("| litellm | n/a (no WebSocket mode) | n/a (no WebSocket mode) | 102.4 (100.0 MiB) "
+            "| n/a (no WebSocket mode) |") in text, text
+    summary = _bench("board_report").summarize(report)["respstream"]
+    assert "ws_over_sse_vs_respstream" not in summary  # a ratio is not compared with itself
 
 
 def _upstream_module() -> Any:
@@ -110,6 +153,10 @@ async def test_the_simulated_upstream_answers_each_route() -> None:
         assert b"[DONE]" not in cut and not cut.endswith(b"0\r\n\r\n")  # closed mid-body
         stalled = await _raw(port, "/stall/v1/responses", b'{"stream": true}', until_eof=False)
         assert stalled.count(b"\ndata: ") == 1 and b"response.created" in stalled
+        # /drip/: the long stream, a frame every DRIP_SECONDS: a few frames in _raw's 2 s, then still going
+        dripped = await _raw(port, "/drip/v1/chat/completions", b'{"stream": true}', until_eof=False)
+        assert 1 <= dripped.count(b'"delta":{"content":') <= 2 / fake.DRIP_SECONDS + 1, dripped
+        assert dripped.count(b"\r\ndata: ") >= 3 and not dripped.endswith(b"0\r\n\r\n"), dripped
         plain = await _raw(port, "/v1/chat/completions", b'{"stream": false}')
         assert b'"object":"chat.completion"' in plain
     finally:
@@ -121,13 +168,16 @@ async def test_a_stream_ends_at_its_last_chunk_when_the_server_keeps_the_connect
     the load generator must take the last chunk as the end, not wait for the server's keep-alive timeout."""
     loadgen = _bench("loadgen")
     frames = b"".join(b"%x\r\n%s\r\n" % (len(f), f) for f in [b"data: {}\n\n"] * 3)
+    release = asyncio.Event()
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(b"HTTP/1.1 200 OK\r\nconnection: keep-alive\r\ntransfer-encoding: chunked\r\n\r\n" + frames
                      + b"0\r\n\r\n")
-        await asyncio.sleep(30)  # keeps the connection open, as a keep-alive server would
-        writer.close()
+        try:  # keeps the connection open, as a keep-alive server would, until the test is over
+            await asyncio.wait_for(release.wait(), 30)
+        finally:
+            writer.close()  # (closed before the loop ends: no unclosed transport for a later test's collector)
 
     server = await asyncio.start_server(answer, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -137,7 +187,10 @@ async def test_a_stream_ends_at_its_last_chunk_when_the_server_keeps_the_connect
             out = await loadgen.stream_once("127.0.0.1", port, request, timeout=20, frame=b"\ndata:")
         assert out.error is None and out.events == 3, out
     finally:
+        release.set()
+        await asyncio.sleep(0.05)  # the handler closes its connection
         server.close()
+        await server.wait_closed()
 
 
 @pytest.mark.timeout(400)
@@ -148,6 +201,7 @@ def test_the_board_runs_the_floor_and_respstream(tmp_path: Path) -> None:
         _measured(report, name)
     assert report["rounds"][0]["respstream"]["latency_1_json"]["errors"] == {}
     assert report["memory"]["respstream"]["websocket"]["failures"] == 0
+    assert "ws_vs_sse" in report["rounds"][0]["respstream"]  # respstream has a WebSocket mode: it is measured
     resume = report["resume"]
     assert resume["resumed"] == resume["rounds"] > 0 and resume["first_event_p50_ms"] > 0, resume
     checks = report["correctness"]["respstream"]
@@ -156,10 +210,12 @@ def test_the_board_runs_the_floor_and_respstream(tmp_path: Path) -> None:
     assert checks["cut"]["violations"] == 0, checks
     assert checks["cut"]["final_status"] in ("error", "failed", "incomplete"), checks
     suite = report["compliance"]
-    assert suite["floor"]["score"] is None and "not a gateway" in suite["floor"]["reason"], suite
-    if _bench("board_compliance").suite_dir() is None:
+    assert suite["floor"]["score"] is None, suite
+    if _bench("board_compliance").suite_dir() is None:  # (then every system's reason is the missing suite)
+        assert "OPENRESPONSES_SUITE" in suite["floor"]["reason"], suite
         assert suite["respstream"]["score"] is None and "OPENRESPONSES_SUITE" in suite["respstream"]["reason"]
     else:  # the public suite, respstream in front of the SIMULATED Chat Completions upstream: every test passes
+        assert "not a gateway" in suite["floor"]["reason"], suite
         assert suite["respstream"]["score"] == "17/17", suite["respstream"]
     assert "| Open Responses suite |" in (tmp_path / "board.md").read_text()
 
