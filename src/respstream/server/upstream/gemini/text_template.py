@@ -24,7 +24,9 @@ Why a read is exact (:meth:`GeminiTemplate.read`, given a read that starts where
    digit changed in one of its strings leaves a valid string) and no other CR or LF, and its usage must decode as
    :class:`~.text_chunk.UsageCounts` (typed, every value checked); any later tail of that shape is valid by 3. The
    last usage's bytes are kept, and decoded at the stream's end as the full path decodes them (the usage is
-   cumulative: only the last one counts).
+   cumulative: only the last one counts). What the check proves depends on the prefix, the middle and the usage's
+   shape only (the suffix, with its ``responseId`` of each response, was checked when the template was learned), so
+   it is remembered under those for every later stream; each read first tries the shape the last read had.
 3. Every core ends with a tail as long as the reference and of its shape (the joined tails, digits as ``0``, equal
    the shape repeated; a shorter core makes the join shorter): the same JSON with other digits in the same places.
    A digit inside a string, or a number of one digit, may be any digit; a number of several digits may not start
@@ -87,14 +89,15 @@ _decode_texts = msgspec.json.Decoder(list[str]).decode
 _decode_usage = msgspec.json.Decoder(UsageCounts).decode
 _decode_raw_chunk = msgspec.json.Decoder(_RawChunk).decode
 _cut = cast("Callable[[bytes, slice], bytes]", getitem)  # (one slice of each event, in C: map(_cut, ...))
-# (a template's prefix, middle and suffix, a tail shape it checked: its digits as 0) -> the shape
-_SHAPES: dict[tuple[tuple[bytes, bytes, bytes], bytes], _Shape] = {}
+# (a template's prefix and middle, the middle and usage of a tail it checked, digits as 0) -> where the usage's
+# multi-digit numbers start (module docstring, 3)
+_CHECKED: dict[tuple[bytes, bytes, bytes], tuple[int, ...]] = {}
 
 
 class GeminiTemplate:
     """``prefix`` + one JSON string + ``middle`` + one usage object + ``suffix``: a text chunk of one stream."""
 
-    __slots__ = ("_end", "_head", "_known", "_parts", "middle", "prefix", "run_bytes", "suffix")
+    __slots__ = ("_end", "_head", "_known", "_shapes", "_suffix_starts", "middle", "prefix", "run_bytes", "suffix")
 
     def __init__(self, prefix: bytes, middle: bytes, suffix: bytes) -> None:
         self.prefix = prefix
@@ -105,7 +108,8 @@ class GeminiTemplate:
         self._head = b"data: " + prefix  # (how each event starts, and ends:)
         self._end = suffix + _EVENT_END
         self._known: _Shape | None = None  # the last run's tail shape
-        self._parts = (prefix, middle, suffix)  # (a checked shape holds for this template only)
+        self._shapes: dict[bytes, _Shape] = {}  # this stream's tail shapes, checked (_new_shape)
+        self._suffix_starts = _number_starts(suffix)  # (the suffix starts outside any string: after the usage)
 
     def read(self, raw: bytes) -> tuple[list[str], bytes, int] | None:
         """The texts (empty ones left out), the last usage's bytes (checked JSON: decode them for its counts) and the
@@ -137,32 +141,40 @@ class GeminiTemplate:
             else:
                 low = mid + 1
         head = cores[:low]
-        before = self._run(head) or self._rollover(head, depth + 1)
-        after = self._run(cores[low:]) if before is not None else None
+        before = self._run(head, guess=False) or self._rollover(head, depth + 1)
+        after = self._run(cores[low:], guess=False) if before is not None else None
         if before is None or after is None:
             return None
         return before[0] + after[0], after[1], events
 
-    def _run(self, cores: list[bytes]) -> tuple[list[str], bytes, int] | None:
+    def _run(self, cores: list[bytes], guess: bool = True) -> tuple[list[str], bytes, int] | None:
         """The texts and last usage of ``cores`` (events less their prefix) when each is a slot and a tail shaped
-        as the last one's (module docstring), else None."""
-        last = cores[-1]
-        at = last.rfind(self.middle)
-        tail = last[at:]
-        shape = tail.translate(_DIGITS_AS_ZERO)
+        as the last one's (module docstring), else None. ``guess``: first try the shape the last read had (nearly
+        always the same: then the last tail's own shape is never computed)."""
         events = len(cores)
-        known = self._known
-        if known is None or shape != known.shape:  # (else the last read's: nearly always)
-            known = _SHAPES.get((self._parts, shape)) or self._new_shape(last, at, tail, shape)
+        known = self._known if guess else None
+        tails = b""
+        if known is not None:
+            if events != known.events:
+                known.repeat(events)
+            # (a core shorter than a tail gives a shorter tail: the joined tails are then too short to match)
+            tails = b"".join(map(_cut, cores, known.tail_cuts))
+            if tails.translate(_DIGITS_AS_ZERO) != known.shapes:
+                return None  # (a count grew a digit, or the shape changed: read() tries _rollover, unguessed)
+        else:  # (the shape the last core's tail has, checked once: module docstring, 2)
+            last = cores[-1]
+            at = last.rfind(self.middle)
+            tail = last[at:]
+            shape = tail.translate(_DIGITS_AS_ZERO)
+            known = self._shapes.get(shape) or self._new_shape(last, at, tail, shape)
             if known is None:
                 return None
             self._known = known
-        if events != known.events:
-            known.repeat(events)
-        # (a core shorter than a tail gives a shorter tail: the joined tails are then too short to match)
-        tails = b"".join(map(_cut, cores, known.tail_cuts))
-        if tails.translate(_DIGITS_AS_ZERO) != known.shapes:
-            return None
+            if events != known.events:
+                known.repeat(events)
+            tails = b"".join(map(_cut, cores, known.tail_cuts))
+            if tails.translate(_DIGITS_AS_ZERO) != known.shapes:
+                return None
         cut = known.cut
         for start in known.starts:
             if b"0" in tails[start::cut]:
@@ -179,28 +191,40 @@ class GeminiTemplate:
             return None
         if "" in texts:  # (an empty text adds nothing, as GeminiStream.feed drops it)
             texts = [text for text in texts if text]
-        return texts, tail[known.usage], events
+        return texts, cores[-1][known.usage], events
 
     def _new_shape(self, last: bytes, at: int, tail: bytes, shape: bytes) -> _Shape | None:
-        """The first tail of its shape: checked whole (module docstring, 2), then remembered (for every stream of
-        the same template: a tail of that shape after its prefix is valid wherever it comes)."""
-        body = shape[: -len(_EVENT_END)]
-        if at < 0 or not last.endswith(self._end) or b"\\" in body or b"\n" in body or b"\r" in body:
-            return None  # (the tails match the shape: none holds a backslash, or a CR or LF before its end)
-        usage = slice(len(self.middle), -len(self._end))
-        try:  # (a reference of this shape is valid: so is any other, as every tail (module docstring))
-            _decode_usage(tail[usage])
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        """The first tail of its shape in this stream: checked (module docstring, 2), then remembered. What decides
+        (the usage's shape, where its numbers start) is remembered for every stream of the same prefix and middle:
+        the suffix (``modelVersion``, a ``responseId`` of its own each response) was checked when the template was
+        learned and holds no CR, LF or backslash, so a live response checks no usage shape a former one did."""
+        end = self._end
+        if at < 0 or not last.endswith(end):
             return None
-        if len(_SHAPES) >= _MAX_SHAPES:
-            _SHAPES.clear()
-        known = _SHAPES[self._parts, shape] = _Shape(shape, _number_starts(tail), usage)
+        head = shape[: -len(end)]  # (the middle and the usage, digits as 0)
+        if b"\\" in head or b"\n" in head or b"\r" in head:
+            return None  # (the tails match the shape: none holds a backslash, or a CR or LF before its end)
+        key = (self.prefix, self.middle, head)
+        starts = _CHECKED.get(key)
+        if starts is None:
+            try:  # (a reference of this shape is valid: so is any other, as every tail (module docstring))
+                _decode_usage(tail[len(self.middle) : -len(end)])
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None
+            if len(_CHECKED) >= _MAX_SHAPES:
+                _CHECKED.clear()
+            starts = _CHECKED[key] = _number_starts(tail[: len(head)])
+        if len(self._shapes) >= _MAX_SHAPES:
+            self._shapes.clear()
+        usage = slice(len(self.middle) - len(shape), -len(end))  # (of a core: the usage's bytes)
+        known = self._shapes[shape] = _Shape(shape, starts + tuple(len(head) + at for at in self._suffix_starts),
+                                             usage)
         return known
 
 
 class _Shape:
     """A tail's shape (its digits as ``0``): where its numbers start, the slices that cut a core into its slot and
-    its tail (repeated, for ``map``), and the shape repeated for the last read's ``events``."""
+    its tail (repeated, for ``map``) and its usage, and the shape repeated for the last read's ``events``."""
 
     __slots__ = ("cut", "events", "shape", "shapes", "slot_cuts", "starts", "tail_cuts", "usage")
 
