@@ -220,6 +220,7 @@ def test_a_usage_shape_checked_once_serves_responses_with_other_ids_and_no_other
 
     monkeypatch.setattr(text_template, "_decode_usage", counting)
     monkeypatch.setattr(text_template, "_CHECKED", {})
+    monkeypatch.setattr(text_template, "_SHAPES", {})  # (tail shapes made, the suffix in them: none yet)
 
     def body(response_id: str, *, index: int = 0, bad_at: int = -1) -> tuple[bytes, list[int]]:
         chunks = [_chunk(f" w{at}", 1234, 100 + at, details=True, thoughts=7, response_id=response_id)
