@@ -17,7 +17,7 @@ Goal (issue 39): ``anthropic / chat <= 1.2`` and ``gemini / chat <= 1.2``. ``--p
 (1: a live model's token a read; 16: a gateway busier than its upstream).
 
 Run: ``.venv/bin/python benchmarks/provider_adapters.py [--events N] [--runs R] [--per-read K] [--sides ...]
-[--gemini-recorded]``.
+[--gemini-recorded] [--readers]`` (``--readers``: the two body readers alone, each answer a fresh reader).
 """
 
 from __future__ import annotations
@@ -34,7 +34,11 @@ from native_upstream import _attach, _generate, _ReplayHTTP, chat_reads, grouped
 
 from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
 from respstream.server.upstream.chat.adapter import ChatCompletionsUpstream
+from respstream.server.upstream.chat.reads import ChatBodyReader
+from respstream.server.upstream.chat.stream import ChunkTranslator
 from respstream.server.upstream.gemini import GeminiUpstream
+from respstream.server.upstream.gemini.reads import GeminiBody
+from respstream.server.upstream.gemini.stream import GeminiStream
 
 SIDES = ("floor", "chat", "anthropic", "gemini")
 
@@ -117,6 +121,36 @@ async def measure(events: int, runs: int, per_read: int = 1, sides: tuple[str, .
     return {name: statistics.median(values) * 1e6 / events for name, values in cpu.items()}
 
 
+def measure_readers(events: int, runs: int, per_read: int, recorded: bool) -> dict[str, float]:
+    """The body readers alone (no adapter, no event loop): CPU per token of ``ChatBodyReader.parse`` over the chat
+    reads and of ``GeminiBody.feed`` over the Gemini reads, a fresh reader each answer (so each stream's own costs,
+    learning its template and its counts growing a digit, are in), the sides alternated every run."""
+    chat = grouped(chat_reads(events), per_read)
+    gemini = grouped(gemini_reads(events, recorded=recorded), per_read)
+
+    def chat_side() -> None:
+        reader = ChatBodyReader("chat", ChunkTranslator())
+        for raw in chat:
+            reader.parse(raw)
+
+    def gemini_side() -> None:
+        body = GeminiBody(GeminiStream(name="gemini"))
+        for raw in gemini:
+            body.feed(raw)
+        body.finish()
+
+    sides = {"chat reader": chat_side, "gemini reader": gemini_side}
+    cpu: dict[str, list[float]] = {name: [] for name in sides}
+    for turn in range(runs + 2):
+        for name, run in (list(sides.items()) if turn % 2 == 0 else list(reversed(sides.items()))):
+            started = time.process_time()
+            for _ in range(5):
+                run()
+            if turn >= 2:  # (two warm-up turns)
+                cpu[name].append((time.process_time() - started) / 5)
+    return {name: statistics.median(values) * 1e6 / events for name, values in cpu.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=2000, help="text tokens per answer")
@@ -126,7 +160,17 @@ def main() -> None:
     parser.add_argument("--sides", default=",".join(SIDES), help=f"which sides (default {','.join(SIDES)})")
     parser.add_argument("--gemini-recorded", action="store_true",
                         help="Gemini's chunks as the recordings have them (spaced JSON, usage details and thoughts)")
+    parser.add_argument("--readers", action="store_true",
+                        help="time the chat and Gemini body readers alone (what the Gemini template changes)")
     args = parser.parse_args()
+    if args.readers:
+        readers = measure_readers(args.events, args.runs, args.per_read, args.gemini_recorded)
+        print(f"{args.events} text tokens per answer, {args.per_read} events a read, {args.runs} runs, "
+              "body readers only, CPU per token (median run):")
+        for name, micros in readers.items():
+            print(f"  {name:14s} {micros:6.3f} us")
+        print(f"gemini reader / chat reader = {readers['gemini reader'] / readers['chat reader']:.2f}")
+        return
     sides = tuple(side for side in args.sides.split(",") if side)
     if "chat" not in sides or not set(sides) <= set(SIDES):
         parser.error(f"--sides: a comma-separated subset of {','.join(SIDES)} with chat (the peer)")

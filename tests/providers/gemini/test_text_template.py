@@ -42,7 +42,11 @@ def taken() -> Iterator[list[int]]:
         GeminiTemplate.read = read  # type: ignore[method-assign]
 
 
-def _chunk(text: str, prompt: int, out: int, *, details: bool, thoughts: int, finish: bool = False) -> dict[str, Any]:
+_RESPONSE_IDS = ["beHBaJfEMIi-qtsP3769-Q8", "EXCPatOAKMrQjMcPteHVmQo", "r1", "0123456789-98765", "12:34 5"]
+
+
+def _chunk(text: str, prompt: int, out: int, *, details: bool, thoughts: int, finish: bool = False,
+           response_id: str = _RESPONSE_IDS[0]) -> dict[str, Any]:
     candidate: dict[str, Any] = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
     if finish:
         candidate["finishReason"] = "STOP"
@@ -53,7 +57,7 @@ def _chunk(text: str, prompt: int, out: int, *, details: bool, thoughts: int, fi
     if thoughts:
         usage["thoughtsTokenCount"] = thoughts
     return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-2.5-flash",
-            "responseId": "beHBaJfEMIi-qtsP3769-Q8"}
+            "responseId": response_id}
 
 
 def _stream(rng: random.Random, count: int) -> bytes:
@@ -61,10 +65,11 @@ def _stream(rng: random.Random, count: int) -> bytes:
     spaced = rng.random() < 0.5  # (Gemini's own bytes put a space after each colon; other servers write compact)
     details, thoughts = rng.random() < 0.5, rng.choice([0, 0, 7, 95])
     prompt, out = rng.choice([5, 34, 999]), rng.choice([0, 1, 6, 95, 990])
+    response_id = rng.choice(_RESPONSE_IDS)  # (each response its own: the usage shapes checked carry over)
     events = []
     for at in range(count + 1):
         chunk = _chunk(rng.choice(_TEXTS) if at < count else "", prompt, out + at, details=details,
-                       thoughts=thoughts, finish=at == count)
+                       thoughts=thoughts, finish=at == count, response_id=response_id)
         data = json.dumps(chunk, ensure_ascii=rng.random() < 0.2, separators=(",", ": ") if spaced else (",", ":"))
         events.append(b"data: " + data.encode() + b"\r\n\r\n")
     return b"".join(events)
@@ -199,3 +204,50 @@ def test_an_event_start_inside_a_text_cuts_no_event_there(taken: list[int]) -> N
     assert failure is not None and "event 21 is not a JSON object" in failure
     assert (out, failure) == _full_path(body)
     assert taken[0] == 2  # (events 5..8 and 9..16, after the first read taught it; not the one with the bad text)
+
+
+def test_a_usage_shape_checked_once_serves_responses_with_other_ids_and_no_other_template(
+        taken: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a tail's usage shape proves is remembered without the suffix (``responseId`` differs each response): a
+    second response whose id differs (another length, digits in it) decodes no usage to check its tails, and gives
+    what the full path gives; a response whose middle differs checks its shapes anew."""
+    decoded: list[bytes] = []
+    decode = text_template._decode_usage
+
+    def counting(raw: bytes) -> Any:
+        decoded.append(raw)
+        return decode(raw)
+
+    monkeypatch.setattr(text_template, "_decode_usage", counting)
+    monkeypatch.setattr(text_template, "_CHECKED", {})
+    monkeypatch.setattr(text_template, "_SHAPES", {})  # (tail shapes made, the suffix in them: none yet)
+
+    def body(response_id: str, *, index: int = 0, bad_at: int = -1) -> tuple[bytes, list[int]]:
+        chunks = [_chunk(f" w{at}", 1234, 100 + at, details=True, thoughts=7, response_id=response_id)
+                  for at in range(48)]
+        chunks.append(_chunk("", 1234, 148, details=True, thoughts=7, finish=True, response_id=response_id))
+        for chunk in chunks:
+            chunk["candidates"][0]["index"] = index
+        events = [_event(chunk) for chunk in chunks]
+        if bad_at >= 0:  # (a leading zero in a count of a later response: refused there as the full path does)
+            count = 1341 + bad_at  # (four digits: 0 in place of its 1, the tail as long as the others)
+            events[bad_at] = events[bad_at].replace(b'"totalTokenCount":%d' % count,
+                                                    b'"totalTokenCount":0%d' % (count - 1000))
+        return b"".join(events), [sum(map(len, events[:k])) for k in (1, 16, 32, 48)]
+
+    first, reads = body("EXCPatOAKMrQjMcPteHVmQo")
+    assert _lanes(first, reads) == _full_path(first)
+    assert taken[0] == 3 and len(decoded) == 1
+    for other in ("beHBaJfEMIi-qtsP3769-Q8", "r1", "0123456789-98765"):
+        again, reads = body(other)
+        assert _lanes(again, reads) == _full_path(again)
+        assert len(decoded) == 1  # (no usage decoded: the shape was checked for the first response)
+    assert taken[0] == 12
+    bad, reads = body("r2", bad_at=40)
+    want = _full_path(bad)
+    assert want[1] is not None and "event 41 is not a JSON object" in want[1]
+    assert _lanes(bad, reads) == want
+    assert taken[0] == 14  # (the read holding event 41 goes the ordinary way)
+    other_middle, reads = body("r1", index=1)  # (``"index":1`` in the middle: another template's shape)
+    assert _lanes(other_middle, reads) == _full_path(other_middle)
+    assert len(decoded) == 2 and taken[0] == 17

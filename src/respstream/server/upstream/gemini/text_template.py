@@ -24,7 +24,9 @@ Why a read is exact (:meth:`GeminiTemplate.read`, given a read that starts where
    digit changed in one of its strings leaves a valid string) and no other CR or LF, and its usage must decode as
    :class:`~.text_chunk.UsageCounts` (typed, every value checked); any later tail of that shape is valid by 3. The
    last usage's bytes are kept, and decoded at the stream's end as the full path decodes them (the usage is
-   cumulative: only the last one counts).
+   cumulative: only the last one counts). What the check proves depends on the prefix, the middle and the usage's
+   shape only (the suffix, with its ``responseId`` of each response, was checked when the template was learned), so
+   it is remembered under those for every later stream; each read first tries the shape the last read had.
 3. Every core ends with a tail as long as the reference and of its shape (the joined tails, digits as ``0``, equal
    the shape repeated; a shorter core makes the join shorter): the same JSON with other digits in the same places.
    A digit inside a string, or a number of one digit, may be any digit; a number of several digits may not start
@@ -42,6 +44,7 @@ a check and the read goes the ordinary way (gemini/reads.py), which gives the sa
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from itertools import repeat
 from operator import getitem
@@ -59,6 +62,7 @@ _RUN: Final = 4  # events a read from which the template is tried
 _MAX_ROLLOVERS: Final = 3  # counts growing a digit within one read that the template still takes
 _DIGITS_AS_ZERO: Final = bytes(b"0"[0] if b"0"[0] <= byte <= b"9"[0] else byte for byte in range(256))
 _DIGITS: Final = frozenset(b"0123456789")
+_ZERO: Final = b"0"[0]
 _MAX_SHAPES: Final = 64  # tails' shapes checked and remembered (a count that grows a digit makes a new one)
 _PROBE_TEXT: Final = 'probe "\\ é\n'  # quotes, a backslash, non-ASCII and a newline: escapes must land in the slot too
 _PROBE_USAGE: Final = UsageCounts(promptTokenCount=7919, candidatesTokenCount=104729)
@@ -87,14 +91,19 @@ _decode_texts = msgspec.json.Decoder(list[str]).decode
 _decode_usage = msgspec.json.Decoder(UsageCounts).decode
 _decode_raw_chunk = msgspec.json.Decoder(_RawChunk).decode
 _cut = cast("Callable[[bytes, slice], bytes]", getitem)  # (one slice of each event, in C: map(_cut, ...))
-# (a template's prefix, middle and suffix, a tail shape it checked: its digits as 0) -> the shape
+# (a template's prefix and middle, the middle and usage of a tail it checked, digits as 0) -> where the usage's
+# multi-digit numbers start (module docstring, 3)
+_CHECKED: dict[tuple[bytes, bytes, bytes], tuple[int, ...]] = {}
+_LEADS: dict[tuple[str, int], struct.Struct] = {}  # (a tail's layout, events) -> _Shape.leads
+# (a template's prefix, middle and suffix, a tail shape of it checked) -> the shape (a response's stream whose
+# suffix is a former one's, its responseId too, finds its shapes made)
 _SHAPES: dict[tuple[tuple[bytes, bytes, bytes], bytes], _Shape] = {}
 
 
 class GeminiTemplate:
     """``prefix`` + one JSON string + ``middle`` + one usage object + ``suffix``: a text chunk of one stream."""
 
-    __slots__ = ("_end", "_head", "_known", "_parts", "middle", "prefix", "run_bytes", "suffix")
+    __slots__ = ("_end", "_head", "_known", "_parts", "_suffix_starts", "middle", "prefix", "run_bytes", "suffix")
 
     def __init__(self, prefix: bytes, middle: bytes, suffix: bytes) -> None:
         self.prefix = prefix
@@ -105,7 +114,8 @@ class GeminiTemplate:
         self._head = b"data: " + prefix  # (how each event starts, and ends:)
         self._end = suffix + _EVENT_END
         self._known: _Shape | None = None  # the last run's tail shape
-        self._parts = (prefix, middle, suffix)  # (a checked shape holds for this template only)
+        self._parts = (prefix, middle, suffix)  # (a tail shape, the suffix in it, holds for this template only)
+        self._suffix_starts = _number_starts(suffix)  # (the suffix starts outside any string: after the usage)
 
     def read(self, raw: bytes) -> tuple[list[str], bytes, int] | None:
         """The texts (empty ones left out), the last usage's bytes (checked JSON: decode them for its counts) and the
@@ -137,22 +147,23 @@ class GeminiTemplate:
             else:
                 low = mid + 1
         head = cores[:low]
-        before = self._run(head) or self._rollover(head, depth + 1)
-        after = self._run(cores[low:]) if before is not None else None
+        before = self._run(head, guess=False) or self._rollover(head, depth + 1)
+        after = self._run(cores[low:], guess=False) if before is not None else None
         if before is None or after is None:
             return None
         return before[0] + after[0], after[1], events
 
-    def _run(self, cores: list[bytes]) -> tuple[list[str], bytes, int] | None:
+    def _run(self, cores: list[bytes], guess: bool = True) -> tuple[list[str], bytes, int] | None:
         """The texts and last usage of ``cores`` (events less their prefix) when each is a slot and a tail shaped
-        as the last one's (module docstring), else None."""
-        last = cores[-1]
-        at = last.rfind(self.middle)
-        tail = last[at:]
-        shape = tail.translate(_DIGITS_AS_ZERO)
+        as the last one's (module docstring), else None. ``guess``: try the shape the last read had (nearly always
+        the same: the last tail's own shape is then never computed); a read it does not fit goes to _rollover."""
         events = len(cores)
-        known = self._known
-        if known is None or shape != known.shape:  # (else the last read's: nearly always)
+        known = self._known if guess else None
+        if known is None:  # (the shape the last core's tail has, checked once: module docstring, 2)
+            last = cores[-1]
+            at = last.rfind(self.middle)
+            tail = last[at:]
+            shape = tail.translate(_DIGITS_AS_ZERO)
             known = _SHAPES.get((self._parts, shape)) or self._new_shape(last, at, tail, shape)
             if known is None:
                 return None
@@ -163,10 +174,10 @@ class GeminiTemplate:
         tails = b"".join(map(_cut, cores, known.tail_cuts))
         if tails.translate(_DIGITS_AS_ZERO) != known.shapes:
             return None
-        cut = known.cut
-        for start in known.starts:
-            if b"0" in tails[start::cut]:
-                return None
+        # (the first digit of each number of two or more, every event, as one tuple: none may be 0 (module
+        # docstring, 3); the tails are exactly events x cut bytes, as the compare showed)
+        if known.leads is not None and _ZERO in known.leads.unpack(tails):
+            return None
         # (a tab: like a newline, never inside a JSON string, and no slot may hold a CR or LF: the event's one line)
         document = b"[" + b",\t".join(map(_cut, cores, known.slot_cuts)) + b"]"
         if b"\n" in document or b"\r" in document:
@@ -179,40 +190,79 @@ class GeminiTemplate:
             return None
         if "" in texts:  # (an empty text adds nothing, as GeminiStream.feed drops it)
             texts = [text for text in texts if text]
-        return texts, tail[known.usage], events
+        return texts, cores[-1][known.usage], events
 
     def _new_shape(self, last: bytes, at: int, tail: bytes, shape: bytes) -> _Shape | None:
-        """The first tail of its shape: checked whole (module docstring, 2), then remembered (for every stream of
-        the same template: a tail of that shape after its prefix is valid wherever it comes)."""
-        body = shape[: -len(_EVENT_END)]
-        if at < 0 or not last.endswith(self._end) or b"\\" in body or b"\n" in body or b"\r" in body:
-            return None  # (the tails match the shape: none holds a backslash, or a CR or LF before its end)
-        usage = slice(len(self.middle), -len(self._end))
-        try:  # (a reference of this shape is valid: so is any other, as every tail (module docstring))
-            _decode_usage(tail[usage])
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        """The first tail of its shape for this template: checked (module docstring, 2), then remembered. What
+        decides (the usage's shape, where its numbers start) is remembered for every stream of the same prefix and
+        middle: the suffix (``modelVersion``, a ``responseId`` of its own each response) was checked when the
+        template was learned and holds no CR, LF or backslash, so a live response decodes no usage shape a former
+        one did (it only makes its own :class:`_Shape`, its suffix in it)."""
+        end = self._end
+        if at < 0 or not last.endswith(end):
             return None
+        head = shape[: -len(end)]  # (the middle and the usage, digits as 0)
+        if b"\\" in head or b"\n" in head or b"\r" in head:
+            return None  # (the tails match the shape: none holds a backslash, or a CR or LF before its end)
+        key = (self.prefix, self.middle, head)
+        starts = _CHECKED.get(key)
+        if starts is None:
+            try:  # (a reference of this shape is valid: so is any other, as every tail (module docstring))
+                _decode_usage(tail[len(self.middle) : -len(end)])
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None
+            if len(_CHECKED) >= _MAX_SHAPES:
+                _CHECKED.clear()
+            starts = _CHECKED[key] = _number_starts(tail[: len(head)])
         if len(_SHAPES) >= _MAX_SHAPES:
             _SHAPES.clear()
-        known = _SHAPES[self._parts, shape] = _Shape(shape, _number_starts(tail), usage)
+        usage = slice(len(self.middle) - len(shape), -len(end))  # (of a core: the usage's bytes)
+        starts += tuple(len(head) + at for at in self._suffix_starts)
+        known = _SHAPES[self._parts, shape] = _Shape(shape, starts, usage)
         return known
 
 
 class _Shape:
     """A tail's shape (its digits as ``0``): where its numbers start, the slices that cut a core into its slot and
-    its tail (repeated, for ``map``), and the shape repeated for the last read's ``events``."""
+    its tail (repeated, for ``map``) and its usage, and for the last read's ``events``: the shape repeated and the
+    struct that picks the first digit of every number of two or more digits out of the joined tails."""
 
-    __slots__ = ("cut", "events", "shape", "shapes", "slot_cuts", "starts", "tail_cuts", "usage")
+    __slots__ = ("_made", "cut", "events", "leads", "row", "shape", "shapes", "slot_cuts", "tail_cuts", "usage")
 
     def __init__(self, shape: bytes, starts: tuple[int, ...], usage: slice) -> None:
-        self.shape, self.starts, self.usage = shape, starts, usage
+        self.shape, self.usage = shape, usage
         self.events, self.shapes = 0, b""
+        self.leads: struct.Struct | None = None
+        self._made: dict[int, tuple[bytes, struct.Struct | None]] = {}
         self.cut = cut = len(shape)
         self.tail_cuts = repeat(slice(-cut, None))  # (endless: every map over a read's cores takes what it needs)
         self.slot_cuts = repeat(slice(0, -cut))
+        # (one tail: skip to each number's first digit and take it as an int ("B"), skip to the tail's end)
+        row, at = [], 0
+        for start in starts:
+            row.append(f"{start - at}xB")
+            at = start + 1
+        self.row = "".join(row) + f"{cut - at}x" if row else ""
 
     def repeat(self, events: int) -> None:
-        self.events, self.shapes = events, self.shape * events
+        made = self._made.get(events)
+        if made is None:  # (reads of a live stream hold a varying number of events: each count made once)
+            if len(self._made) >= _MAX_SHAPES:
+                self._made.clear()
+            made = self._made[events] = (self.shape * events, _leads(self.row, events) if self.row else None)
+        self.events = events
+        self.shapes, self.leads = made
+
+
+def _leads(row: str, events: int) -> struct.Struct:
+    """The struct of ``events`` tails of one row's layout (made once for every stream: a new stream's shapes are
+    its own, their layouts nearly always the former streams')."""
+    made = _LEADS.get((row, events))
+    if made is None:
+        if len(_LEADS) >= 4 * _MAX_SHAPES:
+            _LEADS.clear()
+        made = _LEADS[row, events] = struct.Struct("<" + row * events)
+    return made
 
 
 def _number_starts(tail: bytes) -> tuple[int, ...]:
