@@ -235,7 +235,7 @@ def parse_fields(body: dict[str, Any]) -> RequestFields:
     """Validate the option fields of a decoded request body. Raises :class:`HTTPError` (400) naming the field."""
     if _OPTION_FIELDS.isdisjoint(body):
         # The common request sends none of them: their defaults, without ~20 helper calls that each find nothing
-        # (issue 41; equal to the full parse, tests/server/test_request_fields_fast.py). A field sent as null
+        # (issue 41; equal to the full parse, tests/server/test_request_fast_paths.py). A field sent as null
         # takes the full path.
         return RequestFields(prompt_cache=parse_prompt_cache(body))
     return _parse_given(body)
