@@ -47,6 +47,7 @@ from respstream.server.store.split import SplitStore, backend_of
 from respstream.server.telemetry import Tracing, current_request
 from respstream.server.telemetry.metrics import Metrics
 from respstream.server.telemetry.response import ResponseTelemetry
+from respstream.server.telemetry.spans import NO_SPAN_CM
 
 __all__ = ["QueuedStart", "ResponseService", "Running"]
 
@@ -262,12 +263,14 @@ class ResponseService:
                  ", ".join(req.ignored_fields))
 
     async def _run(self, pipeline: Pipeline, record: ResponseRecord, req: ResponseRequest, store: Store) -> None:
-        attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": req.model,
-                      "gen_ai.response.id": record.id, "gen_ai.provider.name": "respstream",
-                      "gen_ai.request.max_tokens": req.max_output_tokens, "gen_ai.request.temperature": req.temperature,
-                      "respstream.background": req.background, "respstream.dialect": self.dialect.name,
-                      "gen_ai.input.messages": self.tracing.content(req.input_text)}
-        with self.tracing.span(f"chat {req.model}", attributes) as span:
+        span_cm: contextlib.AbstractContextManager[Any] = NO_SPAN_CM  # tracing off: no name, attributes (issue 41)
+        if self.tracing.enabled:
+            span_cm = self.tracing.span(f"chat {req.model}", {
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": req.model, "gen_ai.response.id": record.id,
+                "gen_ai.provider.name": "respstream", "gen_ai.request.max_tokens": req.max_output_tokens,
+                "gen_ai.request.temperature": req.temperature, "respstream.background": req.background,
+                "respstream.dialect": self.dialect.name, "gen_ai.input.messages": self.tracing.content(req.input_text)})
+        with span_cm as span:
             await self._run_traced(pipeline, record, req, store)
             pipeline.telemetry.observe_end(pipeline, record, span, dialect=self.dialect.name)
 
