@@ -4,6 +4,8 @@ open-gateway Host/Origin policy, and its access-log line and request metrics whe
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.types import Message, Receive, Scope, Send
@@ -13,6 +15,7 @@ from respstream.server.http_errors import HTTPError, error_response
 from respstream.server.telemetry import RequestObservation, Tracing, log_access
 from respstream.server.telemetry.metrics import Metrics
 from respstream.server.telemetry.observation import reset_request, set_request
+from respstream.server.telemetry.spans import NO_SPAN_CM
 
 __all__ = ["GatewayApp"]
 
@@ -56,11 +59,15 @@ class GatewayApp(Starlette):
                 obs.status = message["status"]
             await send(message)
 
-        parent = {"traceparent": headers[b"traceparent"].decode("latin-1")} if b"traceparent" in headers else None
-        try:
-            with self.tracing.span(f"{scope['method']} {scope['path']}", {
+        traced = self.tracing.enabled  # off: no span name or attributes built for nothing (issue 41)
+        span_cm: AbstractContextManager[Any] = NO_SPAN_CM
+        if traced:
+            parent = {"traceparent": headers[b"traceparent"].decode("latin-1")} if b"traceparent" in headers else None
+            span_cm = self.tracing.span(f"{scope['method']} {scope['path']}", {
                 "http.request.method": scope["method"], "url.path": scope["path"], "respstream.request_id":
-                state["request_id"], "client.address": obs.client}, kind="server", parent_headers=parent) as span:
+                state["request_id"], "client.address": obs.client}, kind="server", parent_headers=parent)
+        try:
+            with span_cm as span:
                 gateway = getattr(self.state, "gateway", None)
                 refused: HTTPError | None = None
                 if gateway is not None and not gateway.keys.enabled:
@@ -72,11 +79,12 @@ class GatewayApp(Starlette):
                     await error_response(refused)(scope, receive, send_with_id)
                 else:
                     await super().__call__(scope, receive, send_with_id)
-                span.update_name(f"{scope['method']} {obs.route}")
-                span.set_attributes({"http.route": obs.route, "http.response.status_code": obs.status,
-                                     "gen_ai.response.id": obs.response_id})
-                if obs.status is not None and obs.status >= 500:
-                    span.record_error(error_type=str(obs.status))
+                if traced:
+                    span.update_name(f"{scope['method']} {obs.route}")
+                    span.set_attributes({"http.route": obs.route, "http.response.status_code": obs.status,
+                                         "gen_ai.response.id": obs.response_id})
+                    if obs.status is not None and obs.status >= 500:
+                        span.record_error(error_type=str(obs.status))
         finally:
             reset_request(token)
             self.metrics.request(obs.method, obs.route, obs.status or 500)

@@ -19,6 +19,7 @@ __all__ = [
     "IGNORED_FIELDS_HEADER",
     "KNOWN_FIELDS",
     "MAX_REPORTED",
+    "REFUSED_FIELDS",
     "check_refused_fields",
     "ignored_fields",
     "parse_access_programs",
@@ -53,6 +54,7 @@ _REFUSED = {
     "image": "image (image.context_compression, a beta create field) is not supported: the gateway's models "
              "take images as they are",
 }
+REFUSED_FIELDS = frozenset(_REFUSED)  # what check_refused_fields reads
 _CYBER_PROGRAMS = ("standard", "daybreak_blue", "daybreak_red")
 
 

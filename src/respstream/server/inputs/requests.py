@@ -20,7 +20,7 @@ from respstream.server.http_errors import HTTPError
 from respstream.server.inputs.additional_tools import hoist_additional_tools
 from respstream.server.inputs.body_values import check_depth, invalid, opt_bool, opt_number, opt_str, wrong_type
 from respstream.server.inputs.context_management import parse_context_management, split_trigger
-from respstream.server.inputs.field_policy import check_refused_fields, ignored_fields
+from respstream.server.inputs.field_policy import REFUSED_FIELDS, check_refused_fields, ignored_fields
 from respstream.server.inputs.request_fields import parse_fields
 from respstream.server.inputs.request_input import parse_input_items
 from respstream.server.inputs.request_tools import SERVER_TOOL_TYPES, TYPED_CHOICES, parse_tools
@@ -31,6 +31,8 @@ from respstream.server.tools.mcp_tools import McpServerSpec
 __all__ = ["parse_metadata", "parse_request"]
 
 _UNSUPPORTED_FIELDS = ("prompt",)
+# What _check_unsupported and check_refused_fields read: a body with none of them passes both.
+_REFUSABLE_FIELDS = frozenset({*_UNSUPPORTED_FIELDS, "project_id", *REFUSED_FIELDS})
 
 
 def parse_metadata(raw: Any) -> dict[str, str]:
@@ -86,8 +88,9 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
     check_depth(body)
     ignored = ignored_fields(body, strict=strict_fields)
     body = hoist_additional_tools(body)  # Codex CLI lists its tools in an input item
-    _check_unsupported(body)
-    check_refused_fields(body)
+    if not _REFUSABLE_FIELDS.isdisjoint(body):  # the common request sends none of them (issue 41)
+        _check_unsupported(body)
+        check_refused_fields(body)
     options = parse_fields(body)
     # A WebSocket prewarm (generate: false) may bring no input at all: Codex's carries only its tools.
     no_input = body.get("input") is None or body.get("input") == []
@@ -116,9 +119,13 @@ def parse_request(body: Any, *, server_tool_names: set[str], dialect: str = "pla
         server_tools = set()
     if options.text_format.structured:
         server_tools = set()  # a forced schema turns the server tools off, as the seed does
-    typed = {kind: kind for kind in TYPED_CHOICES if kind in client.kinds}  # {"type": "shell"} names that tool
-    tool_choice, policy = parse_tool_choice(body.get("tool_choice"), {t["name"] for t in client_tools},
-                                            {**SERVER_TOOL_TYPES, **typed})
+    raw_choice = body.get("tool_choice")
+    if raw_choice is None:  # "auto": no names to check it against (the common request; issue 41)
+        tool_choice, policy = parse_tool_choice(None, set(), {})
+    else:
+        typed = {kind: kind for kind in TYPED_CHOICES if kind in client.kinds}  # {"type": "shell"} names that tool
+        tool_choice, policy = parse_tool_choice(raw_choice, {t["name"] for t in client_tools},
+                                                {**SERVER_TOOL_TYPES, **typed})
     forced = policy.forced
     if forced is not None and forced not in {t["name"] for t in client_tools} and server_tools is not None \
             and forced not in server_tools:

@@ -14,6 +14,7 @@ from respstream.server.model_catalog import ModelCatalog
 from respstream.server.responses.chat_request import cache_hints, chat_options
 from respstream.server.responses.collaborators import RouterLike
 from respstream.server.telemetry import Tracing
+from respstream.server.telemetry.spans import NO_SPAN_CM
 from respstream.server.upstream.base import GenerationRequest
 
 __all__ = ["check_upstream_accepts", "check_upstream_up", "route_request"]
@@ -40,13 +41,15 @@ async def route_request(req: ResponseRequest, *, router: RouterLike, catalog: Mo
     target_model = catalog.resolve(req.model)  # `[models] aliases`
     pinned = target_model != "auto"
     try:
-        with tracing.span("route", {"gen_ai.request.model": req.model}) as span:
+        # Tracing off: no attributes built for nothing (issue 41).
+        with tracing.span("route", {"gen_ai.request.model": req.model}) if tracing.enabled else NO_SPAN_CM as span:
             # (only a session's request passes the key: test routers take the two positional arguments)
             session = {"affinity": req.affinity} if req.affinity else {}
             decision = await router.route(req.input_text, target_model if pinned else None, **session)
-            span.set_attributes({"respstream.route.category": decision.category,
-                                 "respstream.route.source": decision.source,
-                                 "respstream.route.model": decision.model_id})
+            if tracing.enabled:
+                span.set_attributes({"respstream.route.category": decision.category,
+                                     "respstream.route.source": decision.source,
+                                     "respstream.route.model": decision.model_id})
             return decision
     except Exception as exc:
         available = getattr(exc, "available", None)

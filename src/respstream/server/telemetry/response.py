@@ -18,6 +18,7 @@ from respstream.server.telemetry.observation import (
     set_attempt,
 )
 from respstream.server.telemetry.settings import TelemetrySettings
+from respstream.server.telemetry.spans import NO_SPAN_CM
 from respstream.server.telemetry.tracing import NO_SPAN, Tracing
 
 __all__ = ["NULL_TELEMETRY", "ResponseTelemetry"]
@@ -49,10 +50,12 @@ class ResponseTelemetry:
         """A CLIENT span ``chat <model>`` and the current :class:`UpstreamAttempt` for the adapter's phase marks."""
         self.model = model
         name = getattr(upstream, "name", "upstream")
-        attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
-                      "gen_ai.provider.name": "openai", "respstream.upstream": name,
-                      "server.address": getattr(upstream, "host", None)}
-        with self.tracing.span(f"chat {model}", attributes, kind="client") as span:
+        span_cm: contextlib.AbstractContextManager[Any] = NO_SPAN_CM  # tracing off: no name, attributes (issue 41)
+        if self.tracing.enabled:
+            span_cm = self.tracing.span(f"chat {model}", {
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": model, "gen_ai.provider.name": "openai",
+                "respstream.upstream": name, "server.address": getattr(upstream, "host", None)}, kind="client")
+        with span_cm as span:
             attempt = UpstreamAttempt(upstream=name, metrics=self.metrics, span=span)
             token = set_attempt(attempt)
             try:
@@ -103,15 +106,17 @@ class ResponseTelemetry:
                                   seconds=time.perf_counter() - self.started,
                                   error_code=error.get("code") if isinstance(error, dict) else None,
                                   input_tokens=input_tokens, output_tokens=output_tokens)
-        span.set_attributes({"gen_ai.response.model": model, "gen_ai.usage.input_tokens": input_tokens,
-                             "gen_ai.usage.output_tokens": output_tokens,
-                             "gen_ai.response.finish_reasons": [record.status],
-                             "respstream.route.category": getattr(pipeline.decision, "category", None)})
-        if self.tracing.settings.record_content:
-            span.set_attribute("gen_ai.output.messages", self.tracing.content(str(response.get("output_text", ""))))
-        if record.status not in ("completed", "incomplete"):
-            span.record_error(error_type=str(error.get("code") if isinstance(error, dict) and error.get("code")
-                                             else record.status))
+        if span is not NO_SPAN:  # tracing off: NO_SPAN records nothing, so nothing is built for it (issue 41)
+            span.set_attributes({"gen_ai.response.model": model, "gen_ai.usage.input_tokens": input_tokens,
+                                 "gen_ai.usage.output_tokens": output_tokens,
+                                 "gen_ai.response.finish_reasons": [record.status],
+                                 "respstream.route.category": getattr(pipeline.decision, "category", None)})
+            if self.tracing.settings.record_content:
+                span.set_attribute("gen_ai.output.messages",
+                                   self.tracing.content(str(response.get("output_text", ""))))
+            if record.status not in ("completed", "incomplete"):
+                span.record_error(error_type=str(error.get("code") if isinstance(error, dict) and error.get("code")
+                                                 else record.status))
         obs = self.observation
         if obs is not None:
             obs.model, obs.outcome = model, record.status
