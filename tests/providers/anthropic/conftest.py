@@ -16,6 +16,10 @@ from fakes.server_thread import ServerThread
 from respstream.protocol.stream import StreamCore
 from respstream.server.config import Config
 from respstream.server.http.app import create_app
+from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
+from respstream.server.upstream.anthropic.body import AnthropicBody
+from respstream.server.upstream.anthropic.stream import AnthropicStream
+from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
 
 from .simulated_anthropic import SimulatedAnthropic
 
@@ -69,10 +73,10 @@ def sim(provider: SimulatedAnthropic) -> SimulatedAnthropic:
     return provider
 
 
-def post(server: ServerThread, body: dict[str, Any], dialect: str = "openai"
+def post(server: ServerThread, body: dict[str, Any], dialect: str = "openai", timeout: float = 30
          ) -> tuple[dict[str, Any], list[Any], httpx.Response]:
     """Stream one response; its assembled result (``respstream replay --json``'s shape) and violations."""
-    with httpx.Client(timeout=30) as client:
+    with httpx.Client(timeout=timeout) as client:
         response = client.post(f"{server.base_url}/responses", json={"stream": True, **body})
     if response.status_code != 200:
         return {}, [], response
@@ -80,3 +84,48 @@ def post(server: ServerThread, body: dict[str, Any], dialect: str = "openai"
     core.feed(response.content)
     core.close()
     return core.result.to_json(), [v.to_json() for v in core.violations], response
+
+
+# -- the real large model behind anthropic+embedded (tests marked model + slow) ----------------------------------------
+
+LARGE_MODEL_TIMEOUT = 300.0  # (the 1.5B model reads a prompt at ~20-100 tokens/s on 2 cores)
+
+
+@pytest.fixture(scope="module")
+def large_gateway() -> Iterator[tuple[ServerThread, str]]:
+    """The gateway in front of ``anthropic+embedded:large`` (llama.cpp's own ``/v1/messages``, no simulated part) and
+    the model's id."""
+    if not EmbeddedUpstream.available("large"):
+        pytest.skip("the large embedded model is not installed (make install-model)")
+    config = Config(dialect="openai", upstreams=["anthropic+embedded:large"], tools={"enabled": []},
+                    rewrite={"steps": []}, upstream_options={"n_parallel": 1})
+    with ServerThread(create_app(config), start_timeout=180) as server:
+        models = [m["id"] for m in httpx.get(f"{server.base_url}/models", timeout=10).json()["data"]
+                  if m["id"] != "auto"]
+        yield server, models[0]
+
+
+@pytest.fixture
+def llama_wire(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """What went to llama.cpp and what came back, as sent: the request bodies (``bodies``), the content blocks its
+    streams started (``blocks``) and its raw stream bytes (``raw``)."""
+    seen: dict[str, list[Any]] = {"bodies": [], "blocks": [], "raw": []}
+    build, start, feed = AnthropicUpstream.body, AnthropicStream._start, AnthropicBody.feed
+
+    def body(self: AnthropicUpstream, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        out = build(self, *args, **kwargs)
+        seen["bodies"].append(out)
+        return out
+
+    def started(self: AnthropicStream, data: dict[str, Any]) -> Any:
+        seen["blocks"].append(data.get("content_block"))
+        return start(self, data)
+
+    def fed(self: AnthropicBody, raw: bytes) -> Any:
+        seen["raw"].append(bytes(raw))
+        return feed(self, raw)
+
+    monkeypatch.setattr(AnthropicUpstream, "body", body)
+    monkeypatch.setattr(AnthropicStream, "_start", started)
+    monkeypatch.setattr(AnthropicBody, "feed", fed)
+    return seen

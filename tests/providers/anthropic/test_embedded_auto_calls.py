@@ -9,21 +9,15 @@ SDK (unmodified), which sends ``tool_choice`` auto, runs a tool the model called
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from agents import ModelSettings, Runner
 
 from fakes.server_thread import ServerThread
 from interop.weather_agent import weather_agent
-from respstream.protocol.stream import StreamCore
-from respstream.server.config import Config
-from respstream.server.http.app import create_app
-from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
-from respstream.server.upstream.anthropic.body import AnthropicBody
-from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
+
+from .conftest import LARGE_MODEL_TIMEOUT, post
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -32,47 +26,7 @@ WEATHER = {"type": "function", "name": "get_weather", "description": "Get the cu
                           "additionalProperties": False}}
 
 
-@pytest.fixture(scope="module")
-def gateway() -> Iterator[tuple[ServerThread, str]]:
-    if not EmbeddedUpstream.available("large"):
-        pytest.skip("the large embedded model is not installed (make install-model)")
-    config = Config(dialect="openai", upstreams=["anthropic+embedded:large"], tools={"enabled": []},
-                    rewrite={"steps": []}, upstream_options={"n_parallel": 1})
-    with ServerThread(create_app(config), start_timeout=180) as server:
-        models = [m["id"] for m in httpx.get(f"{server.base_url}/models", timeout=10).json()["data"]
-                  if m["id"] != "auto"]
-        yield server, models[0]
 
-
-@pytest.fixture
-def wire(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
-    """What went to llama.cpp (the bodies) and the raw stream bytes it answered with, as it sent them."""
-    seen: dict[str, list[Any]] = {"bodies": [], "raw": []}
-    build, feed = AnthropicUpstream.body, AnthropicBody.feed
-
-    def body(self: AnthropicUpstream, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        out = build(self, *args, **kwargs)
-        seen["bodies"].append(out)
-        return out
-
-    def fed(self: AnthropicBody, raw: bytes) -> Any:
-        seen["raw"].append(bytes(raw))
-        return feed(self, raw)
-
-    monkeypatch.setattr(AnthropicUpstream, "body", body)
-    monkeypatch.setattr(AnthropicBody, "feed", fed)
-    return seen
-
-
-def post(server: ServerThread, body: dict[str, Any]) -> tuple[dict[str, Any], list[Any], httpx.Response]:
-    with httpx.Client(timeout=300) as client:  # (the 1.5B model reads a prompt at ~20-100 tokens/s on 2 cores)
-        response = client.post(f"{server.base_url}/responses", json={"stream": True, **body})
-    if response.status_code != 200:
-        return {}, [], response
-    core = StreamCore(dialect="openai")
-    core.feed(response.content)
-    core.close()
-    return core.result.to_json(), [v.to_json() for v in core.violations], response
 
 
 def streamed_blocks(raw: bytes) -> tuple[list[str], str]:
@@ -90,16 +44,16 @@ def streamed_blocks(raw: bytes) -> tuple[list[str], str]:
 
 
 def test_an_auto_call_written_as_text_is_made_and_its_round_trip_completes(
-        gateway: tuple[ServerThread, str], wire: dict[str, list[Any]]) -> None:
-    server, model = gateway
+        large_gateway: tuple[ServerThread, str], llama_wire: dict[str, list[Any]]) -> None:
+    server, model = large_gateway
     question = {"type": "message", "role": "user", "content": "What is the weather in Paris? Use the tool."}
     got, violations, response = post(server, {"model": model, "input": [question], "tools": [WEATHER],
                                               "tool_choice": "auto", "max_output_tokens": 64, "store": False,
-                                              "temperature": 0})
+                                              "temperature": 0}, timeout=LARGE_MODEL_TIMEOUT)
     assert response.status_code == 200, response.text
-    kinds, text = streamed_blocks(b"".join(wire["raw"]))
+    kinds, text = streamed_blocks(b"".join(llama_wire["raw"]))
     print(f"llama.cpp streamed blocks {kinds}, text {text!r}")  # (the shape, for the docs)
-    sent = wire["bodies"][-1]
+    sent = llama_wire["bodies"][-1]
     assert sent["tool_choice"] == {"type": "auto"} and sent["messages"][-1]["role"] == "user"  # nothing forced
     assert violations == [] and got["status"] == "completed", (got["error"], got["output"])
     calls = [item for item in got["output"] if item["type"] == "function_call"]
@@ -112,31 +66,32 @@ def test_an_auto_call_written_as_text_is_made_and_its_round_trip_completes(
                           "arguments": calls[0]["arguments"]},
                {"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "Sunny, 21 C"}]
     got, violations, response = post(server, {"model": model, "input": history, "tools": [WEATHER],
-                                              "max_output_tokens": 48, "store": False, "temperature": 0})
+                                              "max_output_tokens": 48, "store": False, "temperature": 0},
+                                              timeout=LARGE_MODEL_TIMEOUT)
     assert response.status_code == 200, response.text
     assert violations == [] and got["status"] in ("completed", "incomplete"), got["error"]
     assert got["output_text"].strip(), got["output"]
     assert not [item for item in got["output"] if item["type"] == "function_call"], got["output"]  # no loop
-    turns = wire["bodies"][-1]["messages"]
+    turns = llama_wire["bodies"][-1]["messages"]
     assert turns[1]["content"][-1] == {"type": "tool_use", "id": calls[0]["call_id"], "name": "get_weather",
                                        "input": json.loads(calls[0]["arguments"])}, turns
     assert turns[2]["content"][0]["type"] == "tool_result" and turns[2]["content"][0]["tool_use_id"] == \
         calls[0]["call_id"], turns
 
 
-async def test_the_agents_sdk_runs_a_tool_the_model_called_under_auto(gateway: tuple[ServerThread, str],
-                                                                      wire: dict[str, list[Any]]) -> None:
-    server, model = gateway
+async def test_the_agents_sdk_runs_a_tool_the_model_called_under_auto(large_gateway: tuple[ServerThread, str],
+                                                                      llama_wire: dict[str, list[Any]]) -> None:
+    server, model = large_gateway
     calls: list[str] = []
     # (ModelSettings() sends no tool_choice: the Responses default, auto)
     agent, client = weather_agent(server.base_url, calls, model=model, timeout=300,
                                   settings=ModelSettings(max_tokens=64, temperature=0.0, store=False))
     result = await Runner.run(agent, "What is the weather in Paris?", max_turns=3)
     await client.close()
-    kinds, text = streamed_blocks(b"".join(wire["raw"]))
+    kinds, text = streamed_blocks(b"".join(llama_wire["raw"]))
     print(f"llama.cpp streamed blocks {kinds}, text {text!r}")  # (the shape, for the docs)
     assert [city.lower() for city in calls] == ["paris"], (calls, result.raw_responses)  # the SDK ran the call
     assert isinstance(result.final_output, str) and result.final_output.strip(), result.raw_responses
-    first = wire["bodies"][0]
+    first = llama_wire["bodies"][0]
     assert first.get("tool_choice", {"type": "auto"}) == {"type": "auto"} and first["messages"][-1]["role"] == "user"
     assert "tool_use" not in kinds and "get_weather" in text, (kinds, text)  # (written as text, made a call)

@@ -8,22 +8,16 @@ recorded as llama.cpp sent them. Needs the large model (``make install-model``);
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import jsonschema
 import pytest
 from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
 
 from fakes.server_thread import ServerThread
-from respstream.protocol.stream import StreamCore
-from respstream.server.config import Config
-from respstream.server.http.app import create_app
-from respstream.server.upstream.anthropic.adapter import AnthropicUpstream
-from respstream.server.upstream.anthropic.stream import AnthropicStream
-from respstream.server.upstream.embedded.adapter import EmbeddedUpstream
+
+from .conftest import LARGE_MODEL_TIMEOUT, post
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -34,63 +28,25 @@ CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "sun
                "required": ["city", "sunny"], "additionalProperties": False}
 
 
-@pytest.fixture(scope="module")
-def gateway() -> Iterator[tuple[ServerThread, str]]:
-    if not EmbeddedUpstream.available("large"):
-        pytest.skip("the large embedded model is not installed (make install-model)")
-    config = Config(dialect="openai", upstreams=["anthropic+embedded:large"], tools={"enabled": []},
-                    rewrite={"steps": []}, upstream_options={"n_parallel": 1})
-    with ServerThread(create_app(config), start_timeout=180) as server:
-        models = [m["id"] for m in httpx.get(f"{server.base_url}/models", timeout=10).json()["data"]
-                  if m["id"] != "auto"]
-        yield server, models[0]
 
-
-@pytest.fixture
-def wire(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
-    """What went to llama.cpp (the bodies) and the content blocks it started in its streams, as it sent them."""
-    seen: dict[str, list[Any]] = {"bodies": [], "blocks": []}
-    build, start = AnthropicUpstream.body, AnthropicStream._start
-
-    def body(self: AnthropicUpstream, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        out = build(self, *args, **kwargs)
-        seen["bodies"].append(out)
-        return out
-
-    def started(self: AnthropicStream, data: dict[str, Any]) -> Any:
-        seen["blocks"].append(data.get("content_block"))
-        return start(self, data)
-
-    monkeypatch.setattr(AnthropicUpstream, "body", body)
-    monkeypatch.setattr(AnthropicStream, "_start", started)
-    return seen
-
-
-def post(server: ServerThread, body: dict[str, Any]) -> tuple[dict[str, Any], list[Any], httpx.Response]:
-    with httpx.Client(timeout=300) as client:  # (the 1.5B model reads a prompt at ~20-100 tokens/s on 2 cores)
-        response = client.post(f"{server.base_url}/responses", json={"stream": True, **body})
-    if response.status_code != 200:
-        return {}, [], response
-    core = StreamCore(dialect="openai")
-    core.feed(response.content)
-    core.close()
-    return core.result.to_json(), [v.to_json() for v in core.violations], response
 
 
 def test_a_forced_call_is_made_by_the_model_and_its_round_trip_completes(
-        gateway: tuple[ServerThread, str], wire: dict[str, list[Any]]) -> None:
-    server, model = gateway
+        large_gateway: tuple[ServerThread, str], llama_wire: dict[str, list[Any]]) -> None:
+    server, model = large_gateway
     question = {"type": "message", "role": "user", "content": "What is the weather in Paris?"}
     got, violations, response = post(server, {"model": model, "input": [question], "tools": [WEATHER],
-                                              "tool_choice": "required", "max_output_tokens": 48, "store": False})
+                                              "tool_choice": "required", "max_output_tokens": 48, "store": False},
+                                              timeout=LARGE_MODEL_TIMEOUT)
     assert response.status_code == 200, response.text
     assert violations == [] and got["status"] == "completed", (got["error"], got["output"])
     calls = [item for item in got["output"] if item["type"] == "function_call"]
     assert len(calls) == 1 and calls[0]["name"] == "weather", got["output"]
     assert isinstance(json.loads(calls[0]["arguments"])["city"], str)
     # the model wrote it: llama.cpp streamed a tool_use block with this id, after the forced prefill we sent
-    assert {"type": "tool_use", "id": calls[0]["call_id"], "name": "weather"} in wire["blocks"], wire["blocks"]
-    sent = wire["bodies"][-1]
+    blocks = llama_wire["blocks"]
+    assert {"type": "tool_use", "id": calls[0]["call_id"], "name": "weather"} in blocks, blocks
+    sent = llama_wire["bodies"][-1]
     assert sent["tool_choice"] == {"type": "any"} and sent["messages"][-1] == {"role": "assistant",
                                                                               "content": "<tool_call>\n"}
     # the round trip: the call and its output go back, the model answers
@@ -99,32 +55,34 @@ def test_a_forced_call_is_made_by_the_model_and_its_round_trip_completes(
                {"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "Sunny, 21 C"}]
     # (temperature 0: at the default 0.8 the 1.5B model now and then answers the tool result with nothing)
     got, violations, response = post(server, {"model": model, "input": history, "tools": [WEATHER],
-                                              "max_output_tokens": 48, "store": False, "temperature": 0})
+                                              "max_output_tokens": 48, "store": False, "temperature": 0},
+                                              timeout=LARGE_MODEL_TIMEOUT)
     assert response.status_code == 200, response.text
     assert violations == [] and got["status"] in ("completed", "incomplete"), got["error"]
     assert got["output_text"].strip(), got["output"]
-    turns = wire["bodies"][-1]["messages"]
+    turns = llama_wire["bodies"][-1]["messages"]
     assert turns[1]["content"][-1]["type"] == "tool_use" and turns[2]["content"][0]["type"] == "tool_result"
 
 
-def test_structured_output_validates_against_the_schema(gateway: tuple[ServerThread, str],
-                                                        wire: dict[str, list[Any]]) -> None:
-    server, model = gateway
+def test_structured_output_validates_against_the_schema(large_gateway: tuple[ServerThread, str],
+                                                        llama_wire: dict[str, list[Any]]) -> None:
+    server, model = large_gateway
     got, violations, response = post(server, {
         "model": model, "input": "Is it sunny in Paris today? It is.", "max_output_tokens": 48,
-        "text": {"format": {"type": "json_schema", "name": "weather", "schema": CITY_SCHEMA, "strict": True}}})
+        "text": {"format": {"type": "json_schema", "name": "weather", "schema": CITY_SCHEMA, "strict": True}}},
+        timeout=LARGE_MODEL_TIMEOUT)
     assert response.status_code == 200, response.text
     assert violations == [] and got["status"] == "completed", (got["error"], got["output"])
     answer = json.loads(got["output_text"])
     jsonschema.validate(answer, CITY_SCHEMA)
     assert not [item for item in got["output"] if item["type"] == "function_call"]  # (the answer is no call)
-    assert any(block and block.get("type") == "tool_use" for block in wire["blocks"]), wire["blocks"]
-    assert "output_config" not in wire["bodies"][-1]
+    assert any(block and block.get("type") == "tool_use" for block in llama_wire["blocks"]), llama_wire["blocks"]
+    assert "output_config" not in llama_wire["bodies"][-1]
 
 
-async def test_the_agents_sdk_runs_a_tool_the_model_called(gateway: tuple[ServerThread, str],
-                                                           wire: dict[str, list[Any]]) -> None:
-    server, model = gateway
+async def test_the_agents_sdk_runs_a_tool_the_model_called(large_gateway: tuple[ServerThread, str],
+                                                           llama_wire: dict[str, list[Any]]) -> None:
+    server, model = large_gateway
     set_tracing_disabled(True)  # tracing would try to upload to api.openai.com
     calls: list[str] = []
 
@@ -143,5 +101,5 @@ async def test_the_agents_sdk_runs_a_tool_the_model_called(gateway: tuple[Server
     await client.close()
     assert len(calls) == 1 and calls[0].strip(), calls  # the SDK ran the model's call
     assert isinstance(result.final_output, str) and result.final_output.strip(), result.raw_responses
-    made = [b for b in wire["blocks"] if b and b.get("type") == "tool_use"]
-    assert len(made) == 1 and made[0]["name"] == "get_weather", wire["blocks"]
+    made = [b for b in llama_wire["blocks"] if b and b.get("type") == "tool_use"]
+    assert len(made) == 1 and made[0]["name"] == "get_weather", llama_wire["blocks"]

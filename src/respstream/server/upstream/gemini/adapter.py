@@ -47,7 +47,6 @@ __all__ = ["GeminiUpstream"]
 
 _API: Final = "/v1beta"
 _MAX_ERROR_BODY: Final = 64 * 1024
-_MAX_MODELS_BODY: Final = 8 << 20
 _MAX_MODEL_PAGES: Final = 20
 _WINDOW_SOURCE: Final = "GET /v1beta/models inputTokenLimit + outputTokenLimit"
 
@@ -77,21 +76,12 @@ class GeminiUpstream(HttpUpstream):
 
     async def list_models(self) -> list[str]:
         """``GET {base}/v1beta/models`` (every page) -> the ids that generate content. Raises :class:`UpstreamError`."""
-        headers = {k: v for k, v in self._headers.items() if k != "content-type"}
-        headers["accept"] = "application/json"
         found: list[str] = []
         context: dict[str, int] = {}
         token: Any = ""
         for _page in range(_MAX_MODEL_PAGES):
             url = f"{self.base_url}{_API}/models" + (f"?pageToken={quote(token, safe='')}" if token else "")
-            try:
-                response = await self._lean().request("GET", url, b"", headers)
-            except HTTPStreamError as exc:
-                raise self._stream_error(exc, before_first_token=True) from exc
-            try:
-                content = await response.read_all(_MAX_MODELS_BODY)
-            finally:
-                await response.aclose()
+            response, content = await self._get_json(url)
             if response.status_code != 200:
                 raise self._failure(response.status_code, content, response.headers.get("retry-after"),
                                      "GET /v1beta/models: ")

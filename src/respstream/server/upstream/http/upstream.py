@@ -155,19 +155,25 @@ class HttpUpstream(RetryingUpstream):
         """Wait until finished generations have released their connections (tests, benchmarks). Never raises."""
         await self._returns.settle()
 
-    async def list_models(self) -> list[str]:
-        """``GET {base_url}{models_path}`` -> the ``data[].id`` list. Raises :class:`UpstreamError` (same codes as
-        ``generate``)."""
+    async def _get_json(self, url: str) -> tuple[StreamResponse, bytes]:
+        """``GET url`` asking for JSON (the upstream's own headers, no content-type) -> the response, already closed,
+        and its body (at most 8 MiB). Raises :class:`UpstreamError` for a failed connection."""
         headers = {**self._headers, "accept": "application/json"}
         headers.pop("content-type", None)
         try:
-            response = await self._lean().request("GET", f"{self.base_url}{self.models_path}", b"", headers)
+            response = await self._lean().request("GET", url, b"", headers)
         except HTTPStreamError as exc:
             raise self._stream_error(exc, before_first_token=True) from exc
         try:
             content = await response.read_all(_MAX_MODELS_BODY)
         finally:
             await response.aclose()
+        return response, content
+
+    async def list_models(self) -> list[str]:
+        """``GET {base_url}{models_path}`` -> the ``data[].id`` list. Raises :class:`UpstreamError` (same codes as
+        ``generate``)."""
+        response, content = await self._get_json(f"{self.base_url}{self.models_path}")
         if response.status_code != 200:
             raise UpstreamError(
                 "upstream_error",
