@@ -139,8 +139,7 @@ class ResponseService:
                             f"This API key already has {per_key} background responses running "
                             "(max_background_responses_per_key); retry when one has finished.",
                             headers={"Retry-After": "5"})
-        if req.options.text_format.schema is not None:  # in a validation process, never on this loop
-            await check_schema(req.options.text_format)
+        await check_schema(req.options.text_format)  # in a validation process, never on this loop
         began = time.perf_counter()
         try:
             items, base, parent = await context_and_base(self.store, self.config, req, owner, local)
@@ -151,9 +150,7 @@ class ResponseService:
         decision = await self.route(req)
         check_upstream_up(req, decision, router=self.router, catalog=self.catalog, state_of=self.upstream_state,
                           every=self.config.upstream_probe_seconds)
-        # (each await below only when the request has what it reads: a coroutine fewer each, issue 41)
-        mcp = await mcp_toolbox(self.store, self.config, req, owner, local) if req.mcp_servers or req.mcp_approvals \
-            else None
+        mcp = await mcp_toolbox(self.store, self.config, req, owner, local)
         if req.media:
             check_modalities(req.media, decision.model_id, self.catalog.modalities(decision.model_id,
                                                                                    decision.upstream))
@@ -186,8 +183,7 @@ class ResponseService:
                                 headers={"Retry-After": "1"}) from exc
         # The cheap checks (quota, store room) came first; what the fetched files hold is reserved before any
         # fetch, kept until the response ends (inputs/fetch_budget.py).
-        files = await resolve_file_urls(req.media, self.tools, budget=self.fetch_budget, owner=owner) if req.media \
-            else None
+        files = await resolve_file_urls(req.media, self.tools, budget=self.fetch_budget, owner=owner)
         try:
             return await self._begin(req, record, target, decision, pinned=pinned, items=items, mcp=mcp,
                                      began=began, files=files, charged=charged, request_bytes=request_bytes)
@@ -209,11 +205,9 @@ class ResponseService:
             with contextlib.suppress(HTTPError):
                 messages = fit_context(messages, window=limit.tokens, max_output_tokens=req.max_output_tokens,
                                        truncation="auto", model=decision.model_id)
-        compaction = None
-        if req.compaction_trigger or req.compaction is not None:
-            compaction = await plan_compaction(req, items, messages, limit=limit, upstream=decision.upstream,
-                                               model_id=decision.model_id)
-        if compaction is None and limit is not None:  # a compacting response is measured after its compaction
+        compaction = await plan_compaction(req, items, messages, limit=limit, upstream=decision.upstream,
+                                           model_id=decision.model_id)
+        if compaction is None:  # a compacting response is measured after its compaction
             await check_context(messages, limit=limit, max_output_tokens=req.max_output_tokens,
                                 upstream=decision.upstream, model_id=decision.model_id)
         writer = ResponseWriter(record, dialect=self.dialect, store=target, response=response,
