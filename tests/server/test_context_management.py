@@ -212,6 +212,23 @@ def test_the_model_answers_from_the_summary_and_the_current_turn(
     assert answering["messages"][-1] == {"role": "user", "content": "What did I plant?"}
 
 
+def test_the_summary_is_sampled_at_the_responses_temperature(
+        chat: tuple[httpx.Client, FakeChatCompletionsServer]) -> None:
+    # (a client asking for temperature 0 gets a summary at 0 too: a small model sampled at its default may loop past
+    # its window instead of summarising)
+    client, fake = chat
+    for temperature in (0, 0.7):
+        fake.reset()
+        fake.script(text("Planted marigolds."), finish(), Done())  # the summary
+        fake.script(text("Marigolds."), finish(), Done())  # the answer
+        answer = client.post("/v1/responses", json={"model": "fake-model", "input": _history(), "stream": False,
+                                                    "temperature": temperature, "context_management": COMPACT})
+        assert answer.status_code == 200, answer.text
+        summarising, answering = fake.requests
+        assert summarising["messages"][0]["content"] == SUMMARY_INSTRUCTIONS
+        assert summarising["temperature"] == answering["temperature"] == temperature, (summarising, answering)
+
+
 def test_a_tool_output_keeps_its_call_across_the_compaction(
         chat: tuple[httpx.Client, FakeChatCompletionsServer]) -> None:
     """The output of a call made in the compacted turn: the call stays with it after the summary (Chat Completions

@@ -89,13 +89,15 @@ def transcript(instructions: str | None, items: list[InputItem]) -> str:
 
 
 async def summarise(svc: ResponseStarter, items: list[InputItem], *, instructions: str | None, model: str,
-                    owner: str | None) -> Summary:
-    """Summarise ``items`` with an ordinary response on ``model`` (no tools, kept nowhere). Raises
+                    owner: str | None, temperature: float | None = None) -> Summary:
+    """Summarise ``items`` with an ordinary response on ``model`` (no tools, kept nowhere), sampled at the
+    ``temperature`` of the response that wants it (a client asking for 0 gets a summary at 0 too). Raises
     :class:`HTTPError`: the summarising request's own (400 context_length_exceeded...), or 502 when the model gave
     no answer."""
     summarise_req = ResponseRequest(
         input=[InputItem("message", role="user", text=transcript(instructions, items))],
         model=model, store=False, instructions=SUMMARY_INSTRUCTIONS, server_tools=set(), tool_choice="none",
+        temperature=temperature,
     )
     scratch = MemoryStore(max_responses=1)  # the summarising response is not kept anywhere
     cap = current_limits().compaction_max_output_tokens
@@ -243,7 +245,7 @@ async def compact_step(pipeline: Pipeline, svc: ResponseStarter, plan: Compactio
     req = pipeline.request
     try:  # on the model this response was routed to: the long transcript is not routed again (elsewhere)
         summary = await summarise(svc, plan.compacted, instructions=None, model=plan.model_id or req.model,
-                                  owner=owner)
+                                  owner=owner, temperature=req.temperature)
     except HTTPError as exc:
         w.fail(exc.code, f"context compaction failed: {exc.message}")
         return
