@@ -50,16 +50,13 @@ from respstream.server.store.base import (
     StoreUnavailable,
 )
 from respstream.server.store.memory_conversations import MemoryConversations, item_bytes
-from respstream.server.store.memory_records import APART, encoded, kept
-from respstream.server.store.object_size import DELTA_ENTRY_BYTES, DICT_ENTRY_BYTES, LOG_ENTRY_BYTES
+from respstream.server.store.memory_records import APART, encoded, entry_bytes, kept
+from respstream.server.store.object_size import DICT_ENTRY_BYTES
 
 __all__ = ["MemoryStore"]
 
 _FINISHED = frozenset({"completed", "incomplete", "failed", "cancelled"})
 DEFAULT_MAX_BYTES = 256 << 20
-# An entry besides its payload's bytes: the struct, its list slot and the bytes object's header.
-_LOG_ENTRY = LOG_ENTRY_BYTES + sys.getsizeof(b"")
-_DELTA_ENTRY = DELTA_ENTRY_BYTES + sys.getsizeof(b"")
 
 
 def _record_bytes(record: ResponseRecord, request: bytes, response: bytes) -> int:
@@ -68,21 +65,10 @@ def _record_bytes(record: ResponseRecord, request: bytes, response: bytes) -> in
     return _RECORD_OVERHEAD + sys.getsizeof(record.id) + sys.getsizeof(request) + sys.getsizeof(response)
 
 
-def _entry_bytes(entries: Sequence[Entry]) -> int:
-    total = 0
-    for e in entries:
-        if e.__class__ is LogEntry:
-            total += _LOG_ENTRY + len(e.data)
-        else:  # the delta's JSON string as the encoder made it: a buffer of at least 32 bytes, grown by half
-            grown = 3 * len(e.piece) // 2  # type: ignore[union-attr]
-            total += _DELTA_ENTRY + (grown if grown > 32 else 32)  # (max() is a call a delta: this is per event)
-    return total
-
-
 @dataclass(slots=True)
 class _Log:
     entries: list[Entry] = field(default_factory=list)
-    size: int = 0  # bytes of the entries (see _entry_bytes)
+    size: int = 0  # bytes of the entries (see memory_records.entry_bytes)
     ended: bool = False  # terminal entry appended, or the response was deleted
     waiters: list[asyncio.Future[None]] = field(default_factory=list)
     listeners: list[Callable[[], None]] = field(default_factory=list)  # called on every append (see listen())
@@ -225,7 +211,7 @@ class MemoryStore:
                 + (" and has ended" if log.ended else "")
             )
         log.entries.extend(entries)
-        size = _entry_bytes(entries)
+        size = entry_bytes(entries)
         log.size += size
         self.bytes += size
         if entries[-1].terminal:
