@@ -85,16 +85,25 @@ async def cpu_per_events(pid: int, url: str, headers: dict[str, str], api: str, 
             "errors": dict(result.errors)}
 
 
+async def _connect(host: str, port: int, opened: asyncio.Event, failures: list[str]
+                   ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    """A held connection's TCP connect; None (the failure noted and ``opened`` set) when it could not be made."""
+    try:
+        return await asyncio.wait_for(asyncio.open_connection(host, port), 30)
+    except (OSError, TimeoutError) as exc:
+        failures.append(f"connect:{type(exc).__name__}")
+        opened.set()
+        return None
+
+
 async def _hold_sse(host: str, port: int, request: bytes, opened: asyncio.Event, release: asyncio.Event,
                     failures: list[str]) -> None:
     """One streaming request held open: ``opened`` is set at its first response byte (a system that sends nothing
     before its upstream's first token still holds the connection, so the caller stops waiting after a while)."""
-    try:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 30)
-    except (OSError, TimeoutError) as exc:
-        failures.append(f"connect:{type(exc).__name__}")
-        opened.set()
+    connection = await _connect(host, port, opened, failures)
+    if connection is None:
         return
+    reader, writer = connection
     try:
         writer.write(request)
         reading = asyncio.ensure_future(reader.read(65536))
@@ -117,12 +126,10 @@ async def _hold_websocket(host: str, port: int, path: str, opened: asyncio.Event
     key = base64.b64encode(os.urandom(16)).decode()
     request = (f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
-    try:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 30)
-    except (OSError, TimeoutError) as exc:
-        failures.append(f"connect:{type(exc).__name__}")
-        opened.set()
+    connection = await _connect(host, port, opened, failures)
+    if connection is None:
         return
+    reader, writer = connection
     try:
         writer.write(request)
         async with asyncio.timeout(60):

@@ -189,6 +189,14 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:110].replace("|", "/")
 
 
+def _saved(plt: Any, fig: Any, path: Path) -> Path:
+    """Write ``fig`` to ``path`` as a PNG and close it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def draw_plots(report: dict[str, Any], prefix: str) -> list[Path]:
     """Two PNGs: added latency (1 and 64 clients, p50 and p99) and CPU per 1,000 events, per system."""
     import matplotlib
@@ -211,11 +219,7 @@ def draw_plots(report: dict[str, Any], prefix: str) -> list[Path]:
         ax.set_yscale("log")
         ax.set_title(f"streaming, {title}")
         ax.legend()
-    fig.tight_layout()
-    path = IMG / f"{prefix}_latency.png"
-    fig.savefig(path, dpi=90)
-    written.append(path)
-    plt.close(fig)
+    written.append(_saved(plt, fig, IMG / f"{prefix}_latency.png"))
     fig, ax = plt.subplots(figsize=(8, 4))
     width = 0.38
     for i, (key, label) in enumerate((("cpu_per_1000", "10-delta responses"),
@@ -226,11 +230,7 @@ def draw_plots(report: dict[str, Any], prefix: str) -> list[Path]:
     ax.set_yscale("log")
     ax.set_title("CPU per 1,000 events, 64 streams")
     ax.legend()
-    fig.tight_layout()
-    path = IMG / f"{prefix}_cpu.png"
-    fig.savefig(path, dpi=90)
-    written.append(path)
-    plt.close(fig)
+    written.append(_saved(plt, fig, IMG / f"{prefix}_cpu.png"))
     return written
 
 

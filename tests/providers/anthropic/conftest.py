@@ -129,3 +129,21 @@ def llama_wire(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     monkeypatch.setattr(AnthropicStream, "_start", started)
     monkeypatch.setattr(AnthropicBody, "feed", fed)
     return seen
+
+
+def answer_tool_result(server: ServerThread, model: str, question: dict[str, Any], call: dict[str, Any],
+                       tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The second turn of a tool round trip on the large model: ``call`` (a ``function_call`` output item) and its
+    output go back after ``question``; asserts the stream is clean and the model answered in text, and returns the
+    result (what llama.cpp was sent is in the caller's ``llama_wire``). Temperature 0: at the default 0.8 the 1.5B
+    model now and then answers the tool result with nothing."""
+    history = [question, {"type": "function_call", "call_id": call["call_id"], "name": call["name"],
+                          "arguments": call["arguments"]},
+               {"type": "function_call_output", "call_id": call["call_id"], "output": "Sunny, 21 C"}]
+    got, violations, response = post(server, {"model": model, "input": history, "tools": tools,
+                                              "max_output_tokens": 48, "store": False, "temperature": 0},
+                                      timeout=LARGE_MODEL_TIMEOUT)
+    assert response.status_code == 200, response.text
+    assert violations == [] and got["status"] in ("completed", "incomplete"), got["error"]
+    assert got["output_text"].strip(), got["output"]
+    return got

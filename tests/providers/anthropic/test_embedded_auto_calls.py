@@ -17,7 +17,7 @@ from agents import ModelSettings, Runner
 from fakes.server_thread import ServerThread
 from interop.weather_agent import weather_agent
 
-from .conftest import LARGE_MODEL_TIMEOUT, post
+from .conftest import LARGE_MODEL_TIMEOUT, answer_tool_result, post
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -62,15 +62,7 @@ def test_an_auto_call_written_as_text_is_made_and_its_round_trip_completes(
     # the model wrote it as text: llama.cpp sent no tool_use, and the call's JSON was in its text
     assert "tool_use" not in kinds and "get_weather" in text, (kinds, text)
     # the round trip: the call and its output go back as tool_use and tool_result, the model answers
-    history = [question, {"type": "function_call", "call_id": calls[0]["call_id"], "name": "get_weather",
-                          "arguments": calls[0]["arguments"]},
-               {"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "Sunny, 21 C"}]
-    got, violations, response = post(server, {"model": model, "input": history, "tools": [WEATHER],
-                                              "max_output_tokens": 48, "store": False, "temperature": 0},
-                                              timeout=LARGE_MODEL_TIMEOUT)
-    assert response.status_code == 200, response.text
-    assert violations == [] and got["status"] in ("completed", "incomplete"), got["error"]
-    assert got["output_text"].strip(), got["output"]
+    got = answer_tool_result(server, model, question, calls[0], [WEATHER])
     assert not [item for item in got["output"] if item["type"] == "function_call"], got["output"]  # no loop
     turns = llama_wire["bodies"][-1]["messages"]
     assert turns[1]["content"][-1] == {"type": "tool_use", "id": calls[0]["call_id"], "name": "get_weather",

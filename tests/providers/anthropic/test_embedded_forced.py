@@ -17,7 +17,7 @@ from openai import AsyncOpenAI
 
 from fakes.server_thread import ServerThread
 
-from .conftest import LARGE_MODEL_TIMEOUT, post
+from .conftest import LARGE_MODEL_TIMEOUT, answer_tool_result, post
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -50,16 +50,7 @@ def test_a_forced_call_is_made_by_the_model_and_its_round_trip_completes(
     assert sent["tool_choice"] == {"type": "any"} and sent["messages"][-1] == {"role": "assistant",
                                                                               "content": "<tool_call>\n"}
     # the round trip: the call and its output go back, the model answers
-    history = [question, {"type": "function_call", "call_id": calls[0]["call_id"], "name": "weather",
-                          "arguments": calls[0]["arguments"]},
-               {"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "Sunny, 21 C"}]
-    # (temperature 0: at the default 0.8 the 1.5B model now and then answers the tool result with nothing)
-    got, violations, response = post(server, {"model": model, "input": history, "tools": [WEATHER],
-                                              "max_output_tokens": 48, "store": False, "temperature": 0},
-                                              timeout=LARGE_MODEL_TIMEOUT)
-    assert response.status_code == 200, response.text
-    assert violations == [] and got["status"] in ("completed", "incomplete"), got["error"]
-    assert got["output_text"].strip(), got["output"]
+    answer_tool_result(server, model, question, calls[0], [WEATHER])
     turns = llama_wire["bodies"][-1]["messages"]
     assert turns[1]["content"][-1]["type"] == "tool_use" and turns[2]["content"][0]["type"] == "tool_result"
 
