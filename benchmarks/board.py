@@ -4,6 +4,7 @@ Usage (from the repository root; ``make bench-board`` installs the peers and run
 
     .venv/bin/python benchmarks/board.py [--systems floor,respstream,...] [--repeat 2] [--docs]
     .venv/bin/python benchmarks/board.py --smoke          # seconds: tiny loads, every installed system
+    .venv/bin/python benchmarks/board.py --from-json docs/board-results.json --docs   # redraw, measure nothing
 
 Per system (benchmarks/board_systems.py says how each is started; all pinned to core 0, this client and the
 upstream to core 1) and per repeat, in an order that reverses every repeat:
@@ -23,8 +24,10 @@ one captured stream, normal and with the upstream cut mid-stream; the public Ope
 resumed (``starting_after``) on a second instance sharing its SQLite store, time to the first event. Ratios are
 taken within a repeat (against respstream and against the floor) and their median reported.
 
-Output: JSON (``--json``), a Markdown table and PNGs; with ``--docs`` the table, the machine, the versions and the
-plots replace the board section of docs/benchmarks.md (between its ``board:start`` / ``board:end`` markers).
+Output: JSON (``--json``), Markdown tables and PNGs (benchmarks/board_report.py, benchmarks/board_plots.py); with
+``--docs`` the tables, the machine, the versions and the plots replace the board section of docs/benchmarks.md
+(between its ``board:start`` / ``board:end`` markers). ``--from-json`` redraws all that from an earlier run's JSON
+without measuring (with ``--docs`` the JSON must be under docs/, and is linked, not rewritten).
 A peer that is not installed, or does not answer the first request with a complete stream, is listed as skipped
 with the reason, and the board goes on.
 """
@@ -147,7 +150,7 @@ async def run_board(args: argparse.Namespace) -> dict[str, Any]:
         for name in names:
             system = SYSTEMS[name]
             report["systems"][name] = {"notes": system.notes, "upstream_api": system.upstream_api,
-                                       "no_websocket": system.no_websocket}
+                                       "gateway": system.gateway, "no_websocket": system.no_websocket}
             live.append(system)
         for repeat in range(args.repeat):
             order = live if repeat % 2 == 0 else list(reversed(live))
@@ -273,6 +276,17 @@ def _has(binary: str) -> bool:
     return which(binary) is not None
 
 
+def read_report(source: Path) -> dict[str, Any]:
+    """An earlier run's JSON (``--from-json``), or a clear exit naming the file and what is wrong with it."""
+    try:
+        report = json.loads(source.read_text())
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"board.py: cannot read the board's JSON {source}: {exc}") from None
+    if not isinstance(report, dict) or not isinstance(report.get("rounds"), list):
+        raise SystemExit(f"board.py: {source} is not the board's JSON (no 'rounds' list)")
+    return report
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--systems", default=DEFAULT_SYSTEMS, help=f"which systems (default {DEFAULT_SYSTEMS})")
@@ -280,14 +294,26 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny loads: a seconds-long check that it all runs")
     parser.add_argument("--json", default="/tmp/respstream-board.json", help="where to write the results")
     parser.add_argument("--docs", action="store_true", help="write the table and plots into docs/benchmarks.md")
+    parser.add_argument("--from-json", metavar="PATH",
+                        help="measure nothing: redraw the tables (and with --docs the plots and the docs section) "
+                             "from an earlier run's JSON, e.g. docs/board-results.json, which is left as it is")
     args = parser.parse_args()
-    report = asyncio.run(run_board(args))
-    Path(args.json).write_text(json.dumps(report, indent=1))
+    docs = ROOT / "docs" / "benchmarks.md"
+    if args.from_json:
+        source = Path(args.from_json)
+        report = read_report(source)
+        if args.docs and source.resolve().parent != docs.parent.resolve():
+            raise SystemExit(f"board.py: --docs links the run's JSON from docs/; {source} is not there")
+        docs_json, write_json = source.name, False
+    else:
+        report = asyncio.run(run_board(args))
+        Path(args.json).write_text(json.dumps(report, indent=1))
+        docs_json, write_json = "board-results.json", True
     table = write_outputs(report, Path(args.json).with_suffix(""), plots=args.docs)
     print(table)
     if args.docs:
-        update_docs(report, table, ROOT / "docs" / "benchmarks.md")
-    print(f"results: {args.json}")
+        update_docs(report, table, docs, docs_json, write_json=write_json)
+    print(f"results: {args.from_json or args.json}")
     return 0
 
 

@@ -158,7 +158,7 @@ async def idle_memory(pid: int, url: str, headers: dict[str, str], api: str, *, 
              f"Content-Length: {len(body)}", *(f"{k}: {v}" for k, v in headers.items())]
     request = ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
-    async def hold(n: int) -> tuple[list[str], int]:
+    async def hold(n: int) -> tuple[list[str], int, int]:
         release = asyncio.Event()
         failures: list[str] = []
         events = [asyncio.Event() for _ in range(n)]

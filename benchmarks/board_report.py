@@ -1,16 +1,24 @@
 """The board's report: per-system figures (median over repeats), ratios taken within each repeat against respstream
-and the floor (then their median), a Markdown table, matplotlib PNGs, and the docs/benchmarks.md section."""
+and the floor (then their median), the Markdown tables, and the docs/benchmarks.md section (the PNGs:
+benchmarks/board_plots.py).
+
+Every measure has a cell in a table: a figure, ``n/a (why)`` where the system cannot do it (the floor is not a
+gateway; a peer has no WebSocket mode or no stream resume), or ``not in this run`` where it could but the report
+holds no figure (an older run's JSON read back with ``board.py --from-json``)."""
 
 from __future__ import annotations
 
+import json
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["draw_plots", "suite_notes", "summarize", "table", "transport_table", "update_docs", "write_outputs"]
+__all__ = ["FIGURES", "NOT_RUN", "correctness_table", "memory_table", "speed_table", "suite_notes", "summarize",
+           "table", "transport_table", "update_docs", "why_not", "write_outputs"]
 
 START, END = "<!-- board:start -->", "<!-- board:end -->"
-IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
+NOT_RUN = "not in this run"
 
 
 def _get(row: dict[str, Any], path: str) -> float | None:
@@ -45,11 +53,45 @@ FIGURES = {
 _OWN_RATIO = {"ws_over_sse", "ws_long_over_sse"}
 
 
+def _system_facts(report: dict[str, Any], name: str) -> tuple[bool, str]:
+    """(is it a gateway, why it has no WebSocket mode or ""): from the report, or for a report written before it
+    recorded them, from benchmarks/board_systems.py's description of the system."""
+    recorded = report.get("systems", {}).get(name, {})
+    known = None
+    if "gateway" not in recorded or "no_websocket" not in recorded:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from board_systems import SYSTEMS
+
+        known = SYSTEMS.get(name)
+    gateway = recorded.get("gateway", known.gateway if known else True)
+    no_websocket = recorded.get("no_websocket", known.no_websocket if known else "no WebSocket mode")
+    return bool(gateway), str(no_websocket)
+
+
+def why_not(report: dict[str, Any], name: str) -> dict[str, str]:
+    """Per measure a system cannot take: the reason, as the tables print it (``n/a (reason)``)."""
+    gateway, no_websocket = _system_facts(report, name)
+    out: dict[str, str] = {}
+    if not gateway:
+        for measure in ("json", "check_cut", "resume"):
+            out[measure] = "not a gateway: one pre-encoded answer, no upstream"
+    if no_websocket:
+        for measure in ("ws", "idle_ws", "active_websocket"):
+            out[measure] = no_websocket
+    if gateway and not name.startswith("respstream"):
+        out["resume"] = "no stream resume"
+    suite = report.get("compliance", {}).get(name, {})
+    if suite and suite.get("score") is None:
+        out["suite"] = str(suite.get("reason", "no score"))
+    return out
+
+
 def summarize(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Per system: each figure's median over the repeats, and the within-repeat ratios' medians."""
     out: dict[str, dict[str, Any]] = {}
     rounds: list[dict[str, Any]] = report.get("rounds", [])
-    names = sorted({name for rows in rounds for name in rows}, key=list(report.get("systems", {})).index)
+    order = list(report.get("systems", {}))
+    names = sorted({name for rows in rounds for name in rows}, key=lambda n: order.index(n) if n in order else 99)
     for name in names:
         row: dict[str, Any] = {}
         for key, path in FIGURES.items():
@@ -65,16 +107,23 @@ def summarize(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
                 if ratios and peer != name and key not in _OWN_RATIO:
                     row[f"{key}_vs_{peer}"] = round(statistics.median(ratios), 2)
         memory = report.get("memory", {}).get(name, {})
-        row["idle_sse_kib"] = memory.get("sse", {}).get("kib_per_connection")
-        row["idle_ws_kib"] = memory.get("websocket", {}).get("kib_per_connection")
+        row["idle_sse"] = memory.get("sse")
+        row["idle_websocket"] = memory.get("websocket")
+        row["idle_sse_kib"] = (memory.get("sse") or {}).get("kib_per_connection")
+        row["idle_ws_kib"] = (memory.get("websocket") or {}).get("kib_per_connection")
         for side in ("sse", "websocket"):
             row[f"active_{side}"] = memory.get(f"{side}_active")
         checks = report.get("correctness", {}).get(name, {})
-        row["check_normal"] = checks.get("normal", {}).get("violations")
-        row["check_cut"] = checks.get("cut", {}).get("violations")
-        row["check_cut_codes"] = checks.get("cut", {}).get("codes")
+        for kind in ("normal", "cut"):
+            row[f"check_{kind}"] = checks.get(kind, {}).get("violations")
+            row[f"check_{kind}_codes"] = checks.get(kind, {}).get("codes")
         row["suite"] = report.get("compliance", {}).get(name, {}).get("score")
-        row["no_websocket"] = report.get("systems", {}).get(name, {}).get("no_websocket", "no WebSocket mode")
+        row["resume"] = report.get("resume") if name == "respstream" else None
+        row["gateway"], row["no_websocket"] = _system_facts(report, name)
+        row["why_not"] = why_not(report, name)
+        # Measures the system can take that the board takes on another one only
+        row["not_measured"] = ({"resume": "the board resumes on respstream's chat bridge; the same store code"}
+                               if name.startswith("respstream-") else {})
         out[name] = row
     return out
 
@@ -91,31 +140,128 @@ def _whole(value: float | None) -> str:
     return "-" if value is None else f"{round(value):,}"
 
 
-def table(report: dict[str, Any]) -> str:
-    summary = summarize(report)
+def _cell(s: dict[str, Any], measure: str, text: str | None) -> str:
+    """``text`` when measured; else why the system cannot take the measure, or that this run has no figure."""
+    why = s["why_not"].get(measure)
+    if why:
+        return f"n/a ({why})"
+    if text is None and measure in s["not_measured"]:
+        return f"not measured ({s['not_measured'][measure]})"
+    return NOT_RUN if text is None else text
+
+
+def _pair(s: dict[str, Any], p50: str, p99: str) -> str | None:
+    return None if s[p50] is None else f"{_fmt(s[p50])} / {_fmt(s[p99])}"
+
+
+def _skipped_rows(report: dict[str, Any], columns: int) -> list[str]:
+    return [f"| {name} | skipped: {why} |" + " |" * (columns - 1)
+            for name, why in report.get("skipped", {}).items()]
+
+
+def speed_table(report: dict[str, Any], summary: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
         "| system | added last byte, 1 client p50 / p99 ms (x respstream) | first event p50 ms | non-streaming "
         "p50 / p99 ms | added last byte, 64 clients p50 / p99 ms | CPU ms / 1,000 events, 10-delta responses "
         "(x floor, x respstream) | events/s | CPU ms / 1,000 events, 200-delta responses (x floor, x respstream) "
-        "| events/s | idle SSE KiB / conn | idle WS KiB / conn | check: normal / cut violations "
-        "| Open Responses suite |",
-        "|---|---|---:|---|---|---|---:|---|---:|---:|---:|---|---|",
+        "| events/s |",
+        "|---|---|---:|---|---|---|---:|---|---:|",
     ]
     for name, s in summary.items():
-        cut = "-" if s["check_cut"] is None else f"{s['check_cut']} ({', '.join(s['check_cut_codes'] or []) or 'ok'})"
-        lines.append(
-            f"| {name} | {_fmt(s['stream_1_p50'])} / {_fmt(s['stream_1_p99'])} "
-            f"({_fmt(s.get('stream_1_p50_vs_respstream'), 'x')}) | {_fmt(s['first_1_p50'])} "
-            f"| {_fmt(s['json_1_p50'])} / {_fmt(s['json_1_p99'])} | {_fmt(s['stream_64_p50'])} / "
-            f"{_fmt(s['stream_64_p99'])} | {_fmt(s['cpu_per_1000'])} ({_fmt(s.get('cpu_per_1000_vs_floor'), 'x')}, "
-            f"{_fmt(s.get('cpu_per_1000_vs_respstream'), 'x')}) | {_whole(s['events_per_s'])} "
-            f"| {_fmt(s['cpu_long_per_1000'])} ({_fmt(s.get('cpu_long_per_1000_vs_floor'), 'x')}, "
-            f"{_fmt(s.get('cpu_long_per_1000_vs_respstream'), 'x')}) | {_whole(s['events_long_per_s'])} "
-            f"| {_fmt(s['idle_sse_kib'])} | {_fmt(s['idle_ws_kib'])} | {_fmt(s['check_normal'])} / {cut} "
-            f"| {s['suite'] or 'n/a'} |")
-    for name, why in report.get("skipped", {}).items():
-        lines.append(f"| {name} | skipped: {why} | | | | | | | | | | | n/a |")
-    lines += transport_table(summary)
+        one = _pair(s, "stream_1_p50", "stream_1_p99")
+        cells = [
+            None if one is None else f"{one} ({_fmt(s.get('stream_1_p50_vs_respstream'), 'x')})",
+            None if s["first_1_p50"] is None else _fmt(s["first_1_p50"]),
+            _cell(s, "json", _pair(s, "json_1_p50", "json_1_p99")),
+            _pair(s, "stream_64_p50", "stream_64_p99"),
+            None if s["cpu_per_1000"] is None else f"{_fmt(s['cpu_per_1000'])} "
+            f"({_fmt(s.get('cpu_per_1000_vs_floor'), 'x')}, {_fmt(s.get('cpu_per_1000_vs_respstream'), 'x')})",
+            None if s["events_per_s"] is None else _whole(s["events_per_s"]),
+            None if s["cpu_long_per_1000"] is None else f"{_fmt(s['cpu_long_per_1000'])} "
+            f"({_fmt(s.get('cpu_long_per_1000_vs_floor'), 'x')}, "
+            f"{_fmt(s.get('cpu_long_per_1000_vs_respstream'), 'x')})",
+            None if s["events_long_per_s"] is None else _whole(s["events_long_per_s"]),
+        ]
+        lines.append(f"| {name} | " + " | ".join(NOT_RUN if c is None else c for c in cells) + " |")
+    return lines + _skipped_rows(report, 8)
+
+
+def _kib(measured: dict[str, Any] | None) -> str | None:
+    """KiB per connection (MiB per 1,000), and how many of the held connections failed or were not active."""
+    if not measured:
+        return None
+    kib = float(measured["kib_per_connection"])
+    text = f"{kib:,.1f} ({kib * 1000 / 1024:,.1f} MiB)"
+    if "active" in measured:
+        short = measured["connections"] - measured["active"]
+        if short:
+            text += f", {short} of {measured['connections']} not active ({measured.get('failures', 0)} failed)"
+    elif measured.get("failures"):
+        text += f", {measured['failures']} of {measured['connections']} failed"
+    if not measured.get("websocket") and measured.get("no_byte_yet"):
+        text += f", {measured['no_byte_yet']} without a byte yet"
+    return text
+
+
+def memory_table(report: dict[str, Any], summary: dict[str, dict[str, Any]]) -> list[str]:
+    lines = ["", "RSS per connection, the server's process tree, KiB per connection (MiB per 1,000 in brackets): "
+             "idle (1,000 held, the upstream quiet after one frame; WebSocket: 1,000 connections, no request) and "
+             "ACTIVE (1,000 streams in flight, the upstream dripping a frame every 0.5 s; "
+             "benchmarks/board_active_memory.py):", "",
+             "| system | idle SSE | idle WebSocket | active SSE | active WebSocket |", "|---|---:|---:|---:|---:|"]
+    for name, s in summary.items():
+        cells = [_cell(s, "idle_sse", _kib(s["idle_sse"])), _cell(s, "idle_ws", _kib(s["idle_websocket"])),
+                 _cell(s, "active_sse", _kib(s["active_sse"])),
+                 _cell(s, "active_websocket", _kib(s["active_websocket"]))]
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return lines + _skipped_rows(report, 4)
+
+
+def transport_table(report: dict[str, Any], summary: dict[str, dict[str, Any]]) -> list[str]:
+    """WebSocket vs SSE per event: per system, the server's CPU per 1,000 events for the same responses over
+    WebSocket sessions and over keep-alive SSE on the same instance (benchmarks/board_websocket.py), with the median
+    of the per-pair ratios; a system without a Responses WebSocket mode says so."""
+    lines = ["", "WebSocket vs SSE per event (the same responses, the same instance, sides alternated; CPU ms per "
+             "1,000 events, WebSocket / SSE, and the median of the within-pair ratios WebSocket/SSE):", "",
+             "| system | 10-delta responses: WS / SSE ms (WS/SSE) | 200-delta responses: WS / SSE ms (WS/SSE) |",
+             "|---|---|---|"]
+    for name, s in summary.items():
+        cells = [_cell(s, "ws", None if s[f"{k}cpu_per_1000"] is None else
+                       f"{_fmt(s[f'{k}cpu_per_1000'])} / {_fmt(s[f'{k}sse_cpu_per_1000'])} "
+                       f"(**{_fmt(s[f'{k}over_sse'], 'x')}**)") for k in ("ws_", "ws_long_")]
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return lines + _skipped_rows(report, 2)
+
+
+def _check(s: dict[str, Any], kind: str) -> str | None:
+    violations = s[f"check_{kind}"]
+    if violations is None:
+        return None
+    return f"{violations} ({', '.join(s[f'check_{kind}_codes'] or []) or 'ok'})"
+
+
+def correctness_table(report: dict[str, Any], summary: dict[str, dict[str, Any]]) -> list[str]:
+    lines = ["", "Correctness and resume: `respstream check` violations on one captured stream, normal and with the "
+             "upstream cut mid-stream; the public Open Responses suite's score (how each system met it: the list "
+             "below); resume on another instance, first event p50 / p99 ms:", "",
+             "| system | check: normal | check: upstream cut | Open Responses suite | resume p50 / p99 ms |",
+             "|---|---|---|---|---|"]
+    for name, s in summary.items():
+        resume = s["resume"]
+        resumed = None if not resume else (f"{_fmt(resume['first_event_p50_ms'])} / "
+                                           f"{_fmt(resume['first_event_p99_ms'])}")
+        cells = [_cell(s, "check_normal", _check(s, "normal")), _cell(s, "check_cut", _check(s, "cut")),
+                 _cell(s, "suite", s["suite"]), _cell(s, "resume", resumed)]
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return lines + _skipped_rows(report, 4)
+
+
+def table(report: dict[str, Any]) -> str:
+    summary = summarize(report)
+    lines = speed_table(report, summary)
+    lines += memory_table(report, summary)
+    lines += transport_table(report, summary)
+    lines += correctness_table(report, summary)
     lines += suite_notes(report.get("compliance", {}))
     resume = report.get("resume")
     if resume:
@@ -125,40 +271,6 @@ def table(report: dict[str, Any]) -> str:
                   f"{_fmt(resume['first_event_p99_ms'])} ms p99** ({resume['resumed']} of {resume['rounds']} "
                   f"resumed; errors {resume['errors'] or 'none'})."]
     return "\n".join(lines)
-
-
-def transport_table(summary: dict[str, dict[str, Any]]) -> list[str]:
-    """WebSocket vs SSE per event: per system, the server's CPU per 1,000 events for the same responses over
-    WebSocket sessions and over keep-alive SSE on the same instance (benchmarks/board_websocket.py), with the median
-    of the per-pair ratios; a system without a Responses WebSocket mode says so."""
-    if not summary:
-        return []
-    lines = ["", "WebSocket vs SSE per event (the same responses, the same instance, sides alternated; CPU ms per "
-             "1,000 events, WebSocket / SSE, and the median of the within-pair ratios WebSocket/SSE), and RSS per "
-             "ACTIVE connection (streams in flight, the upstream dripping a frame every 0.5 s; KiB per connection, "
-             "MiB per 1,000 in brackets; benchmarks/board_active_memory.py):", "",
-             "| system | 10-delta responses: WS / SSE ms (WS/SSE) | 200-delta responses: WS / SSE ms (WS/SSE) "
-             "| active SSE KiB / conn | active WS KiB / conn |",
-             "|---|---|---|---:|---:|"]
-    for name, s in summary.items():
-        why = f"n/a ({s['no_websocket']})" if s.get("no_websocket") else ""
-        cells = [why or f"{_fmt(s[f'{k}cpu_per_1000'])} / {_fmt(s[f'{k}sse_cpu_per_1000'])} "
-                 f"(**{_fmt(s[f'{k}over_sse'], 'x')}**)" for k in ("ws_", "ws_long_")]
-        cells += [_active(s.get("active_sse")), why or _active(s.get("active_websocket"))]
-        lines.append(f"| {name} | {' | '.join(cells)} |")
-    return lines
-
-
-def _active(measured: dict[str, Any] | None) -> str:
-    """KiB per active connection (MiB per 1,000), and how many of the held connections were not active."""
-    if not measured:
-        return "-"
-    kib = float(measured["kib_per_connection"])
-    text = f"{kib:,.1f} ({kib * 1000 / 1024:,.1f} MiB)"
-    short = measured["connections"] - measured.get("active", 0)
-    if short:
-        text += f", {short} of {measured['connections']} not active ({measured.get('failures', 0)} failed)"
-    return text
 
 
 def suite_notes(compliance: dict[str, dict[str, Any]]) -> list[str]:
@@ -189,66 +301,24 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:110].replace("|", "/")
 
 
-def _saved(plt: Any, fig: Any, path: Path) -> Path:
-    """Write ``fig`` to ``path`` as a PNG and close it."""
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
-
-
-def draw_plots(report: dict[str, Any], prefix: str) -> list[Path]:
-    """Two PNGs: added latency (1 and 64 clients, p50 and p99) and CPU per 1,000 events, per system."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    summary = summarize(report)
-    names = list(summary)
-    written = []
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, (title, keys) in zip(axes, (("1 client", ("stream_1_p50", "stream_1_p99")),
-                                         ("64 clients", ("stream_64_p50", "stream_64_p99"))), strict=True):
-        width = 0.38
-        for i, key in enumerate(keys):
-            values = [summary[n][key] or 0 for n in names]
-            ax.bar([x + i * width for x in range(len(names))], values, width, label=key.rsplit("_", 1)[1])
-        ax.set_xticks([x + width / 2 for x in range(len(names))], names, rotation=25, ha="right")
-        ax.set_ylabel("added latency to last byte, ms (log)")
-        ax.set_yscale("log")
-        ax.set_title(f"streaming, {title}")
-        ax.legend()
-    written.append(_saved(plt, fig, IMG / f"{prefix}_latency.png"))
-    fig, ax = plt.subplots(figsize=(8, 4))
-    width = 0.38
-    for i, (key, label) in enumerate((("cpu_per_1000", "10-delta responses"),
-                                      ("cpu_long_per_1000", "200-delta responses"))):
-        ax.bar([x + i * width for x in range(len(names))], [summary[n][key] or 0 for n in names], width, label=label)
-    ax.set_xticks([x + width / 2 for x in range(len(names))], names, rotation=25, ha="right")
-    ax.set_ylabel("server CPU ms per 1,000 events (log)")
-    ax.set_yscale("log")
-    ax.set_title("CPU per 1,000 events, 64 streams")
-    ax.legend()
-    written.append(_saved(plt, fig, IMG / f"{prefix}_cpu.png"))
-    return written
-
-
 def write_outputs(report: dict[str, Any], stem: Path, *, plots: bool = False) -> str:
-    """The Markdown table (also written beside the JSON); with ``plots`` the PNGs under docs/img."""
+    """The Markdown tables (also written beside the JSON); with ``plots`` the PNGs under docs/img."""
     text = table(report)
     stem.with_suffix(".md").write_text(text + "\n")
     if plots:
-        report["plots"] = [p.name for p in draw_plots(report, "board")]
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from board_plots import draw_plots
+
+        report["plots"] = [p.name for p in draw_plots(report, summarize(report), "board")]
     return text
 
 
-def update_docs(report: dict[str, Any], text: str, docs: Path, docs_json: str = "board-results.json") -> None:
-    """Replace the board section of docs/benchmarks.md (between the markers) with this run's table (the run's JSON is
-    written beside it as ``docs_json``)."""
-    import json
-
-    (docs.parent / docs_json).write_text(json.dumps(report, indent=1) + "\n")
+def update_docs(report: dict[str, Any], text: str, docs: Path, docs_json: str = "board-results.json", *,
+                write_json: bool = True) -> None:
+    """Replace the board section of docs/benchmarks.md (between the markers) with this run's tables (the run's JSON
+    is written beside it as ``docs_json`` unless ``write_json`` is false: a report read back from that file)."""
+    if write_json:
+        (docs.parent / docs_json).write_text(json.dumps(report, indent=1) + "\n")
     machine, versions = report.get("machine", {}), report.get("versions", {})
     section = "\n".join([
         START,

@@ -37,6 +37,9 @@ __all__ = ["PEERS_DIR", "SYSTEMS", "System", "peer_versions", "start_for_suite",
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 PEERS_DIR = Path(os.environ.get("RESPSTREAM_BENCH_DIR", Path.home() / ".cache" / "respstream-bench"))
+# What the memory variants (stall, drip) raise each gateway's own cap on upstream connections to (respstream's
+# upstream_options.max_concurrency, LiteLLM's aiohttp connector limits): above the 1,000 streams the board holds
+HELD_STREAMS_LIMIT = 5000
 LITELLM_KEY = "sk-respstream-bench-local-only"  # its proxy refuses to start without a master key; loopback only
 PORTKEY_KEY = "sk-respstream-bench-local-only"  # forwarded to the SIMULATED upstream, which ignores it
 
@@ -123,6 +126,12 @@ def _litellm(upstream_v1: str, tmp: Path, variant: str) -> Proc:
                    "litellm_settings:\n  telemetry: false\n  drop_params: true\n")
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False",
            "LITELLM_MASTER_KEY": LITELLM_KEY, "DISABLE_SCHEMA_UPDATE": "True", "NO_PROXY": "*"}
+    if variant in ("stall", "drip"):
+        # The memory figures hold 1,000 streams to one upstream host: LiteLLM's aiohttp transport caps connections
+        # at 500 a host and 1,000 in all by default (its own settings, litellm/constants.py), so 500 streams would
+        # wait for a connection without a byte. Raised as respstream's max_concurrency is for the same variants.
+        env.update(AIOHTTP_CONNECTOR_LIMIT_PER_HOST=str(HELD_STREAMS_LIMIT),
+                   AIOHTTP_CONNECTOR_LIMIT=str(HELD_STREAMS_LIMIT))
     env.pop("PYTHONPATH", None)
     argv = [str(binary), "--config", str(cfg), "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"]
     return Proc(argv, port, env=env, start_timeout=180)
@@ -157,7 +166,8 @@ def start_system(system: System, upstream: str, variant: str, tmp: Path,
     if system.name.startswith("respstream"):
         # Memory figures hold a thousand streams: each must reach the upstream, not wait in the queue of the upstream's
         # default 16 generations at once (upstream_options.max_concurrency), or the queued ones would pass for cheap.
-        extra = "upstream_options = { max_concurrency = 5000 }\n" if variant in ("stall", "drip") else ""
+        held = variant in ("stall", "drip")
+        extra = f"upstream_options = {{ max_concurrency = {HELD_STREAMS_LIMIT} }}\n" if held else ""
         return _respstream(system, upstream_v1, tmp, granian=system.name.endswith("granian"), config_extra=extra,
                            tag=f"-{variant}"), headers
     if system.name == "litellm":

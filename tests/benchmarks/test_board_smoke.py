@@ -72,26 +72,101 @@ def _bench(module: str) -> Any:
         sys.path.remove(str(BENCH))
 
 
-def test_the_transport_table_shows_the_ratio_or_why_there_is_none() -> None:
-    report = {"systems": {"respstream": {"no_websocket": ""}, "litellm": {"no_websocket": "no WebSocket mode"}},
-              "rounds": [{"respstream": {"ws_vs_sse": {"websocket_cpu_ms_per_1000_events": 45.0,
-                                                       "sse_cpu_ms_per_1000_events": 50.0,
-                                                       "websocket_over_sse": 0.9},
-                                         "ws_vs_sse_long": {"websocket_cpu_ms_per_1000_events": 6.6,
-                                                            "sse_cpu_ms_per_1000_events": 6.0,
-                                                            "websocket_over_sse": 1.1}},
-                          "litellm": {}}]}
-    report["memory"] = {"respstream": {
-        "sse_active": {"connections": 1000, "active": 1000, "kib_per_connection": 51.2, "failures": 0},
-        "websocket_active": {"connections": 1000, "active": 990, "kib_per_connection": 76.8, "failures": 10}},
-        "litellm": {"sse_active": {"connections": 1000, "active": 1000, "kib_per_connection": 102.4}}}
+def _report_with_every_measure() -> dict[str, Any]:
+    """A board report as board.py writes it, its figures made up for the tables' sake: respstream measured on every
+    measure, the floor (not a gateway) and LiteLLM (no WebSocket mode, no resume) where they can be."""
+    round_ = {"respstream": {"latency_1_stream": {"last_byte": {"added_p50_ms": 0.8, "added_p99_ms": 1.4}},
+                             "cpu": {"cpu_ms_per_1000_events": 50.0, "events_per_s": 9000},
+                             "ws_vs_sse": {"websocket_cpu_ms_per_1000_events": 45.0,
+                                           "sse_cpu_ms_per_1000_events": 50.0, "websocket_over_sse": 0.9},
+                             "ws_vs_sse_long": {"websocket_cpu_ms_per_1000_events": 6.6,
+                                                "sse_cpu_ms_per_1000_events": 6.0, "websocket_over_sse": 1.1}},
+              "floor": {"latency_1_stream": {"last_byte": {"added_p50_ms": 0.4, "added_p99_ms": 0.7}},
+                        "cpu": {"cpu_ms_per_1000_events": 25.0, "events_per_s": 20000}},
+              "litellm": {"latency_1_stream": {"last_byte": {"added_p50_ms": 24.0, "added_p99_ms": 70.0}}}}
+    return {
+        "systems": {"floor": {"gateway": False, "no_websocket": "no WebSocket mode"},
+                    "respstream": {"gateway": True, "no_websocket": ""},
+                    "litellm": {"gateway": True, "no_websocket": "no WebSocket mode"}},
+        "rounds": [round_],
+        "memory": {"respstream": {
+            "sse": {"connections": 1000, "websocket": False, "kib_per_connection": 46.4, "failures": 0},
+            "websocket": {"connections": 1000, "websocket": True, "kib_per_connection": 41.1, "failures": 0},
+            "sse_active": {"connections": 1000, "active": 1000, "kib_per_connection": 51.2, "failures": 0},
+            "websocket_active": {"connections": 1000, "active": 990, "kib_per_connection": 76.8, "failures": 10}},
+            "litellm": {"sse": {"connections": 1000, "websocket": False, "kib_per_connection": 152.0,
+                                "failures": 0, "no_byte_yet": 1000},
+                        "sse_active": {"connections": 1000, "active": 1000, "kib_per_connection": 102.4}}},
+        "correctness": {"floor": {"normal": {"violations": 0, "codes": []}},
+                        "respstream": {"normal": {"violations": 0, "codes": []},
+                                       "cut": {"violations": 0, "codes": []}},
+                        "litellm": {"normal": {"violations": 0, "codes": []},
+                                    "cut": {"violations": 1, "codes": ["lifecycle.created_not_first"]}}},
+        "compliance": {"floor": {"score": None, "reason": "not a gateway"},
+                       "respstream": {"score": "17/17", "passed": 17, "total": 17, "failed": {}},
+                       "litellm": {"score": "2/17", "passed": 2, "total": 17,
+                                   "failed": {"websocket-response": "closed", "basic-response": "schema"}}},
+        "resume": {"rounds": 200, "resumed": 200, "errors": {}, "after": 5, "first_event_p50_ms": 0.71,
+                   "first_event_p99_ms": 3.9},
+    }
+
+
+def test_the_tables_hold_every_measure_or_say_why_not() -> None:
+    report = _report_with_every_measure()
     text = _board_md(report)
-    assert ("| respstream | 45.00 / 50.00 (**0.90x**) | 6.60 / 6.00 (**1.10x**) | 51.2 (50.0 MiB) "
+    # WebSocket vs SSE: the figures and their ratio, or why there is none
+    assert "| respstream | 45.00 / 50.00 (**0.90x**) | 6.60 / 6.00 (**1.10x**) |" in text, text
+    assert "| litellm | n/a (no WebSocket mode) | n/a (no WebSocket mode) |" in text, text
+    # memory: idle and active, SSE and WebSocket; connections that were not active are counted
+    assert ("| respstream | 46.4 (45.3 MiB) | 41.1 (40.1 MiB) | 51.2 (50.0 MiB) "
             "| 76.8 (75.0 MiB), 10 of 1000 not active (10 failed) |") in text, text
-    assert ("| litellm | n/a (no WebSocket mode) | n/a (no WebSocket mode) | 102.4 (100.0 MiB) "
+    assert ("| litellm | 152.0 (148.4 MiB), 1000 without a byte yet | n/a (no WebSocket mode) | 102.4 (100.0 MiB) "
             "| n/a (no WebSocket mode) |") in text, text
+    # a measure the system could take but this report has no figure for is not passed off as n/a
+    assert "| floor | not in this run | n/a (no WebSocket mode) | not in this run | n/a (no WebSocket mode) |" in text
+    # correctness and resume: check normal / cut, the suite's score, resume p50 / p99
+    assert "| respstream | 0 (ok) | 0 (ok) | 17/17 | 0.71 / 3.90 |" in text, text
+    assert "| litellm | 0 (ok) | 1 (lifecycle.created_not_first) | 2/17 | n/a (no stream resume) |" in text, text
+    no_upstream = "n/a (not a gateway: one pre-encoded answer, no upstream)"  # no cut stream, nothing to resume
+    assert f"| floor | 0 (ok) | {no_upstream} | n/a (not a gateway) | {no_upstream} |" in text, text
+    # the speed table: the floor has no non-streaming figure, and says why
+    assert "| floor | 0.40 / 0.70 (0.50x) | not in this run | n/a (not a gateway" in text, text
     summary = _bench("board_report").summarize(report)["respstream"]
     assert "ws_over_sse_vs_respstream" not in summary  # a ratio is not compared with itself
+
+
+def test_the_plots_are_drawn_from_a_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib")
+    plots = _bench("board_plots")
+    monkeypatch.setattr(plots, "IMG", tmp_path)
+    report = _report_with_every_measure()
+    written = plots.draw_plots(report, _bench("board_report").summarize(report), "board")
+    assert [p.name for p in written] == ["board_latency.png", "board_cpu.png", "board_memory.png",
+                                         "board_correctness.png"]
+    for path in written:
+        assert path.read_bytes().startswith(b"\x89PNG") and path.stat().st_size > 5000, path
+
+
+def test_the_board_redraws_from_an_earlier_runs_json_without_measuring(tmp_path: Path) -> None:
+    report = _report_with_every_measure()
+    source = tmp_path / "earlier.json"
+    source.write_text(json.dumps(report))
+    done = subprocess.run([sys.executable, str(BENCH / "board.py"), "--from-json", str(source), "--json",
+                           str(tmp_path / "redrawn.json")], cwd=ROOT, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    assert (tmp_path / "redrawn.md").read_text() == _board_md(report) + "\n"
+    assert json.loads(source.read_text()) == report  # read, not rewritten
+    assert not (tmp_path / "redrawn.json").exists()
+    # --docs links the JSON from docs/: one elsewhere is refused before anything is drawn
+    refused = subprocess.run([sys.executable, str(BENCH / "board.py"), "--from-json", str(source), "--docs"],
+                             cwd=ROOT, capture_output=True, timeout=60, check=False)
+    assert refused.returncode != 0 and b"is not there" in refused.stderr, refused.stderr
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"rounds": ')
+    failed = subprocess.run([sys.executable, str(BENCH / "board.py"), "--from-json", str(broken)], cwd=ROOT,
+                            capture_output=True, timeout=60, check=False)
+    assert failed.returncode != 0 and b"cannot read the board's JSON" in failed.stderr, failed.stderr
+    assert b"Traceback" not in failed.stderr
 
 
 def _upstream_module() -> Any:
