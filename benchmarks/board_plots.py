@@ -31,10 +31,21 @@ def _saved(plt: Any, fig: Any, path: Path) -> Path:
     return path
 
 
+def _plain(value: float) -> str:
+    return f"{value:,.{0 if value >= 1 else 2}f}"
+
+
 def _log_scale(ax: Any, values: list[float | None], label: str) -> None:
     """A log y axis when there is a positive value to show on it (an empty run's plot stays linear, and says so)."""
     if any(v for v in values):
+        from matplotlib.ticker import FuncFormatter
+
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: _plain(value)))  # 100, not 10^2
+        # between the decades: 2 and 5 only (every minor tick labelled crowds an axis spanning decades)
+        ax.yaxis.set_minor_formatter(FuncFormatter(
+            lambda value, _: _plain(value) if f"{value:.0e}"[0] in "25" else ""))
+        ax.tick_params(axis="y", which="minor", labelsize=7)
         ax.set_ylabel(f"{label} (log)")
     else:
         ax.set_ylabel(f"{label} (none in this run)")
@@ -90,7 +101,8 @@ def _memory(plt: Any, summary: dict[str, dict[str, Any]], path: Path) -> Path:
                         color=bar.get_facecolor())
     ax.set_xticks(range(len(names)), names, rotation=20, ha="right")
     _log_scale(ax, [v for row in values for v in row], "RSS KiB per connection")
-    ax.set_ylim(bottom=floor * 0.8)
+    top = max((v for row in values for v in row if v), default=floor)
+    ax.set_ylim(floor * 0.8, top * 1.6)  # room above the tallest bar for the legend
     ax.set_title("memory per connection: 1,000 idle or 1,000 active ('n/a': no such mode; '-': not in this run)")
     ax.legend(fontsize=8, ncols=4, loc="upper left")
     return _saved(plt, fig, path)
