@@ -24,7 +24,9 @@ The points, per request (the client's own in brackets):
 - after the last byte: the last store write (``update`` / ``append_nowait``), metrics, access log, connection closed.
 
 Printed: for each point, its p50 and p99 offset from the connection accepted, in the order of the p50s, with the gap
-to the point before (p50 of the per-request gaps), and the socket writes a request makes. A point a request did not
+to the point before (p50 of the per-request gaps), the socket writes a request makes, and how long each write call
+took in the gateway (on loopback the sender's ``write`` runs the receiver's TCP path and wakes the reader, so a write
+to a peer that sleeps costs more than one to a peer already awake). A point a request did not
 reach (say, no store write after the last byte) is left out of that request's gaps. The hooks cost a few
 microseconds each: read the gaps, not the total, against benchmarks/request_latency_trees.py.
 """
@@ -55,6 +57,7 @@ TERMINALS = (b"response.completed", b"response.failed", b"response.incomplete", 
 # -- the gateway side (--serve): hooks that stamp each point --------------------------------------------------------
 
 _marks: list[tuple[int, str, int]] = []  # (connection number, point, monotonic ns)
+_took: list[tuple[int, str, int]] = []  # (connection number, which socket write, ns it took)
 _latest = [0]  # the newest accepted connection: points outside any request task (upstream callbacks) go to it
 _conn: contextvars.ContextVar[int] = contextvars.ContextVar("timeline_conn", default=0)
 
@@ -95,9 +98,11 @@ class _TimedTransport:
         self._writes = 0
 
     def write(self, data: bytes) -> None:
+        began = time.monotonic_ns()
         self._transport.write(data)
         now = time.monotonic_ns()
         self._writes += 1
+        _took.append((self._conn, f"write {self._writes} to the client", now - began))
         points = ["write"]
         if self._writes == 1:
             points.append("response head written")
@@ -179,7 +184,16 @@ def install_hooks() -> None:
     _after(MemoryStore, "append_nowait", "store write")
     _after(Metrics, "request", "metrics")
     _after(request_scope, "log_access", "access log")
-    _after(connection.UpstreamConnection, "send", "upstream request written")
+    upstream_send = connection.UpstreamConnection.send
+
+    def send(self: Any, request: bytes) -> None:
+        began = time.monotonic_ns()
+        upstream_send(self, request)
+        now = time.monotonic_ns()
+        _marks.append((_conn.get() or _latest[0], "upstream request written", now))
+        _took.append((_conn.get() or _latest[0], "the write to the upstream", now - began))
+
+    connection.UpstreamConnection.send = send  # type: ignore[method-assign]
     upstream_data = connection.UpstreamConnection.data_received
 
     def data_received(self: Any, data: bytes) -> None:
@@ -194,7 +208,7 @@ def serve(out: str, argv: list[str]) -> None:
     install_hooks()
 
     def dump() -> None:
-        Path(out).write_text(json.dumps(_marks))
+        Path(out).write_text(json.dumps({"marks": _marks, "took": _took}))
 
     atexit.register(dump)
     sys.argv = ["respstream", *argv]
@@ -315,7 +329,7 @@ async def run(args: argparse.Namespace) -> None:
             except (OSError, RuntimeError, TimeoutError) as exc:
                 proc.send_signal(signal.SIGTERM)
                 await asyncio.to_thread(proc.wait, 60)
-                last = json.loads(out.read_text())[-12:] if out.exists() else []
+                last = json.loads(out.read_text())["marks"][-12:] if out.exists() else []
                 said = _not_access(log.read_text(errors="replace"))[-3000:]
                 raise RuntimeError(f"a request failed ({exc!r}); the gateway said: {said}; its last points: "
                                    f"{last}") from None
@@ -325,7 +339,9 @@ async def run(args: argparse.Namespace) -> None:
             await asyncio.to_thread(proc.wait, 60)
         if not out.exists():
             raise RuntimeError(f"the gateway left no timeline: {_not_access(log.read_text(errors='replace'))[-1500:]}")
-        marks: list[tuple[int, str, int]] = json.loads(out.read_text())
+        stamped = json.loads(out.read_text())
+        marks: list[tuple[int, str, int]] = stamped["marks"]
+        took: list[tuple[int, str, int]] = stamped["took"]
     upstream.close()
     per_conn: dict[int, dict[str, int]] = {}
     writes: dict[int, int] = {}
@@ -354,6 +370,15 @@ async def run(args: argparse.Namespace) -> None:
     print(f"timeline of a streaming request ({args.requests} sequential after {args.warmup}, {args.deltas} deltas, "
           f"chat upstream; load average {os.getloadavg()[0]:.2f}):\n")
     print(table(requests, [writes.get(conn, 0) for conn in conns]))
+    measured = set(conns)
+    durations: dict[str, list[int]] = {}
+    for conn, what, ns in took:
+        if conn in measured:
+            durations.setdefault(what, []).append(ns)
+    print("\nhow long each socket write took inside the gateway (the call, not the delivery):")
+    for what in sorted(durations):
+        print(f"  {what}: p50 {_pct(durations[what], 0.5):.1f} µs, p99 {_pct(durations[what], 0.99):.1f} µs "
+              f"({len(durations[what])} writes)")
 
 
 def main() -> None:

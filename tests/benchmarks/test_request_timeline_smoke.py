@@ -28,3 +28,6 @@ def test_request_timeline_stamps_every_point() -> None:
     assert int(rows["head parsed"]) < int(rows["route entered"]) < int(rows["record created"]) < \
         int(rows["first event written"]) < int(rows["last byte written"]) <= int(rows["access log"]), out
     assert re.search(r"^socket writes a request: \d+-\d+ \(median \d+\); 8 requests$", out, re.MULTILINE), out
+    assert re.search(r"^  write 1 to the client: p50 [\d.]+ µs", out, re.MULTILINE), out
+    assert re.search(r"^  the write to the upstream: p50 [\d.]+ µs, p99 [\d.]+ µs \(8 writes\)$", out,
+                     re.MULTILINE), out
