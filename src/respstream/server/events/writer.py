@@ -130,11 +130,10 @@ class ResponseWriter(DeltaWriting, ToolCallItems, LogFlushing):
             raise WriterClosed(f"{event_type} after the terminal event")
         # A copy of exactly its size: the encoder's buffer is up to 1.5x the bytes, and the memory store keeps (and
         # charges) the event for the response's lifetime (store/memory.py).
-        seq = self._seq
-        data = bytes(memoryview(_encode({"type": event_type, "sequence_number": seq, **fields})))
+        event = {"type": event_type, "sequence_number": self._seq, **fields}
+        data = bytes(memoryview(_encode(event)))
         # The checker reads the event as built (see typed_events.py), not a decode of the bytes just made.
-        self._queue(event_type, data, terminal,
-                    typed_event(event_type, seq, fields) if own and self._checker is not None else None)
+        self._queue(event_type, data, terminal, typed_event(event) if own and self._checker is not None else None)
 
     def _queue(self, event_type: str, data: bytes, terminal: bool, event: Any = None) -> None:
         self._admit(event_type, data, event)
