@@ -14,8 +14,9 @@ writer in an error state: it ends the stream with an ``internal_error`` terminal
 (:class:`WriterClosed`). An event larger than ``max_event_bytes`` is never sent: the stream ends with
 ``event_too_large`` instead (a terminal that would itself be too large carries the Response without its output).
 
-The checker reads each event as the writer built it (``typed_events.py``), never a decode of the bytes just
-encoded; what is emitted is not edited afterwards (items, parts and the Response are replaced), so both agree.
+The checker reads each of the writer's own events as built (``typed_events.py``), not a decode of the bytes just
+encoded; what is emitted is not edited afterwards (items, parts and the Response are replaced), so both agree. What
+other modules hand in (``emit_event``, ``add_output_item``) is decoded for the checker, as before.
 
 Frames are built by :func:`frame` when sending: ``id: <seq>\\nevent: message|<type>\\ndata: <json>\\n\\n``.
 
