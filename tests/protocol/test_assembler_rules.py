@@ -349,6 +349,24 @@ def test_annotation_out_of_range_is_flagged_once_per_part() -> None:
     assert codes == ["text.annotation_out_of_range"]
 
 
+def test_annotation_out_of_range_only_in_the_done_item_is_flagged_there() -> None:
+    # (The checker skips parts without annotations before any work: a part with some is still judged at every event
+    # that carries it, here output_item.done alone; null or empty annotations are nothing to judge.)
+    good = {"type": "url_citation", "url": "https://x.org/", "title": "X", "start_index": 6, "end_index": 9}
+    objs = _cited_message(good)
+    bad_item = json.loads(json.dumps(objs[-2]["item"]))
+    bad_item["content"][0]["annotations"] = [{**good, "end_index": 99}]
+    objs[-2] = {**objs[-2], "item": bad_item}
+    checker, codes = check_all(*objs)
+    assert codes == ["text.annotation_out_of_range"] and checker.violations[0].sequence_number == 7
+    for nothing in (None, [], ""):
+        objs = _cited_message(good)
+        part = {**objs[-3]["part"], "annotations": nothing}
+        objs[-3] = {**objs[-3], "part": part}
+        _, codes = check_all(*objs)
+        assert "text.annotation_out_of_range" not in codes
+
+
 def test_annotation_counted_in_another_unit_is_not_flagged() -> None:
     """A server that counts UTF-16 code units (JavaScript) or UTF-8 bytes (Go, Rust) puts the end of a citation of
     non-ASCII text past the text's end in code points: a defensible stream. Past the end in every unit: flagged."""

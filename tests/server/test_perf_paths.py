@@ -334,3 +334,17 @@ def test_platform_ids_are_random_version_4_uuids() -> None:
         seen.add(text)
     assert len(seen) == 2000
     assert uuid.UUID(get_dialect("platform").new_id("resp")).version == 4
+
+
+def test_prefixed_ids_are_random_version_4_uuids_in_hex() -> None:
+    import re
+    import uuid
+
+    seen = set()
+    for _ in range(2000):
+        text = get_dialect("openai").new_id("msg")
+        assert re.fullmatch(r"msg_[0-9a-f]{32}", text)
+        parsed = uuid.UUID(hex=text[4:])
+        assert parsed.hex == text[4:] and parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        seen.add(text)
+    assert len(seen) == 2000

@@ -138,6 +138,11 @@ class OutputItems:
         part_type = src.get("type")
         part = self._part(oi, ci, part_type if isinstance(part_type, str) else "output_text")
         part.update({k: v for k, v in src.items() if k not in ("text", "refusal")})
+        annotations = part.get("annotations")
+        if isinstance(annotations, list):
+            # Our own copy: annotation.added edits it, and src may be the producer's object (the gateway's checker
+            # reads the events as built, server/events/typed_events.py).
+            part["annotations"] = list(annotations)
         for name in ("text", "refusal"):
             value = src.get(name)
             if isinstance(value, str):

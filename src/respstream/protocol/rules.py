@@ -22,7 +22,7 @@ The tables below are the rules: which fields each event must carry, and what eac
 item or a part (``None`` -> open -> done). Reports are bounded: ``delta_before_added`` and ``index_mismatch`` once per
 item/part, ``envelope.missing_field`` once per field name, ``sequence.*`` come from the Sequencer.
 
-Why one module of ~510 lines: the rules are data in one place (STYLE §4), the tables and the checker reading them.
+Why one module of ~530 lines: the rules are data in one place (STYLE §4), the tables and the checker reading them.
 """
 
 from __future__ import annotations
@@ -132,6 +132,19 @@ _ANNOTATED: Final = frozenset({ev.OutputTextDone, ev.ContentPartDone, ev.OutputI
 # Other dialects' names for the same events (Open Responses' `response.reasoning.*`, `respstream:` extensions).
 for _table in (REQUIRED_FIELDS, ITEM_ROLES, DONE_VALUES):
     _table.update(ev.with_aliases(_table))  # type: ignore[attr-defined]
+
+# What _check does with each event class, in one lookup: (required fields, item role, done-value field, whether it
+# carries annotations). Filled from the tables above on first sight of a class (_plan).
+_Plan = tuple[tuple[str, ...] | None, str | None, str | None, bool]
+_PLANS: dict[type[ev.Event], _Plan] = {}
+
+
+def _plan(cls: type[ev.Event]) -> _Plan:
+    tag = cls.__struct_config__.tag
+    plan = _PLANS[cls] = (REQUIRED_FIELDS.get(cls), ITEM_ROLES.get(cls), DONE_VALUES.get(cls),
+                          cls in _ANNOTATED or (tag in TERMINAL_TYPES and tag != "error"))
+    return plan
+
 
 # Item / part states.
 # _IMPLICIT: a message opened by content_part.added alone (the seed's flow); _RESUMED: first seen in a resumed
@@ -275,17 +288,16 @@ class RuleChecker:
                 out.append(Violation("envelope.missing_type", seq, "an event has no string `type`"))
             self._lifecycle(event, etype, seq, out)
             return
-        required = REQUIRED_FIELDS.get(cls)
+        plan = _PLANS.get(cls)
+        required, role, value_field, annotated = _plan(cls) if plan is None else plan
         if required is not None:
             self._fields(event, required, seq, out)
         self._lifecycle(event, etype, seq, out)
-        role = ITEM_ROLES.get(cls)
         if role is not None:
             self._item_rule(event, role, seq, out)
-        value_field = DONE_VALUES.get(cls)
         if value_field is not None and not self._rewrite:
             self._done_value(event, value_field, seq, out)
-        if cls in _ANNOTATED or (etype in TERMINAL_TYPES and etype != "error"):
+        if annotated:
             self._annotations(event, seq, out)
 
     def _fields(self, event: ev.Event, required: tuple[str, ...], seq: int | None, out: list[Violation]) -> None:
@@ -462,6 +474,7 @@ class RuleChecker:
     def _annotations(self, event: Any, seq: int | None, out: list[Violation]) -> None:
         """``text.annotation_out_of_range``: annotations (from ``annotation.added`` events, or inside a done part,
         item or terminal response) must lie within their part's text. Once per part."""
+        # A part without annotations (None, [], absent) has nothing to judge: skipped before any work.
         found: list[tuple[int, int, list[str]]] = []
         cls = event.__class__
         if cls is ev.OutputTextDone:
@@ -469,8 +482,12 @@ class RuleChecker:
             if oi is None or not isinstance(event.text, str):
                 return
             ci = event.content_index if event.content_index is not None else 0
-            found.append((oi, ci, annotation_problems(event.text, self.assembler.part_annotations(oi, ci))))
+            annotations = self.assembler.part_annotations(oi, ci)
+            if annotations:
+                found.append((oi, ci, annotation_problems(event.text, annotations)))
         elif cls is ev.ContentPartDone:
+            if not (isinstance(event.part, dict) and event.part.get("annotations")):
+                return
             oi = self._locate(event)
             if oi is None:
                 return
@@ -479,15 +496,18 @@ class RuleChecker:
         else:
             if cls is ev.OutputItemDone:
                 oi = self._locate(event, "item.done")
-                items = [(oi, event.item)] if oi is not None else []
+                items: Any = ((oi, event.item),) if oi is not None else ()
             else:
                 response = getattr(event, "response", None)
                 output = response.get("output") if isinstance(response, dict) else None
-                items = list(enumerate(output)) if isinstance(output, list) else []
+                items = enumerate(output) if isinstance(output, list) else ()
             for oi, item in items:
                 content = item.get("content") if isinstance(item, dict) else None
-                for ci, part in enumerate(content if isinstance(content, list) else []):
-                    found.append((oi, ci, part_annotation_problems(part)))
+                if not isinstance(content, list):
+                    continue
+                for ci, part in enumerate(content):
+                    if isinstance(part, dict) and part.get("annotations"):
+                        found.append((oi, ci, part_annotation_problems(part)))
         for oi, ci, problems in found:
             if problems and ("annotation", oi, ci) not in self._once:
                 self._once.add(("annotation", oi, ci))

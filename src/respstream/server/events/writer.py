@@ -14,6 +14,10 @@ writer in an error state: it ends the stream with an ``internal_error`` terminal
 (:class:`WriterClosed`). An event larger than ``max_event_bytes`` is never sent: the stream ends with
 ``event_too_large`` instead (a terminal that would itself be too large carries the Response without its output).
 
+The checker reads each of the writer's own events as built (``typed_events.py``), not a decode of the bytes just
+encoded; what is emitted is not edited afterwards (items, parts and the Response are replaced), so both agree. What
+other modules hand in (``emit_event``, ``add_output_item``) is decoded for the checker, as before.
+
 Frames are built by :func:`frame` when sending: ``id: <seq>\\nevent: message|<type>\\ndata: <json>\\n\\n``.
 
 Hot path (a text delta to the part that is open, the previous event a clean delta to the same part; the deltas are
@@ -46,6 +50,7 @@ from respstream.server.events.frames import (
     terminal_outcome,
 )
 from respstream.server.events.response_object import mark_completed
+from respstream.server.events.typed_events import typed_event
 from respstream.server.events.writer_deltas import DeltaWriting, WriterClosed
 from respstream.server.events.writer_store import LogFlushing, ResponseDeleted
 from respstream.server.events.writer_tools import ToolCallItems
@@ -118,13 +123,18 @@ class ResponseWriter(DeltaWriting, ToolCallItems, LogFlushing):
     def next_sequence_number(self) -> int:
         return self._seq
 
-    def _emit(self, event_type: str, fields: dict[str, Any], *, terminal: bool = False) -> None:
+    def _emit(self, event_type: str, fields: dict[str, Any], *, terminal: bool = False, own: bool = True) -> None:
+        """Encode and queue one event. ``own``: the fields are the writer's own making (JSON types, never edited once
+        emitted); False (what other modules hand in, an upstream's fields among them): the checker reads a decode of
+        the bytes, so a value of the wrong JSON type is reported as the client's parser would see it."""
         if self._closed:
             raise WriterClosed(f"{event_type} after the terminal event")
         # A copy of exactly its size: the encoder's buffer is up to 1.5x the bytes, and the memory store keeps (and
         # charges) the event for the response's lifetime (store/memory.py).
-        data = bytes(memoryview(_encode({"type": event_type, "sequence_number": self._seq, **fields})))
-        self._queue(event_type, data, terminal)
+        event = {"type": event_type, "sequence_number": self._seq, **fields}
+        data = bytes(memoryview(_encode(event)))
+        # The checker reads the event as built (see typed_events.py), not a decode of the bytes just made.
+        self._queue(event_type, data, terminal, typed_event(event) if own and self._checker is not None else None)
 
     def _queue(self, event_type: str, data: bytes, terminal: bool, event: Any = None) -> None:
         self._admit(event_type, data, event)

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from respstream.protocol.events import OutputTextDelta
+from respstream.protocol.events import Event, OutputTextDelta
 from respstream.protocol.rules import RuleChecker
 from respstream.server.events.content_parts import OpenItem, OpenPart
+from respstream.server.events.typed_events import typed_event
 from respstream.server.store.base import DeltaEntry, Entry, LogEntry
 
 __all__ = ["DeltaWriting", "WriterClosed"]
@@ -48,7 +49,8 @@ class DeltaWriting:
         def _open_item(self, kind: str) -> OpenItem: ...
         def _open_part(self, item: OpenItem, kind: str) -> OpenPart: ...
         def _admit(self, event_type: str, data: bytes, event: Any) -> None: ...
-        def _emit(self, event_type: str, fields: dict[str, Any], *, terminal: bool = False) -> None: ...
+        def _emit(self, event_type: str, fields: dict[str, Any], *, terminal: bool = False,
+                  own: bool = True) -> None: ...
         def _flush_now(self) -> None: ...
         @staticmethod
         def _where(item: OpenItem, part: OpenPart) -> dict[str, Any]: ...
@@ -71,10 +73,15 @@ class DeltaWriting:
             and not (part_kind == "output_text"
                      and checker.check_text_delta(seq, item.id, item.output_index, part.content_index, delta))
         ):
-            typed = None
-            if part_kind == "output_text" and checker is not None:  # typed directly: no decode of our own bytes
-                typed = OutputTextDelta(sequence_number=seq, item_id=item.id, output_index=item.output_index,
-                                        content_index=part.content_index, delta=delta, logprobs=[])
+            typed: Event | None = None
+            if checker is not None:  # typed directly: no decode of our own bytes (typed_events.py)
+                if part_kind == "output_text":
+                    typed = OutputTextDelta(sequence_number=seq, item_id=item.id, output_index=item.output_index,
+                                            content_index=part.content_index, delta=delta, logprobs=[])
+                else:  # refusal and reasoning deltas (a reasoning model's many): no fast path in the checker
+                    typed = typed_event({"type": template.type, "sequence_number": seq, "item_id": item.id,
+                                         "output_index": item.output_index, "content_index": part.content_index,
+                                         "delta": delta})
             self._admit(template.type, template.data_fmt % (seq, piece), typed)
         self._pending.append(DeltaEntry(seq, piece, template) if self._compact
                              else LogEntry(seq, template.type, template.data_fmt % (seq, piece)))

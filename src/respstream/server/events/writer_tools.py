@@ -32,7 +32,8 @@ class ToolCallItems:
     _tool_summary: list[dict[str, Any]]
 
     if TYPE_CHECKING:
-        def _emit(self, event_type: str, fields: dict[str, Any], *, terminal: bool = False) -> None: ...
+        def _emit(self, event_type: str, fields: dict[str, Any], *, terminal: bool = False,
+                  own: bool = True) -> None: ...
         def _close_current_item(self, *, status: str = "completed") -> None: ...
 
     def client_tool_call(self, *, call_id: str, name: str, arguments: str, tool: ClientTool | None = None) -> None:
@@ -142,20 +143,21 @@ class ToolCallItems:
     def add_output_item(self, item: dict[str, Any]) -> int:
         """Close any open item, add ``item`` (``response.output_item.added``); returns its output index."""
         self._close_current_item()
-        return self._add_item(item)
+        return self._add_item(item, own=False)
 
     def finish_output_item(self, index: int, item: dict[str, Any]) -> None:
-        self._done_item(index, item)
+        self._done_item(index, item, own=False)
 
+    # (own=False: what other modules hand in is checked as decoded from the bytes sent; see ResponseWriter._emit)
     def emit_event(self, event_type: str, fields: dict[str, Any]) -> None:
-        self._emit(event_type, fields)
+        self._emit(event_type, fields, own=False)
 
-    def _add_item(self, item: dict[str, Any]) -> int:
+    def _add_item(self, item: dict[str, Any], *, own: bool = True) -> int:
         index = len(self._output)
         self._output.append(item)
-        self._emit("response.output_item.added", {"output_index": index, "item": item})
+        self._emit("response.output_item.added", {"output_index": index, "item": item}, own=own)
         return index
 
-    def _done_item(self, index: int, item: dict[str, Any]) -> None:
+    def _done_item(self, index: int, item: dict[str, Any], *, own: bool = True) -> None:
         self._output[index] = item
-        self._emit("response.output_item.done", {"output_index": index, "item": item})
+        self._emit("response.output_item.done", {"output_index": index, "item": item}, own=own)
