@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -110,6 +110,10 @@ class ResponseWriter(DeltaWriting, ToolCallItems, LogFlushing):
         self._append_nowait: Callable[[str, list[Entry]], None] | None = getattr(store, "append_nowait", None)
         # Compact delta entries only go to a store that keeps them as they are (the memory store).
         self._compact = self._append_nowait is not None
+        # A store taking the terminal's Response as encoded bytes (memory; see writer_store.terminal_response_json).
+        self._update_encoded: Callable[[ResponseRecord, bytes], Awaitable[None]] | None = getattr(
+            store, "update_encoded", None)
+        self._terminal_response: dict[str, Any] | None = None  # the Response the terminal event carries
         self._soon: asyncio.Handle | None = None
         self._inflight: asyncio.Future[None] | None = None
         self.repairs: dict[str, int] = {}  # see note_repairs()
@@ -133,6 +137,8 @@ class ResponseWriter(DeltaWriting, ToolCallItems, LogFlushing):
         # charges) the event for the response's lifetime (store/memory.py).
         event = {"type": event_type, "sequence_number": self._seq, **fields}
         data = bytes(memoryview(_encode(event)))
+        if terminal:
+            self._terminal_response = fields.get("response")
         # The checker reads the event as built (see typed_events.py), not a decode of the bytes just made.
         self._queue(event_type, data, terminal, typed_event(event) if own and self._checker is not None else None)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from respstream.server.events.frames import terminal_outcome
@@ -51,6 +51,8 @@ class LogFlushing:
     _compact: bool
     _soon: asyncio.Handle | None
     _inflight: asyncio.Future[None] | None
+    _update_encoded: Callable[[ResponseRecord, bytes], Awaitable[None]] | None
+    _terminal_response: dict[str, Any] | None
 
     @property
     def needs_flush_await(self) -> bool:
@@ -170,7 +172,11 @@ class LogFlushing:
         try:
             if batch[-1].terminal:
                 self.record.response = self.response
-                await self._store.update(self.record)
+                response_json = self._terminal_response_json(batch[-1])
+                if response_json is not None and self._update_encoded is not None:
+                    await self._update_encoded(self.record, response_json)
+                else:
+                    await self._store.update(self.record)
             if self._compact:
                 await self._store.append(self.record.id, batch)  # type: ignore[arg-type]  # memory: takes Entry
             else:
@@ -186,6 +192,20 @@ class LogFlushing:
             raise
         if self._on_flush is not None:
             self._on_flush(len(batch))
+
+    def _terminal_response_json(self, terminal: Entry) -> bytes | None:
+        """The Response as the terminal event's bytes hold it (compact JSON, a copy of exactly its size), for a store
+        that takes it encoded: the record's snapshot then costs a slice instead of a second encode. None when the
+        terminal does not carry ``self.response`` itself (a flat ``error`` terminal; a response.failed cut to fit
+        ``max_event_bytes``), or its bytes do not start as the writer builds them: the store encodes it then.
+        (Exact because the terminal is the writer's last event and what is emitted is not edited afterwards.)"""
+        if self._update_encoded is None or self._terminal_response is not self.response:
+            return None
+        data = terminal.data  # type: ignore[union-attr]  # a terminal is always a LogEntry
+        head = b'{"type":"%s","sequence_number":%d,"response":' % (terminal.type.encode(), terminal.sequence_number)
+        if not (data.startswith(head) and data.endswith(b"}")):
+            return None
+        return data[len(head):-1]
 
     async def _adopt_log_terminal(self, after: int) -> None:
         """The log ended with someone else's terminal while ours was refused, but our record update may have

@@ -156,6 +156,15 @@ class MemoryStore:
     async def update(self, record: ResponseRecord) -> None:
         """Store the record's new status and Response; its request is the one it was created with, plus the keys the
         caller's copy sets (a running response's copy is emptied at create: see ``keeps_request_apart``)."""
+        self._update(record, None)
+
+    async def update_encoded(self, record: ResponseRecord, response: bytes) -> None:
+        """:meth:`update` with ``record.response`` already encoded as this store keeps it (compact JSON in a bytes
+        object of exactly its size), so it is not encoded a second time: the writer hands over the Response its
+        terminal event's bytes already hold (server/events/writer_store.py; issue 41)."""
+        self._update(record, response)
+
+    def _update(self, record: ResponseRecord, response: bytes | None) -> None:
         request = self._requests.get(record.id)
         if request is not None:
             if record.request and record.request is not APART:
@@ -164,7 +173,9 @@ class MemoryStore:
                 request = encoded({**msgspec.json.decode(request), **record.request})
                 self._requests[record.id] = request
             self._records[record.id] = kept(record)
-            response = self._responses[record.id] = encoded(record.response)
+            if response is None:
+                response = encoded(record.response)
+            self._responses[record.id] = response
             size = _record_bytes(record, request, response)
             self.bytes += size - self._record_sizes.get(record.id, 0)
             self._record_sizes[record.id] = size

@@ -65,8 +65,8 @@ class BudgetedMemoryStore(MemoryStore):
         self._store(record, request, response, size)
         self._settle()
 
-    async def update(self, record: ResponseRecord) -> None:
-        await super().update(record)
+    def _update(self, record: ResponseRecord, response: bytes | None) -> None:  # update and update_encoded
+        super()._update(record, response)
         self._settle()
 
     def append_nowait(self, response_id: str, entries: Sequence[Entry]) -> None:
