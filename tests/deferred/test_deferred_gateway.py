@@ -58,8 +58,8 @@ def test_queued_work_is_retrievable_and_cancellable_while_queued(parked: str) ->
         assert body["status"] == "queued" and body["background"] is True
         assert body["background_options"] == {"completion_window": "2h"}
         assert client.get(f"{parked}/responses/{rid}").json()["status"] == "queued"
-        metrics = client.get(f"{parked.removesuffix('/v1')}/metrics").text
-        assert 'respstream_deferred_queue_depth{state="waiting"} 1.0' in metrics
+        waiting = 'respstream_deferred_queue_depth{state="waiting"} 1.0'
+        assert waiting in _metrics_showing(client, parked.removesuffix("/v1"), waiting)
         cancelled = client.post(f"{parked}/responses/{rid}/cancel")
         assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
         assert client.get(f"{parked}/responses/{rid}").json()["status"] == "cancelled"
@@ -70,6 +70,17 @@ def test_queued_work_is_retrievable_and_cancellable_while_queued(parked: str) ->
     core.close()
     assert core.violations == [] and core.result.status == "cancelled"
     assert again.status_code == 200 and again.json()["status"] == "cancelled"
+
+
+def _metrics_showing(client: httpx.Client, root: str, *lines: str, within: float = 5.0) -> str:
+    """The metrics page once it shows every one of ``lines``, or as it is after ``within`` seconds: the deferred
+    queue's gauges are sampled by the scheduler's step (every deferred_poll_seconds), not at each change."""
+    deadline = time.monotonic() + within
+    while True:
+        text = client.get(f"{root}/metrics").text
+        if all(line in text for line in lines) or time.monotonic() > deadline:
+            return text
+        time.sleep(0.05)
 
 
 def _status(client: httpx.Client, url: str, rid: str) -> str:
@@ -100,14 +111,15 @@ def test_interactive_first_then_deferred_runs_and_completes() -> None:
             time.sleep(0.05)
         final = client.get(f"{url}/responses/{rid}").json()
         log = client.get(f"{url}/responses/{rid}", params={"stream": "true"}).content
-        metrics = client.get(f"{gateway.url}/metrics").text
+        ran = 'respstream_deferred_runs_total{outcome="ran"} 1.0'
+        emptied = 'respstream_deferred_queue_depth{state="waiting"} 0.0'
+        metrics = _metrics_showing(client, gateway.url, ran, emptied)
     assert final["status"] == "completed" and len(final["output_text"].split()) == 60
     core = StreamCore(dialect="openai")
     core.feed(log)
     core.close()
     assert core.violations == [] and core.result.output_text == final["output_text"]
-    assert 'respstream_deferred_runs_total{outcome="ran"} 1.0' in metrics
-    assert 'respstream_deferred_queue_depth{state="waiting"} 0.0' in metrics
+    assert ran in metrics and emptied in metrics
 
 
 def test_work_due_within_the_urgent_margin_runs_despite_interactive_load() -> None:
