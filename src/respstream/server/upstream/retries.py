@@ -4,8 +4,10 @@ Responses, Anthropic Messages, Gemini).
 
 Why: each adapter holds one concurrency slot for the whole generation and retries an attempt that failed before
 its first token while the deadline allows; only which failures are worth a retry (:meth:`_retryable`) and how long
-to wait before the next attempt (:meth:`_retry_pause`) differ, and a subclass overrides just those. The retry loop
-is the generator the caller iterates (no layer around it), so it costs nothing per read.
+to wait before the next attempt (:meth:`_retry_pause`) differ, and a subclass overrides just those.
+:meth:`_with_retries` runs an attempt generator inside the retry loop; the Chat Completions and Responses adapters
+instead loop over their attempts in their own generator with :meth:`_take_slot` and :meth:`_pause_or_raise` (the
+same policy), so each read passes one generator, not two.
 """
 
 from __future__ import annotations
