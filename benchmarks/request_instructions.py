@@ -62,28 +62,33 @@ async def count(spec: str, tree: str | None, requests: int, warmup: int, config:
     argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=/dev/null",
             str(VENV_BIN / "python"), "-m", "respstream", "serve", "--port", str(port), "--upstream", spec,
             "--config", str(config)]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                            cwd=tempfile.gettempdir())
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                said = proc.stderr.read().decode()[-1500:] if proc.stderr else ""
-                raise RuntimeError(f"the gateway did not start: {said}")
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            except OSError:
-                await asyncio.sleep(0.2)
-        url = f"http://127.0.0.1:{port}/v1/responses"
-        await _requests(url, warmup)
-        subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)
-        await _requests(url, requests)
-        subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], check=True, capture_output=True)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _, err = await asyncio.to_thread(proc.communicate, None, 300)
+    # stderr into a file, not a pipe: the gateway logs a line a request, and a pipe nobody reads until the end
+    # fills at 64 KiB (~100 requests), blocking the gateway mid-run (seen as a client timeout).
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errors, env=env, cwd=tempfile.gettempdir())
+        try:
+            deadline = time.monotonic() + 300
+            while True:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    errors.seek(0)
+                    said = errors.read().decode(errors="replace")[-1500:]
+                    raise RuntimeError(f"the gateway did not start: {said}")
+                try:
+                    _, writer = await asyncio.open_connection("127.0.0.1", port)
+                    writer.close()
+                    break
+                except OSError:
+                    await asyncio.sleep(0.2)
+            url = f"http://127.0.0.1:{port}/v1/responses"
+            await _requests(url, warmup)
+            subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, capture_output=True)
+            await _requests(url, requests)
+            subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], check=True, capture_output=True)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.to_thread(proc.wait, 300)
+            errors.seek(0)
+            err = errors.read()
     found = re.search(rb"Collected : (\d+)", err)
     if not found:
         raise RuntimeError(f"no callgrind total for {spec}: {err.decode()[-1000:]}")
