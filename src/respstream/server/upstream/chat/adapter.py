@@ -82,109 +82,87 @@ class ChatCompletionsAPI:
                 ) -> AsyncGenerator[list[Chunk], None]:
         """The chunks of one generation, one list per read of the upstream's body (every chunk that read completed;
         never empty): a consumer pays its per-step costs (a generator hop, a store append) once per read, not once
-        per chunk. Nothing is held back to fill a batch. Without answer filters this is one generator for the whole
-        generation, slot and retries included (:meth:`_attempts`): every layer is one more hop per read, and a real
-        model's stream is one read per token. With ``sink``, reads of plain text may go to it instead, from the
-        connection's data callback (:mod:`~respstream.server.upstream.chat.reads`)."""
-        if self.loop_guard or self.text_tool_calls:  # the answer filters work chunk by chunk, on each attempt
-            return upstream._with_retries(request, functools.partial(self.attempt, upstream))
-        return self._attempts(upstream, request, None, sink)
+        per chunk. Nothing is held back to fill a batch. (The retrying generator itself, not a generator around it:
+        every layer is one more hop per read, and a real model's stream is one read per token.) With ``sink``, reads
+        of plain text may go to it instead, from the connection's data callback
+        (:mod:`~respstream.server.upstream.chat.reads`)."""
+        return upstream._with_retries(request, functools.partial(self.attempt, upstream, sink=sink))
 
     def attempt(self, upstream: HttpUpstream, request: GenerationRequest, deadline_at: float,
                 sink: ReadSink | None = None) -> AsyncIterator[list[Chunk]]:
-        """One attempt (no slot, no retry: the caller's :meth:`~RetryingUpstream._with_retries` holds them)."""
-        if self.loop_guard or self.text_tool_calls:
-            return filtered_batches(self._attempts(upstream, request, deadline_at), request,
+        if self.loop_guard or self.text_tool_calls:  # the answer filters work chunk by chunk
+            return filtered_batches(self._attempt(upstream, request, ChunkTranslator(), deadline_at), request,
                                     loop_guard=self.loop_guard, text_tool_calls=self.text_tool_calls,
                                     count_tokens=upstream.count_tokens)
-        return self._attempts(upstream, request, deadline_at, sink)
+        return self._attempt(upstream, request, ChunkTranslator(), deadline_at, sink)
 
-    async def _attempts(
-        self, upstream: HttpUpstream, request: GenerationRequest, deadline_at: float | None,
+    async def _attempt(
+        self, upstream: HttpUpstream, request: GenerationRequest, translator: ChunkTranslator, deadline_at: float,
         sink: ReadSink | None = None,
     ) -> AsyncGenerator[list[Chunk], None]:
-        """With ``deadline_at``: one request, one list of chunks per read of the body (see :meth:`batches`), the
-        reads of plain text to ``sink`` when there is one. Without: the whole generation, as
-        :meth:`~RetryingUpstream._with_retries` over those attempts would run it (the slot held throughout, an
-        attempt that failed before its first token retried), in this one generator. (It drives the upstream's own
-        transport: the protected calls are the HTTP base's attempt API.)"""
+        """One request; one list of chunks per read of the body (see :meth:`batches`), the reads of plain text to
+        ``sink`` when there is one. (It drives the upstream's own transport: the protected calls are the HTTP
+        base's attempt API.)"""
         loop = asyncio.get_running_loop()
         name = upstream.name
         model = upstream.upstream_model_id(request.model)
         fields = build_request_body(request, include_usage=self.include_usage, model=model,
                                     cache_fields=upstream.forward_cache_fields)
         body = msgspec.json.encode({**self.extra_body, **fields} if self.extra_body else fields)
-        own_slot = deadline_at is None
-        generation_deadline = await upstream._take_slot() if deadline_at is None else deadline_at
+        deadline = upstream._deadline(deadline_at)
+        response = await upstream._open("/chat/completions", body, deadline.at)
+        reader = ChatBodyReader(name, translator, sink)
+        # (with a sink, the reads of plain text are taken from the socket's callback while this waits)
+        next_read = response.read if sink is None else functools.partial(
+            response.read_direct, deadline.watch(reader.take, lambda: reader.yielded))
         try:
-            tries = 0
+            if response.status_code != 200:
+                raise await upstream._status_error(response)
+            untimed = untimed_margin(upstream.idle_timeout, direct=sink is not None)
             while True:
-                translator = ChunkTranslator()
-                reader = ChatBodyReader(name, translator, sink)
-                try:
-                    deadline = upstream._deadline(generation_deadline)
-                    response = await upstream._open("/chat/completions", body, deadline.at)
-                    # (with a sink, the reads of plain text are taken from the socket's callback while this waits)
-                    next_read = response.read if sink is None else functools.partial(
-                        response.read_direct, deadline.watch(reader.take, reader.gave_out))
+                if reader.pending is not None:  # a read the direct hook parsed and left for us
+                    batch, error = reader.pending
+                    reader.pending = None
+                else:
                     try:
-                        if response.status_code != 200:
-                            raise await upstream._status_error(response)
-                        untimed = untimed_margin(upstream.idle_timeout, direct=sink is not None)
-                        while True:
-                            if reader.pending is not None:  # a read the direct hook parsed and left for us
-                                batch, error = reader.pending
-                                reader.pending = None
-                            else:
-                                try:
-                                    # (when a wait needs no timer: generation_deadline)
-                                    if deadline.at - loop.time() >= untimed:
-                                        raw = await next_read()
-                                    else:
-                                        async with asyncio.timeout_at(deadline.at):
-                                            raw = await next_read()
-                                except TimeoutError:
-                                    raise UpstreamError(
-                                        "upstream_timeout",
-                                        f"{name}: generation deadline exceeded",
-                                        before_first_token=not reader.yielded,
-                                    ) from None
-                                except HTTPStreamError as exc:
-                                    raise upstream._stream_error(exc, before_first_token=not reader.yielded) from None
-                                if raw is None:
-                                    continue  # (the hook kept it: pending)
-                                if not raw:
-                                    break
-                                batch, error = reader.parse(raw)
-                            if batch:
-                                if deadline.waiting:
-                                    deadline.first_out()
-                                reader.yielded = True
-                                yield batch
-                            if error is not None:
-                                raise error
-                            if translator.done:
-                                break
-                        reader.close()
-                        try:
-                            final = translator.finish()
-                        except ValueError as exc:
-                            raise UpstreamError("upstream_error", f"{name}: {exc}",
-                                                before_first_token=not reader.yielded) from None
-                        if final:
-                            reader.yielded = True
-                            yield final
-                    finally:
-                        await upstream._end_response(response, clean=translator.done)
-                    return
-                except UpstreamError as exc:
-                    if not own_slot:
-                        raise
-                    tries += 1
-                    await upstream._pause_or_raise(exc, tries, generation_deadline)
+                        if deadline.at - loop.time() >= untimed:  # (when a wait needs no timer: generation_deadline)
+                            raw = await next_read()
+                        else:
+                            async with asyncio.timeout_at(deadline.at):
+                                raw = await next_read()
+                    except TimeoutError:
+                        raise UpstreamError(
+                            "upstream_timeout",
+                            f"{name}: generation deadline exceeded",
+                            before_first_token=not reader.yielded,
+                        ) from None
+                    except HTTPStreamError as exc:
+                        raise upstream._stream_error(exc, before_first_token=not reader.yielded) from None
+                    if raw is None:
+                        continue  # (the hook kept it: pending)
+                    if not raw:
+                        break
+                    batch, error = reader.parse(raw)
+                if batch:
+                    if deadline.waiting:
+                        deadline.first_out()
+                    reader.yielded = True
+                    yield batch
+                if error is not None:
+                    raise error
+                if translator.done:
+                    break
+            reader.close()
+            try:
+                final = translator.finish()
+            except ValueError as exc:
+                raise UpstreamError("upstream_error", f"{name}: {exc}",
+                                    before_first_token=not reader.yielded) from None
+            if final:
+                reader.yielded = True
+                yield final
         finally:
-            if own_slot:
-                upstream._semaphore.release()
+            await upstream._end_response(response, clean=translator.done)
 
 
 class ChatCompletionsUpstream(HttpUpstream):

@@ -38,10 +38,6 @@ class ChatBodyReader:
         self._decoder = SSEDecoder()
         self._at_boundary = True  # the decoder holds nothing: the previous read ended at an event boundary
 
-    def gave_out(self) -> bool:
-        """True once a batch went out (the deadline's watch asks: generation_deadline.py)."""
-        return self.yielded
-
     def parse(self, raw: bytes) -> tuple[list[Chunk], UpstreamError | None]:
         """The chunks one read completed, and the error to raise once they are yielded (a malformed chunk, an
         ``error`` event). Chunks after the stream's finish are not parsed."""

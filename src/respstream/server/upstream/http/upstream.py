@@ -12,12 +12,11 @@ token (:meth:`_retryable`, :meth:`_retry_pause`: a family overrides just those).
 :meth:`_status_error`). A response read to its clean end gives its connection back to the pool
 (:mod:`.connection_return`); any other is closed.
 
-What a family adds: ``generate_batches(request, sink=None)`` (its request body, path and stream reader:
+What a family adds: ``generate_batches(request, sink=None)`` (its request body, path and stream reader, usually
 ``self._with_retries(request, attempt)`` with an attempt that calls :meth:`_open`, reads the response and ends with
-:meth:`_end_response`; or, one generator hop fewer a read, its own loop over attempts between ``_take_slot`` and the
-slot's release, as chat/adapter.py does), its auth headers, and where its API differs: ``list_models`` (this one
-reads the ``data[].id`` list that OpenAI's and Anthropic's ``GET /models`` share), ``count_tokens`` (this one asks
-the server's llama.cpp endpoints), ``_retryable``, ``_status_error``.
+:meth:`_end_response`), its auth headers, and where its API differs: ``list_models`` (this one reads the
+``data[].id`` list that OpenAI's and Anthropic's ``GET /models`` share), ``count_tokens`` (this one asks the
+server's llama.cpp endpoints), ``_retryable``, ``_status_error``.
 
 Timeouts are seconds: ``connect_timeout`` for TCP/TLS, ``idle_timeout`` between two reads, ``deadline`` for one
 whole generation (with ``deadline_from_first_token``, counted from the first chunk out:

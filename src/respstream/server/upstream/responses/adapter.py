@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any, Final
 
@@ -187,7 +187,7 @@ class ResponsesNativeUpstream(HttpUpstream):
         """The Responses API's retrying generator when the probe said so, else Chat Completions' (also while the
         API is still undecided: a failed probe)."""
         if self.api_mode == "responses":
-            return self._native_generation(request, sink)
+            return self._with_retries(request, functools.partial(self._responses_attempt, sink=sink))
         return self.chat_api.batches(self, request, sink)
 
     async def _detected_batches(self, request: GenerationRequest, sink: ReadSink | None
@@ -198,85 +198,76 @@ class ResponsesNativeUpstream(HttpUpstream):
             async for batch in batches:
                 yield batch
 
+    def _responses_attempt(self, request: GenerationRequest, deadline_at: float, sink: ReadSink | None = None
+                           ) -> AsyncIterator[list[Chunk]]:
+        return self._native_attempt(request, ResponsesTranslator(name=self.name), deadline_at, sink)
+
     def _retryable(self, exc: UpstreamError) -> bool:
         if self.api_mode != "responses":
             return super()._retryable(exc)
         # Only an HTTP failure: a failed *response* is the model's answer, not the upstream's fault.
         return exc.before_first_token and exc.code in _RETRYABLE and exc.status is not None and exc.status >= 500
 
-    async def _native_generation(self, request: GenerationRequest, sink: ReadSink | None = None
-                                 ) -> AsyncGenerator[list[Chunk], None]:
-        """The whole generation in one generator: the concurrency slot, then requests until one is not retried
-        (:meth:`~RetryingUpstream._pause_or_raise`); one list of chunks per read of the body, the reads of plain text
-        to ``sink`` when there is one (taken from the socket's callback while this waits: reads.py). One generator, not
-        ``_with_retries`` around an attempt: every layer is one more hop per read."""
+    async def _native_attempt(
+        self, request: GenerationRequest, translator: ResponsesTranslator, deadline_at: float,
+        sink: ReadSink | None = None,
+    ) -> AsyncGenerator[list[Chunk], None]:
+        """One request; one list of chunks per read of the body, the reads of plain text to ``sink`` when there is
+        one (taken from the socket's callback while this waits: reads.py)."""
         loop = asyncio.get_running_loop()
         body = msgspec.json.encode(build_responses_body(request, model=self.upstream_model_id(request.model),
                                                         cache_fields=self.forward_cache_fields))
-        generation_deadline = await self._take_slot()
+        deadline = self._deadline(deadline_at)
+        response = await self._open("/responses", body, deadline.at)
+        reader = ResponsesBodyReader(translator, sink) if sink is not None else None
+        next_read = response.read if reader is None else functools.partial(
+            response.read_direct, deadline.watch(reader.take, lambda: translator.streamed))
         try:
-            tries = 0
-            while True:
-                translator = ResponsesTranslator(name=self.name)
+            if response.status_code != 200:
+                raise await self._status_error(response)
+            untimed = untimed_margin(self.idle_timeout, direct=reader is not None)
+            while not translator.done or (reader is not None and reader.pending is not None):
+                if reader is not None and reader.pending is not None:  # a read the direct hook took and left for us
+                    batch, failure = reader.pending
+                    reader.pending = None
+                    if batch:
+                        if deadline.waiting:
+                            deadline.first_out()
+                        yield batch
+                    if failure is not None:
+                        raise failure
+                    continue
                 try:
-                    deadline = self._deadline(generation_deadline)
-                    response = await self._open("/responses", body, deadline.at)
-                    reader = ResponsesBodyReader(translator, sink) if sink is not None else None
-                    next_read = response.read if reader is None else functools.partial(
-                        response.read_direct, deadline.watch(reader.take, translator.has_streamed))
-                    try:
-                        if response.status_code != 200:
-                            raise await self._status_error(response)
-                        untimed = untimed_margin(self.idle_timeout, direct=reader is not None)
-                        while not translator.done or (reader is not None and reader.pending is not None):
-                            if reader is not None and reader.pending is not None:  # a read the hook left for us
-                                batch, failure = reader.pending
-                                reader.pending = None
-                                if batch:
-                                    if deadline.waiting:
-                                        deadline.first_out()
-                                    yield batch
-                                if failure is not None:
-                                    raise failure
-                                continue
-                            try:
-                                # (when a wait needs no timer: generation_deadline)
-                                if deadline.at - loop.time() >= untimed:
-                                    raw = await next_read()
-                                else:
-                                    async with asyncio.timeout_at(deadline.at):
-                                        raw = await next_read()
-                            except TimeoutError:
-                                raise self._tagged(translator, UpstreamError(
-                                    "upstream_timeout", f"{self.name}: generation deadline exceeded",
-                                    before_first_token=not translator.streamed)) from None
-                            except HTTPStreamError as exc:
-                                error = self._stream_error(exc, before_first_token=not translator.streamed)
-                                raise self._tagged(translator, error) from None
-                            if raw is None:
-                                continue  # (the hook kept it: pending)
-                            if not raw:
-                                break
-                            batch = translator.feed(raw)
-                            if batch:
-                                if deadline.waiting:
-                                    deadline.first_out()
-                                yield batch
-                            if translator.failure is not None:
-                                raise translator.failure
-                        batch = translator.finish()
-                        if batch:
-                            yield batch
-                        if translator.failure is not None:
-                            raise translator.failure
-                    finally:
-                        await self._end_response(response, clean=translator.done and translator.failure is None)
-                    return
-                except UpstreamError as exc:
-                    tries += 1
-                    await self._pause_or_raise(exc, tries, generation_deadline)
+                    if deadline.at - loop.time() >= untimed:  # (when a wait needs no timer: generation_deadline)
+                        raw = await next_read()
+                    else:
+                        async with asyncio.timeout_at(deadline.at):
+                            raw = await next_read()
+                except TimeoutError:
+                    raise self._tagged(translator, UpstreamError(
+                        "upstream_timeout", f"{self.name}: generation deadline exceeded",
+                        before_first_token=not translator.streamed)) from None
+                except HTTPStreamError as exc:
+                    error = self._stream_error(exc, before_first_token=not translator.streamed)
+                    raise self._tagged(translator, error) from None
+                if raw is None:
+                    continue  # (the hook kept it: pending)
+                if not raw:
+                    break
+                batch = translator.feed(raw)
+                if batch:
+                    if deadline.waiting:
+                        deadline.first_out()
+                    yield batch
+                if translator.failure is not None:
+                    raise translator.failure
+            batch = translator.finish()
+            if batch:
+                yield batch
+            if translator.failure is not None:
+                raise translator.failure
         finally:
-            self._semaphore.release()
+            await self._end_response(response, clean=translator.done and translator.failure is None)
 
     @staticmethod
     def _tagged(translator: ResponsesTranslator, error: UpstreamError) -> UpstreamError:

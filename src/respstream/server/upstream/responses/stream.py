@@ -92,10 +92,6 @@ class ResponsesTranslator:
 
     # -- the API ---------------------------------------------------------------------------------------------------
 
-    def has_streamed(self) -> bool:
-        """True once a chunk was given out (the deadline's watch asks: generation_deadline.py)."""
-        return self.streamed
-
     def feed(self, raw: bytes) -> list[Chunk]:
         """The chunks the bytes complete (empty after the terminal). Yield them, then raise ``failure`` if set."""
         if self.done:

@@ -1,5 +1,5 @@
-"""The Chat Completions adapter's generation is one generator (slot, retries, attempt): its slot is free again after
-every way it ends, retried or not, filtered or not. Against the SIMULATED FakeChatCompletionsServer."""
+"""The Chat Completions adapter's generation (slot, retries before the first token, attempts): its slot is free again
+after every way it ends, retried or not, filtered or not. Against the SIMULATED FakeChatCompletionsServer."""
 
 from __future__ import annotations
 
