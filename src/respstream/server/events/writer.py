@@ -137,8 +137,8 @@ class ResponseWriter(DeltaWriting, ToolCallItems, LogFlushing):
         # charges) the event for the response's lifetime (store/memory.py).
         event = {"type": event_type, "sequence_number": self._seq, **fields}
         data = bytes(memoryview(_encode(event)))
-        if terminal:
-            self._terminal_response = fields.get("response")
+        if terminal:  # (only a terminal of the Response alone: writer_store.py cuts it out of these bytes)
+            self._terminal_response = fields.get("response") if len(fields) == 1 else None
         # The checker reads the event as built (see typed_events.py), not a decode of the bytes just made.
         self._queue(event_type, data, terminal, typed_event(event) if own and self._checker is not None else None)
 
