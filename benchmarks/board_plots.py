@@ -56,30 +56,30 @@ def _latency(plt: Any, summary: dict[str, dict[str, Any]], path: Path) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, (title, keys) in zip(axes, (("1 client", ("stream_1_p50", "stream_1_p99")),
                                          ("64 clients", ("stream_64_p50", "stream_64_p99"))), strict=True):
-        width = 0.38
-        for i, key in enumerate(keys):
-            values = [summary[n][key] or 0 for n in names]
-            ax.bar([x + i * width for x in range(len(names))], values, width, label=key.rsplit("_", 1)[1])
-        ax.set_xticks([x + width / 2 for x in range(len(names))], names, rotation=25, ha="right")
-        _log_scale(ax, [summary[n][k] for n in names for k in keys], "added latency to last byte, ms")
+        _paired_bars(ax, names, [(key.rsplit("_", 1)[1], [summary[n][key] for n in names]) for key in keys],
+                     "added latency to last byte, ms")
         ax.set_title(f"streaming, {title}")
-        ax.legend()
     return _saved(plt, fig, path)
 
 
 def _cpu(plt: Any, summary: dict[str, dict[str, Any]], path: Path) -> Path:
     names = list(summary)
     fig, ax = plt.subplots(figsize=(8, 4))
-    width = 0.38
-    for i, (key, label) in enumerate((("cpu_per_1000", "10-delta responses"),
-                                      ("cpu_long_per_1000", "200-delta responses"))):
-        ax.bar([x + i * width for x in range(len(names))], [summary[n][key] or 0 for n in names], width, label=label)
-    ax.set_xticks([x + width / 2 for x in range(len(names))], names, rotation=25, ha="right")
-    _log_scale(ax, [summary[n][k] for n in names for k in ("cpu_per_1000", "cpu_long_per_1000")],
-               "server CPU ms per 1,000 events")
+    _paired_bars(ax, names, [(label, [summary[n][key] for n in names]) for key, label in (
+        ("cpu_per_1000", "10-delta responses"), ("cpu_long_per_1000", "200-delta responses"))],
+        "server CPU ms per 1,000 events")
     ax.set_title("CPU per 1,000 events, 64 streams")
-    ax.legend()
     return _saved(plt, fig, path)
+
+
+def _paired_bars(ax: Any, names: list[str], series: list[tuple[str, list[Any]]], ylabel: str) -> None:
+    """Two bars a system (one per series, None drawn as 0), on the log axis, with the legend."""
+    width = 0.38
+    for i, (label, values) in enumerate(series):
+        ax.bar([x + i * width for x in range(len(names))], [v or 0 for v in values], width, label=label)
+    ax.set_xticks([x + width / 2 for x in range(len(names))], names, rotation=25, ha="right")
+    _log_scale(ax, [v for _, values in series for v in values], ylabel)
+    ax.legend()
 
 
 def _memory(plt: Any, summary: dict[str, dict[str, Any]], path: Path) -> Path:
